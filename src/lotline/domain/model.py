@@ -1,0 +1,154 @@
+"""Immutable records of the lineage core, as the services hand them to every interface."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+from lotline.domain.runs import RunState
+from lotline.domain.versions import VersionState
+
+T = TypeVar("T")
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: Sequence[T]
+    total_count: int
+
+
+@dataclass(frozen=True)
+class Namespace:
+    name: str
+    owner_name: str | None
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    type: str
+    connection_url: str | None
+    description: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class DatasetRef:
+    """Names one dataset, optionally one lot of it (``lot=None``: the dataset is not partitioned)."""
+
+    namespace: str
+    name: str
+    lot: str | None = None
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    type: str | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    namespace: str
+    name: str
+    type: str
+    physical_name: str | None
+    source_name: str | None
+    description: str | None
+    fields: tuple[FieldSpec, ...]
+    facets: JsonObject
+    created_at: datetime
+    updated_at: datetime
+    current_version: uuid.UUID | None
+
+
+@dataclass(frozen=True)
+class DatasetVersion:
+    id: uuid.UUID
+    namespace: str
+    dataset: str
+    number: int
+    lot: str | None
+    state: VersionState
+    run_id: uuid.UUID | None
+    fields: tuple[FieldSpec, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Job:
+    namespace: str
+    name: str
+    type: str
+    description: str | None
+    location: str | None
+    inputs: tuple[DatasetRef, ...]
+    outputs: tuple[DatasetRef, ...]
+    current_version: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class JobVersion:
+    id: uuid.UUID
+    namespace: str
+    job: str
+    location: str | None
+    inputs: tuple[DatasetRef, ...]
+    outputs: tuple[DatasetRef, ...]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class RunIO:
+    """One dataset (lot) a run read or wrote, with the version it was pinned to (if any yet)."""
+
+    namespace: str
+    dataset: str
+    lot: str | None
+    version: uuid.UUID | None
+    version_number: int | None
+
+
+@dataclass(frozen=True)
+class RunTransition:
+    state: RunState
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Run:
+    id: uuid.UUID
+    namespace: str
+    job: str
+    job_version: uuid.UUID | None
+    parent_run_id: uuid.UUID | None
+    lot: str | None
+    state: RunState
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    nominal_start_time: datetime | None
+    nominal_end_time: datetime | None
+    args: JsonObject = field(default_factory=dict)
+    facets: JsonObject = field(default_factory=dict)
+    inputs: tuple[RunIO, ...] = ()
+    outputs: tuple[RunIO, ...] = ()
+    transitions: tuple[RunTransition, ...] = ()
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at is None or self.ended_at is None:
+            return None
+        return int((self.ended_at - self.started_at).total_seconds() * 1000)

@@ -1,0 +1,27 @@
+"""Validation of the names users give to namespaces, sources, datasets and jobs (SPEC §9)."""
+
+from __future__ import annotations
+
+import re
+
+from lotline.domain.errors import InvalidName
+
+MAX_NAME_LENGTH = 1024
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def validate_name(kind: str, name: str) -> str:
+    """Accept lineage names as Marquez and OpenLineage spell them (``/``, ``:`` allowed).
+
+    Rejected: empty or over-long names, control characters, and ``..`` path segments, which
+    would let a name escape a storage root once it is used in a path.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidName(f"{kind} name must not be empty.")
+    if len(name) > MAX_NAME_LENGTH:
+        raise InvalidName(f"{kind} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}.")
+    if _CONTROL.search(name):
+        raise InvalidName(f"{kind} name {name!r} contains a control character.")
+    if ".." in re.split(r"[/\\]", name):
+        raise InvalidName(f"{kind} name {name!r} contains a '..' path segment.")
+    return name

@@ -1,0 +1,32 @@
+"""The use cases: the one API that the CLI, REST API, web UI and Spark runner call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lotline.services.catalog import CatalogService
+from lotline.services.runs import RunService
+from lotline.services.versions import VersionService
+from lotline.store.engine import Store, open_store
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Every lineage use case over one store."""
+
+    store: Store
+    catalog: CatalogService
+    runs: RunService
+    versions: VersionService
+
+    @classmethod
+    def over(cls, store: Store) -> Lineage:
+        return cls(store, CatalogService(store), RunService(store), VersionService(store))
+
+    def close(self) -> None:
+        self.store.dispose()
+
+
+def open_lineage(url: str) -> Lineage:
+    """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
+    return Lineage.over(open_store(url))

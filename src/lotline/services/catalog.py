@@ -1,0 +1,227 @@
+"""Use cases for namespaces, sources, datasets and jobs: the metadata side of lineage."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job, JobVersion, Namespace, Page, Source
+from lotline.domain.names import validate_name
+from lotline.domain.versions import job_version_id
+from lotline.services import _common
+from lotline.services.recording import record_run_io
+from lotline.store.engine import Store
+from lotline.store.queries import catalog, datasets, jobs, runs
+from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.types import utcnow
+
+DATASET_TYPES = ("DB_TABLE", "STREAM")
+JOB_TYPES = ("BATCH", "STREAM", "SERVICE")
+
+
+class CatalogService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- namespaces -------------------------------------------------------------------------
+    def upsert_namespace(
+        self, name: str, owner_name: str | None = None, description: str | None = None
+    ) -> Namespace:
+        validate_name("Namespace", name)
+        with self._store.write() as connection:
+            return catalog.upsert_namespace(connection, name, owner_name, description, utcnow())
+
+    def get_namespace(self, name: str) -> Namespace:
+        with self._store.read() as connection:
+            found = catalog.get_namespace(connection, name)
+        if found is None:
+            raise NotFound("Namespace", name)
+        return found
+
+    def list_namespaces(self, limit: int = 100, offset: int = 0) -> Page[Namespace]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            return catalog.list_namespaces(connection, limit, offset)
+
+    # -- sources ----------------------------------------------------------------------------
+    def upsert_source(
+        self, name: str, type: str, connection_url: str | None = None, description: str | None = None
+    ) -> Source:
+        validate_name("Source", name)
+        if not type or not type.strip():
+            raise InvalidInput("Source type must not be empty.")
+        with self._store.write() as connection:
+            return catalog.upsert_source(connection, name, type, connection_url, description, utcnow())
+
+    def get_source(self, name: str) -> Source:
+        with self._store.read() as connection:
+            found = catalog.get_source(connection, name)
+        if found is None:
+            raise NotFound("Source", name)
+        return found
+
+    def list_sources(self, limit: int = 100, offset: int = 0) -> Page[Source]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            return catalog.list_sources(connection, limit, offset)
+
+    # -- datasets ---------------------------------------------------------------------------
+    def upsert_dataset(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        type: str = "DB_TABLE",
+        physical_name: str | None = None,
+        source: str | None = None,
+        fields: Sequence[FieldSpec] | None = None,
+        description: str | None = None,
+        facets: dict[str, Any] | None = None,
+        run_id: uuid.UUID | None = None,
+    ) -> Dataset:
+        """Create or update a dataset's metadata; with ``run_id``, also record it as that run's output.
+
+        The write gets its version when the run ends, resolved by the run's outcome (SPEC §3).
+        """
+        validate_name("Dataset", name)
+        if type not in DATASET_TYPES:
+            raise InvalidInput(f"Dataset type must be one of {', '.join(DATASET_TYPES)}, got {type!r}.")
+        names = [f.name for f in fields or ()]
+        if len(set(names)) != len(names):
+            raise InvalidInput("Dataset fields must have distinct names.")
+        with self._store.write() as connection:
+            namespace_id = _common.require_namespace(connection, namespace)
+            source_id = None
+            if source is not None:
+                source_id = catalog.source_id(connection, source)
+                if source_id is None:
+                    raise NotFound("Source", source)
+            run = runs.lock_run(connection, run_id) if run_id is not None else None
+            if run_id is not None and run is None:
+                raise NotFound("Run", str(run_id))
+            now = utcnow()
+            dataset_id = datasets.upsert_dataset(
+                connection,
+                namespace_id,
+                name,
+                type_=type,
+                physical_name=physical_name,
+                source_id=source_id,
+                description=description,
+                facets=facets,
+                now=now,
+            )
+            if fields is not None:
+                datasets.replace_fields(connection, dataset_id, fields)
+            if run is not None:
+                record_run_io(connection, run, run_outputs, [(dataset_id, run.lot)], now)
+            found = datasets.get_dataset(connection, namespace, name)
+        assert found is not None
+        return found
+
+    def get_dataset(self, namespace: str, name: str) -> Dataset:
+        with self._store.read() as connection:
+            found = datasets.get_dataset(connection, namespace, name)
+        if found is None:
+            raise NotFound("Dataset", f"{namespace}:{name}")
+        return found
+
+    def list_datasets(self, namespace: str, limit: int = 100, offset: int = 0) -> Page[Dataset]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            _common.require_namespace(connection, namespace)
+            return datasets.list_datasets(connection, namespace, limit, offset)
+
+    # -- jobs -------------------------------------------------------------------------------
+    def upsert_job(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        type: str = "BATCH",
+        inputs: Sequence[DatasetRef] = (),
+        outputs: Sequence[DatasetRef] = (),
+        location: str | None = None,
+        description: str | None = None,
+        run_id: uuid.UUID | None = None,
+    ) -> Job:
+        """Create or update a job. Its inputs, outputs and location fix its current version.
+
+        With ``run_id`` (dynamic capture, seed 003) the run is moved to that version and the
+        inputs and outputs are recorded as the run's own: inputs pinned to their current version
+        now if the run is running, outputs versioned when the run ends.
+        """
+        validate_name("Job", name)
+        if type not in JOB_TYPES:
+            raise InvalidInput(f"Job type must be one of {', '.join(JOB_TYPES)}, got {type!r}.")
+        with self._store.write() as connection:
+            namespace_id = _common.require_namespace(connection, namespace)
+            input_ids = _common.require_datasets(connection, inputs)
+            output_ids = _common.require_datasets(connection, outputs)
+            run = runs.lock_run(connection, run_id) if run_id is not None else None
+            if run_id is not None and run is None:
+                raise NotFound("Run", str(run_id))
+            now = utcnow()
+            job_id = jobs.upsert_job(
+                connection, namespace_id, name, type_=type, description=description, now=now
+            )
+            if run is not None and run.job_id != job_id:
+                raise Conflict(f"Run {run_id} belongs to another job, not {namespace}:{name}.")
+            version = job_version_id(
+                namespace,
+                name,
+                location,
+                [f"{r.namespace}:{r.name}" for r in inputs],
+                [f"{r.namespace}:{r.name}" for r in outputs],
+            )
+            jobs.set_current_version(
+                connection,
+                job_id,
+                version,
+                location=location,
+                inputs=[d for d, _ in input_ids],
+                outputs=[d for d, _ in output_ids],
+                now=now,
+            )
+            if run is not None:
+                record_run_io(connection, run, run_inputs, _default_lot(input_ids, inputs, run.lot), now)
+                record_run_io(connection, run, run_outputs, _default_lot(output_ids, outputs, run.lot), now)
+                runs.set_job_version(connection, run.id, version, now)
+            found = jobs.get_job(connection, namespace, name)
+        assert found is not None
+        return found
+
+    def get_job(self, namespace: str, name: str) -> Job:
+        with self._store.read() as connection:
+            found = jobs.get_job(connection, namespace, name)
+        if found is None:
+            raise NotFound("Job", f"{namespace}:{name}")
+        return found
+
+    def list_jobs(self, namespace: str | None = None, limit: int = 100, offset: int = 0) -> Page[Job]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            if namespace is not None:
+                _common.require_namespace(connection, namespace)
+            return jobs.list_jobs(connection, namespace, limit, offset)
+
+    def list_job_versions(
+        self, namespace: str, name: str, limit: int = 100, offset: int = 0
+    ) -> Page[JobVersion]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            row = jobs.job_row(connection, namespace, name)
+            if row is None:
+                raise NotFound("Job", f"{namespace}:{name}")
+            return jobs.list_job_versions(connection, row.id, namespace, name, limit, offset)
+
+
+def _default_lot(
+    resolved: list[tuple[uuid.UUID, str]], refs: Sequence[DatasetRef], run_lot: str
+) -> list[tuple[uuid.UUID, str]]:
+    """A job's inputs and outputs without a lot of their own take the run's lot."""
+    return [
+        (d, lot if ref.lot is not None else run_lot) for (d, lot), ref in zip(resolved, refs, strict=True)
+    ]

@@ -1,0 +1,48 @@
+"""Configuration: environment variables first, then ``lotline.toml`` in the working directory."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from lotline.domain.errors import InvalidInput
+
+DEFAULT_DB_URL = "sqlite:///./lotline.db"
+DEFAULT_WAREHOUSE = "./warehouse"
+CONFIG_FILE = "lotline.toml"
+KEYS = ("LOTLINE_DB_URL", "LOTLINE_WAREHOUSE", "LOTLINE_API_TOKEN")
+
+
+@dataclass(frozen=True)
+class Settings:
+    db_url: str
+    warehouse: str
+    api_token: str | None
+
+
+def load_settings(directory: Path | None = None) -> Settings:
+    """Read settings; ``lotline.toml`` uses the same keys as the environment (``LOTLINE_DB_URL = …``)."""
+    path = (directory or Path.cwd()) / CONFIG_FILE
+    from_file: dict[str, object] = {}
+    if path.is_file():
+        try:
+            from_file = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as error:
+            raise InvalidInput(f"{path} is not valid TOML: {error}") from error
+        unknown = sorted(set(from_file) - set(KEYS))
+        if unknown:
+            raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(KEYS)}.")
+
+    def pick(key: str) -> str | None:
+        value = os.environ.get(key) or from_file.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{key} in {path} must be a string.")
+        return value or None
+
+    return Settings(
+        db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
+        warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
+        api_token=pick("LOTLINE_API_TOKEN"),
+    )

@@ -1,0 +1,107 @@
+"""The versioning rules of SPEC §3 applied inside a caller's write transaction.
+
+Shared by every use case that touches what a run read or wrote, so that the rules have one
+implementation whichever interface (REST, OpenLineage, runner) reported the fact.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, Table
+
+from lotline.domain.errors import Conflict
+from lotline.domain.runs import RunState
+from lotline.domain.versions import VersionState, input_version_id, output_version_id, output_version_state
+from lotline.store.queries import datasets, jobs, runs, versions
+from lotline.store.schema import run_inputs, run_outputs
+
+
+def record_run_io(
+    connection: Connection,
+    run: Row[Any],
+    table: Table,
+    entries: Sequence[tuple[uuid.UUID, str]],
+    now: datetime,
+) -> None:
+    """Declare inputs (``run_inputs``) or outputs (``run_outputs``) of a run that has not ended."""
+    state = RunState(run.state)
+    if state.is_terminal:
+        raise Conflict(
+            f"Run {run.id} is {state.value}: its inputs and outputs must be reported before it ends.",
+            current=state.value,
+        )
+    runs.add_io(connection, table, run.id, entries, now)
+    if table is run_inputs and state is RunState.RUNNING:
+        pin_inputs(connection, run.id, now)
+
+
+def declare_job_io(connection: Connection, run: Row[Any], now: datetime) -> None:
+    """At start, the inputs and outputs of the run's job version become the run's own (lot: the run's)."""
+    for dataset_id, role in jobs.version_io(connection, run.job_version_id):
+        table = run_inputs if role == jobs.INPUT else run_outputs
+        runs.add_io(connection, table, run.id, [(dataset_id, run.lot)], now)
+
+
+def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
+    """Rule 2: each input is pinned to its current version now, and never changes afterwards."""
+    for io in runs.unversioned_io(connection, run_inputs, run_id):
+        version_id = versions.current_version_id(connection, io.dataset_id, io.lot)
+        if version_id is None:
+            version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
+        if version_id is not None:
+            runs.pin_io(connection, run_inputs, io.id, version_id)
+
+
+def _create_input_version(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime
+) -> uuid.UUID | None:
+    """Rule 1: an input with no version at all gets V1 (no producing run), current at once.
+
+    An input whose only versions failed has nothing readable: it stays unpinned rather than
+    inventing data that no run wrote.
+    """
+    datasets.lock_dataset(connection, dataset_id)
+    current = versions.current_version_id(connection, dataset_id, lot)
+    if current is not None or versions.has_any_version(connection, dataset_id, lot):
+        return current
+    ref = datasets.dataset_refs(connection, [dataset_id])[dataset_id]
+    version_id = input_version_id(ref.namespace, ref.name, lot)
+    versions.insert_version(
+        connection,
+        version_id=version_id,
+        dataset_id=dataset_id,
+        number=datasets.next_version_number(connection, dataset_id),
+        lot=lot,
+        run_id=None,
+        state=VersionState.CURRENT,
+        fields=datasets.fields_of(connection, dataset_id),
+        now=now,
+    )
+    return version_id
+
+
+def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, now: datetime) -> None:
+    """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
+    state = output_version_state(outcome)
+    for io in runs.unversioned_io(connection, run_outputs, run_id):
+        number = datasets.next_version_number(connection, io.dataset_id)
+        if state is VersionState.CURRENT:
+            versions.supersede_current(connection, io.dataset_id, io.lot)
+        ref = datasets.dataset_refs(connection, [io.dataset_id])[io.dataset_id]
+        version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
+        versions.insert_version(
+            connection,
+            version_id=version_id,
+            dataset_id=io.dataset_id,
+            number=number,
+            lot=io.lot,
+            run_id=run_id,
+            state=state,
+            fields=datasets.fields_of(connection, io.dataset_id),
+            now=now,
+        )
+        runs.pin_io(connection, run_outputs, io.id, version_id)

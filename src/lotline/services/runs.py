@@ -1,0 +1,145 @@
+"""Use cases for runs: creation, the state machine, and what each run read and wrote."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.model import DatasetRef, JsonObject, Page, Run
+from lotline.domain.runs import RunAction, RunState, plan_transition
+from lotline.domain.versions import mints_output_versions
+from lotline.services import _common
+from lotline.services.recording import declare_job_io, mint_outputs, pin_inputs, record_run_io
+from lotline.store.engine import Store
+from lotline.store.queries import jobs, runs
+from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.types import utcnow
+
+
+class RunService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def create_run(
+        self,
+        namespace: str,
+        job: str,
+        *,
+        run_id: uuid.UUID | None = None,
+        parent_run_id: uuid.UUID | None = None,
+        lot: str | None = None,
+        nominal_start_time: datetime | None = None,
+        nominal_end_time: datetime | None = None,
+        args: JsonObject | None = None,
+        facets: JsonObject | None = None,
+    ) -> Run:
+        """A NEW run of the job's current version; an id that already exists is a conflict."""
+        _common.check_aware("nominalStartTime", nominal_start_time)
+        _common.check_aware("nominalEndTime", nominal_end_time)
+        stored_lot = _common.lot_key(lot)
+        run_id = run_id or uuid.uuid4()
+        with self._store.write() as connection:
+            job_row = jobs.job_row(connection, namespace, job)
+            if job_row is None:
+                raise NotFound("Job", f"{namespace}:{job}")
+            if runs.run_exists(connection, run_id):
+                raise Conflict(f"Run {run_id} already exists.")
+            if parent_run_id is not None and not runs.run_exists(connection, parent_run_id):
+                raise NotFound("Run", str(parent_run_id))
+            runs.insert_run(
+                connection,
+                run_id=run_id,
+                job_id=job_row.id,
+                job_version_id=job_row.current_version_id,
+                parent_run_id=parent_run_id,
+                lot=stored_lot,
+                nominal_start_time=nominal_start_time,
+                nominal_end_time=nominal_end_time,
+                args=args or {},
+                facets=facets or {},
+                now=utcnow(),
+            )
+            return self._load(connection, run_id)
+
+    def transition(self, run_id: uuid.UUID, action: RunAction, at: datetime | None = None) -> Run:
+        """Apply ``action`` at time ``at`` (default: now). Repeats are no-ops; illegal moves conflict.
+
+        Starting pins the inputs; ending versions every output the run declared (SPEC §3).
+        """
+        _common.check_aware("at", at)
+        now = utcnow()
+        at = at or now
+        with self._store.write() as connection:
+            row = runs.lock_run(connection, run_id)
+            if row is None:
+                raise NotFound("Run", str(run_id))
+            plan = plan_transition(RunState(row.state), action)
+            if plan.changes:
+                runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at, now=now)
+                if plan.target is RunState.RUNNING:
+                    declare_job_io(connection, row, now)
+                    pin_inputs(connection, run_id, now)
+                if mints_output_versions(plan.current, plan.target):
+                    mint_outputs(connection, run_id, plan.target, now)
+            return self._load(connection, run_id)
+
+    def record_inputs(self, run_id: uuid.UUID, inputs: Sequence[DatasetRef]) -> Run:
+        """Inputs reported while running are pinned now; before the start, at the start."""
+        return self._record(run_id, inputs, outputs=False)
+
+    def record_outputs(self, run_id: uuid.UUID, outputs: Sequence[DatasetRef]) -> Run:
+        """Outputs get their versions when the run ends, resolved by its outcome."""
+        return self._record(run_id, outputs, outputs=True)
+
+    def _record(self, run_id: uuid.UUID, refs: Sequence[DatasetRef], *, outputs: bool) -> Run:
+        with self._store.write() as connection:
+            entries = _common.require_datasets(connection, refs)
+            row = runs.lock_run(connection, run_id)
+            if row is None:
+                raise NotFound("Run", str(run_id))
+            record_run_io(connection, row, run_outputs if outputs else run_inputs, entries, utcnow())
+            return self._load(connection, run_id)
+
+    def link_parent(self, run_id: uuid.UUID, parent_run_id: uuid.UUID) -> Run:
+        """Make ``parent_run_id`` the parent of ``run_id`` (e.g. from an OpenLineage parent facet)."""
+        if run_id == parent_run_id:
+            raise InvalidInput("A run cannot be its own parent.")
+        with self._store.write() as connection:
+            for needed in (run_id, parent_run_id):
+                if not runs.run_exists(connection, needed):
+                    raise NotFound("Run", str(needed))
+            if run_id in runs.ancestors(connection, parent_run_id):
+                raise InvalidInput(
+                    f"Run {parent_run_id} descends from run {run_id}: parents cannot form a cycle."
+                )
+            runs.set_parent(connection, run_id, parent_run_id, utcnow())
+            return self._load(connection, run_id)
+
+    def get_run(self, run_id: uuid.UUID) -> Run:
+        with self._store.read() as connection:
+            return self._load(connection, run_id)
+
+    def list_runs(self, namespace: str, job: str, limit: int = 100, offset: int = 0) -> Page[Run]:
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            job_row = jobs.job_row(connection, namespace, job)
+            if job_row is None:
+                raise NotFound("Job", f"{namespace}:{job}")
+            return runs.list_runs(connection, job_row.id, limit, offset)
+
+    def child_runs(self, parent_run_id: uuid.UUID) -> list[Run]:
+        with self._store.read() as connection:
+            if not runs.run_exists(connection, parent_run_id):
+                raise NotFound("Run", str(parent_run_id))
+            return runs.child_runs(connection, parent_run_id)
+
+    @staticmethod
+    def _load(connection: Connection, run_id: uuid.UUID) -> Run:
+        found = runs.get_run(connection, run_id)
+        if found is None:
+            raise NotFound("Run", str(run_id))
+        return found

@@ -1,0 +1,42 @@
+"""Use cases for reading dataset versions: the current one per dataset or lot, and history."""
+
+from __future__ import annotations
+
+import uuid
+
+from lotline.domain.errors import NotFound
+from lotline.domain.model import DatasetVersion, Page
+from lotline.services import _common
+from lotline.store.engine import Store
+from lotline.store.queries import versions
+
+
+class VersionService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def current_version(self, namespace: str, dataset: str, lot: str | None = None) -> DatasetVersion | None:
+        """The version consumers read: of one lot, or (no lot) the dataset's latest successful one."""
+        with self._store.read() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            return versions.current_version(
+                connection, dataset_id, None if lot is None else _common.lot_key(lot)
+            )
+
+    def list_versions(
+        self, namespace: str, dataset: str, lot: str | None = None, limit: int = 100, offset: int = 0
+    ) -> Page[DatasetVersion]:
+        """Newest first; every lot unless ``lot`` narrows it to one."""
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            scope = None if lot is None else _common.lot_key(lot)
+            return versions.list_versions(connection, dataset_id, scope, limit, offset)
+
+    def get_version(self, namespace: str, dataset: str, version_id: uuid.UUID) -> DatasetVersion:
+        with self._store.read() as connection:
+            _common.require_dataset(connection, namespace, dataset)
+            found = versions.get_version(connection, version_id)
+        if found is None or (found.namespace, found.dataset) != (namespace, dataset):
+            raise NotFound("Dataset version", f"{namespace}:{dataset}#{version_id}")
+        return found

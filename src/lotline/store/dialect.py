@@ -1,0 +1,70 @@
+"""Every difference between SQLite and PostgreSQL that the store cares about lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.pool import ConnectionPoolEntry
+
+#: Execution option that marks a connection whose transaction will write.
+WRITE_OPTION = "lotline_write"
+SQLITE_BUSY_TIMEOUT_S = 60
+
+
+def normalize_url(url: str) -> str:
+    """Let users write ``postgresql://…``; lotline talks to PostgreSQL through psycopg 3."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def engine_options(url: str) -> dict[str, Any]:
+    if make_url(url).get_backend_name() == "sqlite":
+        return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+    return {"pool_pre_ping": True}
+
+
+def install_sqlite_behaviour(engine: Engine) -> None:
+    """WAL, enforced foreign keys, and ``BEGIN IMMEDIATE`` for writing transactions.
+
+    pysqlite's own transaction handling is switched off (``isolation_level = None``) so that
+    SQLAlchemy's ``begin`` event decides how each transaction starts: a writer takes the write
+    lock up front instead of failing with "database is locked" when it upgrades a read lock.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        writes = connection.get_execution_options().get(WRITE_OPTION, False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+
+
+def insert_ignoring_conflicts(
+    connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
+) -> None:
+    """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
+    if not rows:
+        return
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    connection.execute(statement, list(rows))
+
+
+def locks_rows(connection: Connection) -> bool:
+    """Whether ``SELECT … FOR UPDATE`` means anything here (SQLite locks the whole file instead)."""
+    return connection.dialect.name == "postgresql"

@@ -1,0 +1,76 @@
+"""Opening a store: one engine per database URL, and the two kinds of transaction lotline uses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Connection, create_engine
+from sqlalchemy.engine import make_url
+
+from lotline.store import dialect, migrate
+
+
+class SchemaNotCurrent(RuntimeError):
+    """The database exists but its schema is older than this lotline (run ``lotline db upgrade``)."""
+
+
+class Store:
+    """A database lotline keeps its records in. Every state change runs inside :meth:`write`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = dialect.normalize_url(url)
+        self.engine = create_engine(self.url, **dialect.engine_options(self.url))
+        if self.engine.dialect.name == "sqlite":
+            dialect.install_sqlite_behaviour(self.engine)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One transaction that may write; on SQLite it holds the write lock from its first statement."""
+        with self.engine.connect() as connection:
+            connection.execution_options(**{dialect.WRITE_OPTION: True})
+            with connection.begin():
+                yield connection
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """One read-only transaction: a consistent snapshot that never blocks writers."""
+        with self.engine.connect() as connection, connection.begin():
+            yield connection
+
+    def upgrade(self) -> None:
+        with self.write() as connection:
+            migrate.upgrade(connection)
+
+    def schema_revision(self) -> str | None:
+        with self.read() as connection:
+            return migrate.current_revision(connection)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def open_store(url: str) -> Store:
+    """Open a store ready for use.
+
+    SQLite databases are created and migrated on first use (the embedded default needs no set-up
+    step); a server database must be migrated explicitly with ``lotline db upgrade``, because
+    schema changes on a shared database are an operator's decision.
+    """
+    store = Store(url)
+    if store.backend == "sqlite":
+        store.upgrade()
+        return store
+    revision = store.schema_revision()
+    if revision != migrate.head_revision():
+        store.dispose()
+        shown = make_url(store.url).render_as_string(hide_password=True)
+        raise SchemaNotCurrent(
+            f"database {shown} is at schema revision {revision or 'none'}, "
+            f"this lotline needs {migrate.head_revision()}: run `lotline db upgrade`"
+        )
+    return store

@@ -1,0 +1,195 @@
+"""Datasets and their fields."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, delete, func, insert, select, update
+
+from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
+from lotline.domain.versions import VersionState
+from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
+from lotline.store.types import json_or_empty
+
+
+def upsert_dataset(
+    connection: Connection,
+    namespace_id: uuid.UUID,
+    name: str,
+    *,
+    type_: str,
+    physical_name: str | None,
+    source_id: uuid.UUID | None,
+    description: str | None,
+    facets: dict[str, Any] | None,
+    now: datetime,
+) -> uuid.UUID:
+    """Create the dataset or update its metadata. Never creates a version (SPEC §3 rule 5)."""
+    insert_ignoring_conflicts(
+        connection,
+        datasets,
+        [
+            {
+                "id": uuid.uuid4(),
+                "namespace_id": namespace_id,
+                "name": name,
+                "type": type_,
+                "physical_name": physical_name or name,
+                "source_id": source_id,
+                "description": description,
+                "facets": facets or {},
+                "created_at": now,
+                "updated_at": now,
+            }
+        ],
+        ["namespace_id", "name"],
+    )
+    changes: dict[str, object] = {"type": type_, "updated_at": now}
+    for column, value in (
+        ("physical_name", physical_name),
+        ("source_id", source_id),
+        ("description", description),
+    ):
+        if value is not None:
+            changes[column] = value
+    key = (datasets.c.namespace_id == namespace_id) & (datasets.c.name == name)
+    if facets:
+        current = connection.execute(select(datasets.c.facets).where(key)).scalar()
+        changes["facets"] = {**json_or_empty(current), **facets}
+    dataset_id: uuid.UUID = connection.execute(
+        update(datasets).where(key).values(changes).returning(datasets.c.id)
+    ).scalar_one()
+    return dataset_id
+
+
+def replace_fields(connection: Connection, dataset_id: uuid.UUID, fields: Sequence[FieldSpec]) -> None:
+    connection.execute(delete(dataset_fields).where(dataset_fields.c.dataset_id == dataset_id))
+    if fields:
+        connection.execute(
+            insert(dataset_fields),
+            [
+                {
+                    "dataset_id": dataset_id,
+                    "position": i,
+                    "name": f.name,
+                    "type": f.type,
+                    "description": f.description,
+                }
+                for i, f in enumerate(fields)
+            ],
+        )
+
+
+def fields_of(connection: Connection, dataset_id: uuid.UUID) -> tuple[FieldSpec, ...]:
+    rows = connection.execute(
+        select(dataset_fields.c.name, dataset_fields.c.type, dataset_fields.c.description)
+        .where(dataset_fields.c.dataset_id == dataset_id)
+        .order_by(dataset_fields.c.position)
+    ).all()
+    return tuple(FieldSpec(r.name, r.type, r.description) for r in rows)
+
+
+def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
+    return connection.execute(
+        select(datasets.c.id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(namespaces.c.name == namespace, datasets.c.name == name)
+    ).scalar()
+
+
+def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
+    rows = connection.execute(
+        select(datasets.c.id, namespaces.c.name.label("namespace"), datasets.c.name)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(datasets.c.id.in_(ids))
+    ).all()
+    return {r.id: DatasetRef(r.namespace, r.name) for r in rows}
+
+
+def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
+    """Serialize version changes of one dataset (SQLite already holds the database write lock)."""
+    if locks_rows(connection):
+        connection.execute(select(datasets.c.id).where(datasets.c.id == dataset_id).with_for_update())
+
+
+def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
+    """Allocate the dataset's next version number; the row lock it takes lasts until commit."""
+    number: int = connection.execute(
+        update(datasets)
+        .where(datasets.c.id == dataset_id)
+        .values(last_version_number=datasets.c.last_version_number + 1)
+        .returning(datasets.c.last_version_number)
+    ).scalar_one()
+    return number
+
+
+def _current_version_subquery() -> Any:
+    """The dataset's current version: its latest successful one, across all lots (rule 7)."""
+    return (
+        select(dataset_versions.c.id)
+        .where(
+            dataset_versions.c.dataset_id == datasets.c.id,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+        .order_by(dataset_versions.c.version_number.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+
+
+def _dataset_query() -> Any:
+    return (
+        select(
+            datasets,
+            namespaces.c.name.label("namespace"),
+            sources.c.name.label("source_name"),
+            _current_version_subquery().label("current_version"),
+        )
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .outerjoin(sources, sources.c.id == datasets.c.source_id)
+    )
+
+
+def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
+    m = row._mapping
+    return Dataset(
+        namespace=m["namespace"],
+        name=m["name"],
+        type=m["type"],
+        physical_name=m["physical_name"],
+        source_name=m["source_name"],
+        description=m["description"],
+        fields=fields_of(connection, m["id"]),
+        facets=json_or_empty(m["facets"]),
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        current_version=m["current_version"],
+    )
+
+
+def get_dataset(connection: Connection, namespace: str, name: str) -> Dataset | None:
+    row = connection.execute(
+        _dataset_query().where(namespaces.c.name == namespace, datasets.c.name == name)
+    ).first()
+    return _dataset(connection, row) if row else None
+
+
+def list_datasets(connection: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
+    rows = connection.execute(
+        _dataset_query()
+        .where(namespaces.c.name == namespace)
+        .order_by(datasets.c.name)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = connection.execute(
+        select(func.count())
+        .select_from(datasets)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(namespaces.c.name == namespace)
+    ).scalar_one()
+    return Page([_dataset(connection, r) for r in rows], total)

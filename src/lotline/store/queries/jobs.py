@@ -1,0 +1,171 @@
+"""Jobs and job versions (a version is fixed by inputs, outputs and code location)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, select, update
+
+from lotline.domain.model import DatasetRef, Job, JobVersion, Page
+from lotline.store.dialect import insert_ignoring_conflicts
+from lotline.store.schema import datasets, job_version_io, job_versions, jobs, namespaces
+
+INPUT = "INPUT"
+OUTPUT = "OUTPUT"
+
+
+def upsert_job(
+    connection: Connection,
+    namespace_id: uuid.UUID,
+    name: str,
+    *,
+    type_: str,
+    description: str | None,
+    now: datetime,
+) -> uuid.UUID:
+    insert_ignoring_conflicts(
+        connection,
+        jobs,
+        [
+            {
+                "id": uuid.uuid4(),
+                "namespace_id": namespace_id,
+                "name": name,
+                "type": type_,
+                "description": description,
+                "created_at": now,
+                "updated_at": now,
+            }
+        ],
+        ["namespace_id", "name"],
+    )
+    changes: dict[str, object] = {"type": type_, "updated_at": now}
+    if description is not None:
+        changes["description"] = description
+    job_id: uuid.UUID = connection.execute(
+        update(jobs)
+        .where(jobs.c.namespace_id == namespace_id, jobs.c.name == name)
+        .values(changes)
+        .returning(jobs.c.id)
+    ).scalar_one()
+    return job_id
+
+
+def set_current_version(
+    connection: Connection,
+    job_id: uuid.UUID,
+    version_id: uuid.UUID,
+    *,
+    location: str | None,
+    inputs: Sequence[uuid.UUID],
+    outputs: Sequence[uuid.UUID],
+    now: datetime,
+) -> None:
+    """Record the job version (once: its id is derived from its content) and make it current."""
+    insert_ignoring_conflicts(
+        connection,
+        job_versions,
+        [{"id": version_id, "job_id": job_id, "location": location, "created_at": now}],
+        ["id"],
+    )
+    io = [{"job_version_id": version_id, "dataset_id": d, "role": INPUT} for d in inputs]
+    io += [{"job_version_id": version_id, "dataset_id": d, "role": OUTPUT} for d in outputs]
+    insert_ignoring_conflicts(connection, job_version_io, io, ["job_version_id", "dataset_id", "role"])
+    connection.execute(update(jobs).where(jobs.c.id == job_id).values(current_version_id=version_id))
+
+
+def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | None:
+    return connection.execute(
+        select(jobs, namespaces.c.name.label("namespace"))
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+        .where(namespaces.c.name == namespace, jobs.c.name == name)
+    ).first()
+
+
+def version_io(connection: Connection, version_id: uuid.UUID | None) -> list[tuple[uuid.UUID, str]]:
+    """(dataset id, role) pairs of one job version, in a stable order."""
+    if version_id is None:
+        return []
+    rows = connection.execute(
+        select(job_version_io.c.dataset_id, job_version_io.c.role)
+        .where(job_version_io.c.job_version_id == version_id)
+        .order_by(job_version_io.c.role, job_version_io.c.dataset_id)
+    ).all()
+    return [(r.dataset_id, r.role) for r in rows]
+
+
+def _refs(connection: Connection, version_id: uuid.UUID | None) -> tuple[tuple[DatasetRef, ...], ...]:
+    if version_id is None:
+        return (), ()
+    rows = connection.execute(
+        select(job_version_io.c.role, namespaces.c.name.label("namespace"), datasets.c.name)
+        .join(datasets, datasets.c.id == job_version_io.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(job_version_io.c.job_version_id == version_id)
+        .order_by(namespaces.c.name, datasets.c.name)
+    ).all()
+    inputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == INPUT)
+    outputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == OUTPUT)
+    return inputs, outputs
+
+
+def _job(connection: Connection, row: Row[Any]) -> Job:
+    m = row._mapping
+    inputs, outputs = _refs(connection, m["current_version_id"])
+    location = None
+    if m["current_version_id"] is not None:
+        location = connection.execute(
+            select(job_versions.c.location).where(job_versions.c.id == m["current_version_id"])
+        ).scalar()
+    return Job(
+        namespace=m["namespace"],
+        name=m["name"],
+        type=m["type"],
+        description=m["description"],
+        location=location,
+        inputs=inputs,
+        outputs=outputs,
+        current_version=m["current_version_id"],
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+    )
+
+
+def get_job(connection: Connection, namespace: str, name: str) -> Job | None:
+    row = job_row(connection, namespace, name)
+    return _job(connection, row) if row else None
+
+
+def list_jobs(connection: Connection, namespace: str | None, limit: int, offset: int) -> Page[Job]:
+    query = select(jobs, namespaces.c.name.label("namespace")).join(
+        namespaces, namespaces.c.id == jobs.c.namespace_id
+    )
+    count = select(func.count()).select_from(jobs).join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    if namespace is not None:
+        query = query.where(namespaces.c.name == namespace)
+        count = count.where(namespaces.c.name == namespace)
+    rows = connection.execute(query.order_by(namespaces.c.name, jobs.c.name).limit(limit).offset(offset))
+    return Page([_job(connection, r) for r in rows.all()], connection.execute(count).scalar_one())
+
+
+def list_job_versions(
+    connection: Connection, job_id: uuid.UUID, namespace: str, job: str, limit: int, offset: int
+) -> Page[JobVersion]:
+    rows = connection.execute(
+        select(job_versions)
+        .where(job_versions.c.job_id == job_id)
+        .order_by(job_versions.c.created_at.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = connection.execute(
+        select(func.count()).select_from(job_versions).where(job_versions.c.job_id == job_id)
+    ).scalar_one()
+    items = []
+    for r in rows:
+        inputs, outputs = _refs(connection, r.id)
+        items.append(JobVersion(r.id, namespace, job, r.location, inputs, outputs, r.created_at))
+    return Page(items, total)

@@ -1,0 +1,248 @@
+"""Runs, their state transitions, and the dataset versions they read and wrote."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, Table, func, insert, select, update
+
+from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
+from lotline.domain.runs import RunState
+from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.schema import (
+    dataset_versions,
+    datasets,
+    jobs,
+    namespaces,
+    run_inputs,
+    run_outputs,
+    run_transitions,
+    runs,
+)
+from lotline.store.types import json_or_empty
+
+
+def insert_run(
+    connection: Connection,
+    *,
+    run_id: uuid.UUID,
+    job_id: uuid.UUID,
+    job_version_id: uuid.UUID | None,
+    parent_run_id: uuid.UUID | None,
+    lot: str,
+    nominal_start_time: datetime | None,
+    nominal_end_time: datetime | None,
+    args: JsonObject,
+    facets: JsonObject,
+    now: datetime,
+) -> None:
+    connection.execute(
+        insert(runs).values(
+            id=run_id,
+            job_id=job_id,
+            job_version_id=job_version_id,
+            parent_run_id=parent_run_id,
+            lot=lot,
+            state=RunState.NEW.value,
+            nominal_start_time=nominal_start_time,
+            nominal_end_time=nominal_end_time,
+            args=args,
+            facets=facets,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    insert_transition(connection, run_id, RunState.NEW, now, now)
+
+
+def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
+    return connection.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
+
+
+def lock_run(connection: Connection, run_id: uuid.UUID) -> Row[Any] | None:
+    """The run's row, locked until commit so that concurrent transitions of one run serialize."""
+    query = select(runs).where(runs.c.id == run_id)
+    if locks_rows(connection):
+        query = query.with_for_update()
+    return connection.execute(query).first()
+
+
+def set_state(
+    connection: Connection,
+    run_id: uuid.UUID,
+    *,
+    expected: RunState,
+    target: RunState,
+    at: datetime,
+    now: datetime,
+) -> None:
+    """Fenced state change: applies only if the run is still in ``expected``."""
+    changes: dict[str, object] = {"state": target.value, "updated_at": now}
+    if target is RunState.RUNNING:
+        changes["started_at"] = at
+    elif target.is_terminal:
+        changes["ended_at"] = at
+    result = connection.execute(
+        update(runs).where(runs.c.id == run_id, runs.c.state == expected.value).values(changes)
+    )
+    if result.rowcount != 1:
+        raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
+    insert_transition(connection, run_id, target, at, now)
+
+
+def insert_transition(
+    connection: Connection, run_id: uuid.UUID, state: RunState, at: datetime, now: datetime
+) -> None:
+    connection.execute(
+        insert(run_transitions).values(run_id=run_id, state=state.value, transitioned_at=at, recorded_at=now)
+    )
+
+
+def set_job_version(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID, now: datetime
+) -> None:
+    connection.execute(
+        update(runs).where(runs.c.id == run_id).values(job_version_id=job_version_id, updated_at=now)
+    )
+
+
+def set_parent(connection: Connection, run_id: uuid.UUID, parent_run_id: uuid.UUID, now: datetime) -> None:
+    connection.execute(
+        update(runs).where(runs.c.id == run_id).values(parent_run_id=parent_run_id, updated_at=now)
+    )
+
+
+def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
+    """The chain of parents above a run, nearest first."""
+    found: list[uuid.UUID] = []
+    current: uuid.UUID | None = run_id
+    while current is not None and current not in found:
+        current = connection.execute(select(runs.c.parent_run_id).where(runs.c.id == current)).scalar()
+        if current is not None:
+            found.append(current)
+    return found
+
+
+def add_io(
+    connection: Connection,
+    table: Table,
+    run_id: uuid.UUID,
+    entries: Sequence[tuple[uuid.UUID, str]],
+    now: datetime,
+) -> None:
+    """Declare (dataset id, lot) pairs as inputs or outputs of a run; repeats are ignored."""
+    insert_ignoring_conflicts(
+        connection,
+        table,
+        [{"run_id": run_id, "dataset_id": d, "lot": lot, "recorded_at": now} for d, lot in entries],
+        ["run_id", "dataset_id", "lot"],
+    )
+
+
+def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
+    """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
+    concurrent runs lock datasets in the same order (no deadlocks)."""
+    return connection.execute(
+        select(table.c.id, table.c.dataset_id, table.c.lot)
+        .where(table.c.run_id == run_id, table.c.dataset_version_id.is_(None))
+        .order_by(table.c.dataset_id, table.c.lot)
+    ).all()
+
+
+def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
+    connection.execute(update(table).where(table.c.id == io_id).values(dataset_version_id=version_id))
+
+
+def _io_of(
+    connection: Connection, table: Table, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[RunIO]]:
+    rows = connection.execute(
+        select(
+            table.c.run_id,
+            table.c.lot,
+            table.c.dataset_version_id,
+            namespaces.c.name.label("namespace"),
+            datasets.c.name.label("dataset"),
+            dataset_versions.c.version_number,
+        )
+        .join(datasets, datasets.c.id == table.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .outerjoin(dataset_versions, dataset_versions.c.id == table.c.dataset_version_id)
+        .where(table.c.run_id.in_(run_ids))
+        .order_by(namespaces.c.name, datasets.c.name, table.c.lot)
+    ).all()
+    found: dict[uuid.UUID, list[RunIO]] = {}
+    for r in rows:
+        found.setdefault(r.run_id, []).append(
+            RunIO(r.namespace, r.dataset, r.lot or None, r.dataset_version_id, r.version_number)
+        )
+    return found
+
+
+def _run_query() -> Any:
+    return (
+        select(runs, jobs.c.name.label("job"), namespaces.c.name.label("namespace"))
+        .join(jobs, jobs.c.id == runs.c.job_id)
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    )
+
+
+def _load(connection: Connection, rows: Sequence[Row[Any]]) -> list[Run]:
+    ids = [r.id for r in rows]
+    inputs = _io_of(connection, run_inputs, ids)
+    outputs = _io_of(connection, run_outputs, ids)
+    transitions: dict[uuid.UUID, list[RunTransition]] = {}
+    for t in connection.execute(
+        select(run_transitions).where(run_transitions.c.run_id.in_(ids)).order_by(run_transitions.c.id)
+    ):
+        transitions.setdefault(t.run_id, []).append(RunTransition(RunState(t.state), t.transitioned_at))
+    return [
+        Run(
+            id=r.id,
+            namespace=r.namespace,
+            job=r.job,
+            job_version=r.job_version_id,
+            parent_run_id=r.parent_run_id,
+            lot=r.lot or None,
+            state=RunState(r.state),
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            nominal_start_time=r.nominal_start_time,
+            nominal_end_time=r.nominal_end_time,
+            args=json_or_empty(r.args),
+            facets=json_or_empty(r.facets),
+            inputs=tuple(inputs.get(r.id, ())),
+            outputs=tuple(outputs.get(r.id, ())),
+            transitions=tuple(transitions.get(r.id, ())),
+        )
+        for r in rows
+    ]
+
+
+def get_run(connection: Connection, run_id: uuid.UUID) -> Run | None:
+    rows = connection.execute(_run_query().where(runs.c.id == run_id)).all()
+    return _load(connection, rows)[0] if rows else None
+
+
+def list_runs(connection: Connection, job_id: uuid.UUID, limit: int, offset: int) -> Page[Run]:
+    rows = connection.execute(
+        _run_query()
+        .where(runs.c.job_id == job_id)
+        .order_by(runs.c.created_at.desc(), runs.c.id)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = connection.execute(select(func.count()).select_from(runs).where(runs.c.job_id == job_id))
+    return Page(_load(connection, rows), total.scalar_one())
+
+
+def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
+    rows = connection.execute(
+        _run_query().where(runs.c.parent_run_id == parent_run_id).order_by(runs.c.created_at, runs.c.id)
+    ).all()
+    return _load(connection, rows)

@@ -1,0 +1,127 @@
+"""Dataset versions: creation, the current pointer per (dataset, lot), listing."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, func, insert, select, update
+
+from lotline.domain.model import DatasetVersion, FieldSpec, Page
+from lotline.domain.versions import UNPARTITIONED, VersionState
+from lotline.store.schema import dataset_versions, datasets, namespaces
+
+
+def insert_version(
+    connection: Connection,
+    *,
+    version_id: uuid.UUID,
+    dataset_id: uuid.UUID,
+    number: int,
+    lot: str,
+    run_id: uuid.UUID | None,
+    state: VersionState,
+    fields: tuple[FieldSpec, ...],
+    now: datetime,
+) -> None:
+    connection.execute(
+        insert(dataset_versions).values(
+            id=version_id,
+            dataset_id=dataset_id,
+            version_number=number,
+            lot=lot,
+            run_id=run_id,
+            state=state.value,
+            created_at=now,
+            fields=[{"name": f.name, "type": f.type, "description": f.description} for f in fields],
+        )
+    )
+
+
+def supersede_current(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:
+    connection.execute(
+        update(dataset_versions)
+        .where(
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot == lot,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+        .values(state=VersionState.SUPERSEDED.value)
+    )
+
+
+def current_version_id(connection: Connection, dataset_id: uuid.UUID, lot: str) -> uuid.UUID | None:
+    return connection.execute(
+        select(dataset_versions.c.id).where(
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot == lot,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+    ).scalar()
+
+
+def has_any_version(connection: Connection, dataset_id: uuid.UUID, lot: str) -> bool:
+    found = connection.execute(
+        select(dataset_versions.c.id)
+        .where(dataset_versions.c.dataset_id == dataset_id, dataset_versions.c.lot == lot)
+        .limit(1)
+    ).first()
+    return found is not None
+
+
+def _version_query() -> Any:
+    return (
+        select(dataset_versions, namespaces.c.name.label("namespace"), datasets.c.name.label("dataset"))
+        .join(datasets, datasets.c.id == dataset_versions.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    )
+
+
+def _version(row: Row[Any]) -> DatasetVersion:
+    m = row._mapping
+    return DatasetVersion(
+        id=m["id"],
+        namespace=m["namespace"],
+        dataset=m["dataset"],
+        number=m["version_number"],
+        lot=m["lot"] or None,
+        state=VersionState(m["state"]),
+        run_id=m["run_id"],
+        fields=tuple(FieldSpec(f["name"], f.get("type"), f.get("description")) for f in m["fields"] or []),
+        created_at=m["created_at"],
+    )
+
+
+def get_version(connection: Connection, version_id: uuid.UUID) -> DatasetVersion | None:
+    row = connection.execute(_version_query().where(dataset_versions.c.id == version_id)).first()
+    return _version(row) if row else None
+
+
+def current_version(connection: Connection, dataset_id: uuid.UUID, lot: str | None) -> DatasetVersion | None:
+    """Current version of one lot, or (``lot=None``) of the dataset: its latest successful one."""
+    query = _version_query().where(
+        dataset_versions.c.dataset_id == dataset_id, dataset_versions.c.state == VersionState.CURRENT.value
+    )
+    if lot is not None:
+        query = query.where(dataset_versions.c.lot == lot)
+    row = connection.execute(query.order_by(dataset_versions.c.version_number.desc()).limit(1)).first()
+    return _version(row) if row else None
+
+
+def list_versions(
+    connection: Connection, dataset_id: uuid.UUID, lot: str | None, limit: int, offset: int
+) -> Page[DatasetVersion]:
+    """Newest first. ``lot=None`` lists every lot; ``UNPARTITIONED`` only unpartitioned versions."""
+    condition = dataset_versions.c.dataset_id == dataset_id
+    if lot is not None:
+        condition = condition & (dataset_versions.c.lot == (lot or UNPARTITIONED))
+    rows = connection.execute(
+        _version_query()
+        .where(condition)
+        .order_by(dataset_versions.c.version_number.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = connection.execute(select(func.count()).select_from(dataset_versions).where(condition))
+    return Page([_version(r) for r in rows], total.scalar_one())

@@ -1,0 +1,222 @@
+"""The schema's single source of truth (SQLAlchemy Core). Migrations must reproduce it exactly;
+``tests/contract/test_migrations.py`` proves it on every supported database.
+
+Conventions: lot columns are NOT NULL with ``''`` meaning "not partitioned" (see
+``lotline.domain.versions.UNPARTITIONED``) so that unique keys over lots behave alike on SQLite
+and PostgreSQL. ``datasets.last_version_number`` is the per-dataset version counter: it is
+incremented with ``UPDATE … RETURNING`` under the dataset row's lock, which is what keeps
+concurrent writers from ever sharing or skipping a number.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    Uuid,
+    text,
+)
+
+from lotline.store.types import BigId, JsonDocument, UtcDateTime
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+NAME = 1024
+LOT = 128
+RUN_STATES = "'NEW', 'RUNNING', 'COMPLETED', 'FAILED', 'ABORTED'"
+VERSION_STATES = "'current', 'failed', 'superseded'"
+
+
+def _timestamps() -> list[Column[object]]:
+    return [
+        Column("created_at", UtcDateTime, nullable=False),
+        Column("updated_at", UtcDateTime, nullable=False),
+    ]
+
+
+namespaces = Table(
+    "namespaces",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("name", String(NAME), nullable=False, unique=True),
+    Column("owner_name", String(NAME)),
+    Column("description", Text),
+    *_timestamps(),
+)
+
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("name", String(NAME), nullable=False, unique=True),
+    Column("type", String(64), nullable=False),
+    Column("connection_url", Text),
+    Column("description", Text),
+    *_timestamps(),
+)
+
+datasets = Table(
+    "datasets",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("namespace_id", ForeignKey("namespaces.id"), nullable=False),
+    Column("name", String(NAME), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("physical_name", String(NAME)),
+    Column("source_id", ForeignKey("sources.id")),
+    Column("description", Text),
+    Column("facets", JsonDocument),
+    Column("last_version_number", Integer, nullable=False, server_default=text("0")),
+    *_timestamps(),
+    UniqueConstraint("namespace_id", "name"),
+)
+
+dataset_fields = Table(
+    "dataset_fields",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dataset_id", ForeignKey("datasets.id", ondelete="CASCADE"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("name", String(NAME), nullable=False),
+    Column("type", String(255)),
+    Column("description", Text),
+    UniqueConstraint("dataset_id", "name"),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("namespace_id", ForeignKey("namespaces.id"), nullable=False),
+    Column("name", String(NAME), nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("description", Text),
+    # Points into job_versions; no foreign key because jobs <-> job_versions form a cycle that
+    # SQLite cannot add with ALTER. Written only by store.queries.jobs.
+    Column("current_version_id", Uuid),
+    *_timestamps(),
+    UniqueConstraint("namespace_id", "name"),
+)
+
+job_versions = Table(
+    "job_versions",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("job_id", ForeignKey("jobs.id"), nullable=False, index=True),
+    Column("location", Text),
+    Column("created_at", UtcDateTime, nullable=False),
+)
+
+job_version_io = Table(
+    "job_version_io",
+    metadata,
+    Column("job_version_id", ForeignKey("job_versions.id"), primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True, index=True),
+    Column("role", String(8), primary_key=True),
+    CheckConstraint("role IN ('INPUT', 'OUTPUT')", name="role"),
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("job_id", ForeignKey("jobs.id"), nullable=False),
+    Column("job_version_id", ForeignKey("job_versions.id")),
+    Column("parent_run_id", ForeignKey("runs.id"), index=True),
+    Column("lot", String(LOT), nullable=False, server_default=text("''")),
+    Column("state", String(16), nullable=False),
+    Column("nominal_start_time", UtcDateTime),
+    Column("nominal_end_time", UtcDateTime),
+    Column("started_at", UtcDateTime),
+    Column("ended_at", UtcDateTime),
+    Column("args", JsonDocument),
+    Column("facets", JsonDocument),
+    *_timestamps(),
+    CheckConstraint(f"state IN ({RUN_STATES})", name="state"),
+    Index(None, "job_id", "created_at"),
+)
+
+run_transitions = Table(
+    "run_transitions",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("run_id", ForeignKey("runs.id"), nullable=False, index=True),
+    Column("state", String(16), nullable=False),
+    Column("transitioned_at", UtcDateTime, nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+    CheckConstraint(f"state IN ({RUN_STATES})", name="state"),
+)
+
+dataset_versions = Table(
+    "dataset_versions",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), nullable=False),
+    Column("version_number", Integer, nullable=False),
+    Column("lot", String(LOT), nullable=False, server_default=text("''")),
+    Column("run_id", ForeignKey("runs.id"), index=True),
+    Column("state", String(16), nullable=False),
+    Column("fields", JsonDocument),
+    Column("created_at", UtcDateTime, nullable=False),
+    CheckConstraint(f"state IN ({VERSION_STATES})", name="state"),
+    UniqueConstraint("dataset_id", "version_number"),
+    Index(None, "dataset_id", "lot", "state"),
+    # Last line of defence for rule 7: at most one current version per (dataset, lot).
+    Index(
+        "uq_dataset_versions_one_current",
+        "dataset_id",
+        "lot",
+        unique=True,
+        postgresql_where=text("state = 'current'"),
+        sqlite_where=text("state = 'current'"),
+    ),
+)
+
+
+def _run_io_table(name: str) -> Table:
+    """Inputs and outputs of runs have the same shape: one row per (run, dataset, lot)."""
+    return Table(
+        name,
+        metadata,
+        Column("id", BigId, primary_key=True, autoincrement=True),
+        Column("run_id", ForeignKey("runs.id"), nullable=False),
+        Column("dataset_id", ForeignKey("datasets.id"), nullable=False, index=True),
+        Column("lot", String(LOT), nullable=False, server_default=text("''")),
+        Column("dataset_version_id", ForeignKey("dataset_versions.id"), index=True),
+        Column("recorded_at", UtcDateTime, nullable=False),
+        UniqueConstraint("run_id", "dataset_id", "lot"),
+    )
+
+
+run_inputs = _run_io_table("run_inputs")
+run_outputs = _run_io_table("run_outputs")
+
+lineage_events = Table(
+    "lineage_events",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("event_type", String(16)),
+    Column("event_time", UtcDateTime, nullable=False),
+    Column("run_id", Uuid, index=True),
+    Column("job_namespace", String(NAME)),
+    Column("job_name", String(NAME)),
+    Column("payload", JsonDocument, nullable=False),
+    Column("received_at", UtcDateTime, nullable=False),
+    Index(None, "event_time"),
+)

@@ -1,0 +1,112 @@
+"""Test databases: one SQLite template and one PostgreSQL database per test run, both migrated once.
+
+``backend_url`` is parametrized over both databases, so every test that asks for it (or for
+``lineage``) is part of the shared contract suite. Without a PostgreSQL server the PostgreSQL half
+skips with its reason, unless ``LOTLINE_REQUIRE_PG=1`` (set by CI) turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from lotline.services import Lineage
+from lotline.store.engine import Store
+from lotline.store.schema import metadata
+
+PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_admin() -> sa.Engine:
+    return sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("LOTLINE_REQUIRE_PG") == "1":
+        pytest.fail(f"LOTLINE_REQUIRE_PG=1 but PostgreSQL is unavailable: {reason}", pytrace=False)
+    pytest.skip(f"PostgreSQL unavailable ({reason}); set LOTLINE_TEST_PG_URL to run these tests")
+
+
+class PgDatabases:
+    """Creates uniquely named databases on the test server and drops them all at the end."""
+
+    def __init__(self, admin: sa.Engine) -> None:
+        self.admin = admin
+        self.created: list[str] = []
+        self.run_tag = uuid.uuid4().hex[:8]
+
+    def create(self, label: str) -> str:
+        name = f"lotline_test_{self.run_tag}_{label}"
+        with self.admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as connection:
+            for name in self.created:
+                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_databases() -> Iterator[PgDatabases]:
+    admin = _pg_admin()
+    try:
+        with admin.connect() as connection:
+            connection.exec_driver_sql("SELECT 1")
+    except sa.exc.OperationalError as error:
+        admin.dispose()
+        _unavailable(str(error.orig).strip().splitlines()[0])
+    databases = PgDatabases(admin)
+    yield databases
+    databases.drop_all()
+
+
+@pytest.fixture(scope="session")
+def pg_store(pg_databases: PgDatabases) -> Iterator[Store]:
+    """The run's migrated PostgreSQL database; tests empty it before use."""
+    store = Store(pg_databases.create("main"))
+    store.upgrade()
+    yield store
+    store.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "lotline.db"
+    store = Store(f"sqlite:///{path}")
+    store.upgrade()
+    store.dispose()
+    return path
+
+
+def _empty_pg(store: Store) -> None:
+    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with store.write() as connection:
+        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """URL of an empty, migrated database of each kind, private to the test."""
+    if request.param == "sqlite":
+        path = tmp_path / "lotline.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    store: Store = request.getfixturevalue("pg_store")
+    _empty_pg(store)
+    return store.url
+
+
+@pytest.fixture
+def lineage(backend_url: str) -> Iterator[Lineage]:
+    service = Lineage.over(Store(backend_url))
+    yield service
+    service.close()
