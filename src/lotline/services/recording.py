@@ -13,11 +13,42 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Table
 
-from lotline.domain.errors import Conflict
-from lotline.domain.runs import RunState
-from lotline.domain.versions import VersionState, input_version_id, output_version_id, output_version_state
+from lotline.domain.errors import Conflict, NotFound
+from lotline.domain.runs import RunAction, RunState, plan_transition
+from lotline.domain.versions import (
+    VersionState,
+    input_version_id,
+    mints_output_versions,
+    output_version_id,
+    output_version_state,
+)
 from lotline.store.queries import datasets, jobs, runs, versions
 from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.types import utcnow
+
+
+def apply_transition(
+    connection: Connection, run_id: uuid.UUID, action: RunAction, at: datetime | None = None
+) -> RunState:
+    """Move a run through the state machine inside the caller's transaction; returns its new state.
+
+    Repeats are no-ops and illegal moves raise Conflict (SPEC §2). Starting pins the inputs;
+    ending versions every output the run declared (SPEC §3). Callers that must commit more in the
+    same transaction (a lot's status, its manifest) pass their own connection.
+    """
+    now = utcnow()
+    row = runs.lock_run(connection, run_id)
+    if row is None:
+        raise NotFound("Run", str(run_id))
+    plan = plan_transition(RunState(row.state), action)
+    if plan.changes:
+        runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at or now, now=now)
+        if plan.target is RunState.RUNNING:
+            declare_job_io(connection, row, now)
+            pin_inputs(connection, run_id, now)
+        if mints_output_versions(plan.current, plan.target):
+            mint_outputs(connection, run_id, plan.target, now)
+    return plan.target
 
 
 def record_run_io(

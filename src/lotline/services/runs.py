@@ -10,10 +10,9 @@ from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import DatasetRef, JsonObject, Page, Run
-from lotline.domain.runs import RunAction, RunState, plan_transition
-from lotline.domain.versions import mints_output_versions
+from lotline.domain.runs import RunAction
 from lotline.services import _common
-from lotline.services.recording import declare_job_io, mint_outputs, pin_inputs, record_run_io
+from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
@@ -71,20 +70,8 @@ class RunService:
         Starting pins the inputs; ending versions every output the run declared (SPEC §3).
         """
         _common.check_aware("at", at)
-        now = utcnow()
-        at = at or now
         with self._store.write() as connection:
-            row = runs.lock_run(connection, run_id)
-            if row is None:
-                raise NotFound("Run", str(run_id))
-            plan = plan_transition(RunState(row.state), action)
-            if plan.changes:
-                runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at, now=now)
-                if plan.target is RunState.RUNNING:
-                    declare_job_io(connection, row, now)
-                    pin_inputs(connection, run_id, now)
-                if mints_output_versions(plan.current, plan.target):
-                    mint_outputs(connection, run_id, plan.target, now)
+            apply_transition(connection, run_id, action, at)
             return self._load(connection, run_id)
 
     def record_inputs(self, run_id: uuid.UUID, inputs: Sequence[DatasetRef]) -> Run:
