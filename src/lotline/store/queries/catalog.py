@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, func, select, update
+from sqlalchemy import Connection, Row, Table, func, select, update
 
 from lotline.domain.model import Namespace, Page, Source
 from lotline.store.dialect import insert_ignoring_conflicts
 from lotline.store.schema import namespaces, sources
+
+T = TypeVar("T")
 
 
 def _namespace(row: Row[tuple[object, ...]]) -> Namespace:
@@ -58,16 +62,11 @@ def namespace_id(connection: Connection, name: str) -> uuid.UUID | None:
 
 
 def get_namespace(connection: Connection, name: str) -> Namespace | None:
-    row = connection.execute(select(namespaces).where(namespaces.c.name == name)).first()
-    return _namespace(row) if row else None
+    return _get_by_name(connection, namespaces, _namespace, name)
 
 
 def list_namespaces(connection: Connection, limit: int, offset: int) -> Page[Namespace]:
-    rows = connection.execute(
-        select(namespaces).order_by(namespaces.c.name).limit(limit).offset(offset)
-    ).all()
-    total = connection.execute(select(func.count()).select_from(namespaces)).scalar_one()
-    return Page([_namespace(r) for r in rows], total)
+    return _page_by_name(connection, namespaces, _namespace, limit, offset)
 
 
 def upsert_source(
@@ -110,11 +109,21 @@ def source_id(connection: Connection, name: str) -> uuid.UUID | None:
 
 
 def get_source(connection: Connection, name: str) -> Source | None:
-    row = connection.execute(select(sources).where(sources.c.name == name)).first()
-    return _source(row) if row else None
+    return _get_by_name(connection, sources, _source, name)
 
 
 def list_sources(connection: Connection, limit: int, offset: int) -> Page[Source]:
-    rows = connection.execute(select(sources).order_by(sources.c.name).limit(limit).offset(offset)).all()
-    total = connection.execute(select(func.count()).select_from(sources)).scalar_one()
-    return Page([_source(r) for r in rows], total)
+    return _page_by_name(connection, sources, _source, limit, offset)
+
+
+def _get_by_name(connection: Connection, table: Table, convert: Callable[[Any], T], name: str) -> T | None:
+    row = connection.execute(select(table).where(table.c.name == name)).first()
+    return convert(row) if row else None
+
+
+def _page_by_name(
+    connection: Connection, table: Table, convert: Callable[[Any], T], limit: int, offset: int
+) -> Page[T]:
+    rows = connection.execute(select(table).order_by(table.c.name).limit(limit).offset(offset)).all()
+    total = connection.execute(select(func.count()).select_from(table)).scalar_one()
+    return Page([convert(r) for r in rows], total)
