@@ -11,6 +11,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -93,16 +94,32 @@ def _empty_pg(store: Store) -> None:
         connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """URL of an empty, migrated database of each kind, private to the test."""
-    if request.param == "sqlite":
-        path = tmp_path / "lotline.db"
+def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
+    """URL of an empty, migrated database of kind ``backend`` ("sqlite" or "postgresql")."""
+    if backend == "sqlite":
+        directory: Path = request.getfixturevalue("tmp_path")
+        path = directory / f"lotline-{uuid.uuid4().hex[:8]}.db"
         shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
         return f"sqlite:///{path}"
     store: Store = request.getfixturevalue("pg_store")
     _empty_pg(store)
     return store.url
+
+
+@contextmanager
+def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
+    """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
+    lineage = Lineage.over(Store(fresh_url(request, backend)))
+    try:
+        yield lineage
+    finally:
+        lineage.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def backend_url(request: pytest.FixtureRequest) -> str:
+    """URL of an empty, migrated database of each kind, private to the test."""
+    return fresh_url(request, request.param)
 
 
 @pytest.fixture
