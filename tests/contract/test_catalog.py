@@ -20,7 +20,7 @@ def test_namespace_upsert_get_and_list(lineage: Lineage) -> None:
     page = lineage.catalog.list_namespaces(limit=2)
     assert page.total_count == 4
     assert [n.name for n in page.items] == sorted(["ns", *NAMES_WITH_SEPARATORS])[:2]
-    with pytest.raises(NotFound, match="Namespace 'other' not found."):
+    with pytest.raises(NotFound, match=r"Namespace 'other' not found\."):
         lineage.catalog.get_namespace("other")
 
 
@@ -54,8 +54,12 @@ def test_dataset_metadata_fields_and_facets(lineage: Lineage) -> None:
     lineage.catalog.upsert_source("fs", "LOCAL", "file:///data")
     name = "s3://bucket/path:with/colons"
     created = lineage.catalog.upsert_dataset(
-        "ns", name, source="fs", fields=[FieldSpec("id", "INT"), FieldSpec("v", "STRING", "value")],
-        facets={"a": {"x": 1}}, description="d",
+        "ns",
+        name,
+        source="fs",
+        fields=[FieldSpec("id", "INT"), FieldSpec("v", "STRING", "value")],
+        facets={"a": {"x": 1}},
+        description="d",
     )
     assert (created.source_name, created.physical_name, created.current_version) == ("fs", name, None)
     updated = lineage.catalog.upsert_dataset("ns", name, fields=[FieldSpec("id", "BIGINT")], facets={"b": {}})
@@ -84,7 +88,9 @@ def test_job_versions_follow_inputs_outputs_and_location(lineage: Lineage) -> No
         lineage.catalog.upsert_dataset("ns", name)
     a, b, c = (DatasetRef("ns", n) for n in "abc")
     v1 = lineage.catalog.upsert_job("ns", "job", inputs=[a], outputs=[b], location="git://x@1")
-    same = lineage.catalog.upsert_job("ns", "job", inputs=[a], outputs=[b], location="git://x@1", description="d")
+    same = lineage.catalog.upsert_job(
+        "ns", "job", inputs=[a], outputs=[b], location="git://x@1", description="d"
+    )
     v2 = lineage.catalog.upsert_job("ns", "job", inputs=[a, c], outputs=[b], location="git://x@1")
     v3 = lineage.catalog.upsert_job("ns", "job", inputs=[a, c], outputs=[b], location="git://x@2")
     assert v1.current_version == same.current_version

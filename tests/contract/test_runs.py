@@ -123,7 +123,7 @@ def test_an_existing_run_id_conflicts(world: World, lineage: Lineage) -> None:
 def test_bad_times_and_lots_are_rejected(world: World, lineage: Lineage) -> None:
     run = lineage.runs.create_run(world.ns, "job")
     with pytest.raises(InvalidInput, match="time zone"):
-        lineage.runs.transition(run.id, RunAction.START, at=datetime(2026, 1, 1))  # noqa: DTZ001
+        lineage.runs.transition(run.id, RunAction.START, at=datetime(2026, 1, 1))
     with pytest.raises(InvalidInput):
         lineage.runs.create_run(world.ns, "job", lot="../etc")
     assert lineage.runs.get_run(run.id).state is RunState.NEW

@@ -53,7 +53,9 @@ def test_inputs_reported_while_running_are_pinned_when_reported(world: World, li
     assert world.consumed("JobB@Run1") == {"x": 1}
 
 
-def test_outputs_reported_by_a_dataset_write_get_their_version_at_the_end(world: World, lineage: Lineage) -> None:
+def test_outputs_reported_by_a_dataset_write_get_their_version_at_the_end(
+    world: World, lineage: Lineage
+) -> None:
     run_id = world.start("JobA@Run1")
     lineage.catalog.upsert_dataset(world.ns, "written", run_id=run_id)  # PUT dataset with runId
     assert world.versions("written") == {}  # nothing is visible before the run ends
@@ -101,12 +103,14 @@ def test_lot_scoped_current_versions(world: World, lineage: Lineage) -> None:
     ingest("2023-01-01", RunAction.FAIL)  # V3 failed: lot 01 stays at V1
     ingest("2023-01-01", RunAction.COMPLETE)  # V4 supersedes V1 only
 
-    current = {lot: lineage.versions.current_version(world.ns, "events", lot) for lot in ("2023-01-01", "2023-01-02")}
+    lots = ("2023-01-01", "2023-01-02")
+    current = {lot: lineage.versions.current_version(world.ns, "events", lot) for lot in lots}
     assert {lot: v.number if v else None for lot, v in current.items()} == {"2023-01-01": 4, "2023-01-02": 2}
     assert world.versions("events") == {1: "superseded", 2: "current", 3: "failed", 4: "current"}
     assert world.current("events") == 4
     lot_one = lineage.versions.list_versions(world.ns, "events", lot="2023-01-01")
-    assert [(v.number, v.lot) for v in lot_one.items] == [(4, "2023-01-01"), (3, "2023-01-01"), (1, "2023-01-01")]
+    expected = [(4, "2023-01-01"), (3, "2023-01-01"), (1, "2023-01-01")]
+    assert [(v.number, v.lot) for v in lot_one.items] == expected
     assert lineage.versions.current_version(world.ns, "events", "2023-01-03") is None
 
 
