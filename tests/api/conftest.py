@@ -57,7 +57,9 @@ def _serve(db_url: str) -> tuple[uvicorn.Server, threading.Thread, str]:
 
 
 @pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def api_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApiServer]:
+def api_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ApiServer]:
     if request.param == "sqlite":
         path: Path = tmp_path_factory.mktemp("api") / "lotline.db"
         db_url = f"sqlite:///{path}"
