@@ -32,7 +32,9 @@ class Marquez:
         self.call("PUT", f"/namespaces/{self.q}", {"ownerName": "seed-003"})
 
     def put_source(self) -> None:
-        self.call("PUT", "/sources/warehouse", {"type": "POSTGRESQL", "connectionUrl": "postgres://db:5432/wh"})
+        self.call(
+            "PUT", "/sources/warehouse", {"type": "POSTGRESQL", "connectionUrl": "postgres://db:5432/wh"}
+        )
 
     def put_dataset(self, name: str, run_id: str | None = None) -> Any:
         body = {"type": "DB_TABLE", "physicalName": name, "sourceName": "warehouse"}
