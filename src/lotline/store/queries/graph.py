@@ -84,7 +84,7 @@ def live_dataset_id(connection: Connection, namespace: str, name: str) -> uuid.U
 
 
 def load_datasets(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Dataset]:
-    """Datasets with their fields and current version, in three queries per chunk."""
+    """Live (not soft-deleted) datasets with fields and current version, in three queries per chunk."""
     found: dict[uuid.UUID, Dataset] = {}
     for chunk in _chunks(ids):
         fields: dict[uuid.UUID, list[FieldSpec]] = {}
@@ -108,7 +108,7 @@ def load_datasets(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid
             select(datasets, namespaces.c.name.label("namespace"), sources.c.name.label("source_name"))
             .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
             .outerjoin(sources, sources.c.id == datasets.c.source_id)
-            .where(datasets.c.id.in_(chunk))
+            .where(datasets.c.id.in_(chunk), datasets.c.deleted_at.is_(None))
         ):
             found[r.id] = Dataset(
                 namespace=r.namespace,
