@@ -67,3 +67,7 @@ def serve(
 
     settings = load_settings()
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+if __name__ == "__main__":
+    app()
