@@ -52,3 +52,22 @@ def db_upgrade() -> None:
     settings = load_settings()
     revision = upgrade_database(settings.db_url)
     print(f"database is at schema revision {revision}")
+
+
+@app.command("serve")
+@one_line_errors
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
+    port: int = typer.Option(5000, help="Port to listen on."),
+) -> None:
+    """Serve the Marquez-compatible REST API and the OpenLineage endpoint over LOTLINE_DB_URL."""
+    import uvicorn
+
+    from lotline.api.app import create_app
+
+    settings = load_settings()
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+if __name__ == "__main__":
+    app()

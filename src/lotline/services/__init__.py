@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lotline.services.catalog import CatalogService
+from lotline.services.graph import GraphService
+from lotline.services.openlineage import OpenLineageService
 from lotline.services.runs import RunService
+from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
 from lotline.store.engine import Store, open_store
 
@@ -18,10 +21,21 @@ class Lineage:
     catalog: CatalogService
     runs: RunService
     versions: VersionService
+    tags: TagService
+    graph: GraphService
+    openlineage: OpenLineageService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
-        return cls(store, CatalogService(store), RunService(store), VersionService(store))
+        return cls(
+            store,
+            CatalogService(store),
+            RunService(store),
+            VersionService(store),
+            TagService(store),
+            GraphService(store),
+            OpenLineageService(store),
+        )
 
     def close(self) -> None:
         self.store.dispose()

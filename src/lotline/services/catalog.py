@@ -128,6 +128,15 @@ class CatalogService:
             raise NotFound("Dataset", f"{namespace}:{name}")
         return found
 
+    def delete_dataset(self, namespace: str, name: str) -> Dataset:
+        """Soft delete: hidden from reads (and the lineage graph) until written again; history stays."""
+        with self._store.write() as connection:
+            found = datasets.get_dataset(connection, namespace, name)
+            if found is None:
+                raise NotFound("Dataset", f"{namespace}:{name}")
+            datasets.soft_delete(connection, _common.require_dataset(connection, namespace, name), utcnow())
+        return found
+
     def list_datasets(self, namespace: str, limit: int = 100, offset: int = 0) -> Page[Dataset]:
         _common.check_page(limit, offset)
         with self._store.read() as connection:

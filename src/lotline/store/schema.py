@@ -84,6 +84,8 @@ datasets = Table(
     Column("facets", JsonDocument),
     Column("last_version_number", Integer, nullable=False, server_default=text("0")),
     *_timestamps(),
+    # Soft delete (Marquez ``DELETE dataset``): hidden from reads until written again.
+    Column("deleted_at", UtcDateTime),
     UniqueConstraint("namespace_id", "name"),
 )
 
@@ -111,7 +113,11 @@ jobs = Table(
     # SQLite cannot add with ALTER. Written only by store.queries.jobs.
     Column("current_version_id", Uuid),
     *_timestamps(),
+    # OpenLineage job facets, merged event by event (unknown facets are kept).
+    Column("facets", JsonDocument),
     UniqueConstraint("namespace_id", "name"),
+    # The lineage graph walks dataset -> job versions -> the jobs whose *current* version it is.
+    Index(None, "current_version_id"),
 )
 
 job_versions = Table(
@@ -218,5 +224,36 @@ lineage_events = Table(
     Column("job_name", String(NAME)),
     Column("payload", JsonDocument, nullable=False),
     Column("received_at", UtcDateTime, nullable=False),
+    # SHA-256 of the canonical JSON: a repeated event is stored once.
+    Column("event_key", String(64)),
     Index(None, "event_time"),
+    Index("uq_lineage_events_event_key", "event_key", unique=True),
+)
+
+tags = Table(
+    "tags",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("name", String(NAME), nullable=False, unique=True),
+    Column("description", Text),
+    *_timestamps(),
+)
+
+dataset_tags = Table(
+    "dataset_tags",
+    metadata,
+    Column("dataset_id", ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag_id", ForeignKey("tags.id"), primary_key=True, index=True),
+    Column("tagged_at", UtcDateTime, nullable=False),
+)
+
+# Field tags are keyed by field *name*: a dataset's fields are replaced on every update, and a
+# tag should survive a schema change that keeps the field.
+dataset_field_tags = Table(
+    "dataset_field_tags",
+    metadata,
+    Column("dataset_id", ForeignKey("datasets.id", ondelete="CASCADE"), primary_key=True),
+    Column("field_name", String(NAME), primary_key=True),
+    Column("tag_id", ForeignKey("tags.id"), primary_key=True, index=True),
+    Column("tagged_at", UtcDateTime, nullable=False),
 )

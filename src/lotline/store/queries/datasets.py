@@ -48,7 +48,8 @@ def upsert_dataset(
         ],
         ["namespace_id", "name"],
     )
-    changes: dict[str, object] = {"type": type_, "updated_at": now}
+    # Writing a soft-deleted dataset brings it back, as in Marquez.
+    changes: dict[str, object] = {"type": type_, "updated_at": now, "deleted_at": None}
     for column, value in (
         ("physical_name", physical_name),
         ("source_id", source_id),
@@ -171,9 +172,16 @@ def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
     )
 
 
+def soft_delete(connection: Connection, dataset_id: uuid.UUID, now: datetime) -> None:
+    connection.execute(update(datasets).where(datasets.c.id == dataset_id).values(deleted_at=now))
+
+
 def get_dataset(connection: Connection, namespace: str, name: str) -> Dataset | None:
+    """The dataset, unless it was soft-deleted."""
     row = connection.execute(
-        _dataset_query().where(namespaces.c.name == namespace, datasets.c.name == name)
+        _dataset_query().where(
+            namespaces.c.name == namespace, datasets.c.name == name, datasets.c.deleted_at.is_(None)
+        )
     ).first()
     return _dataset(connection, row) if row else None
 
@@ -181,7 +189,7 @@ def get_dataset(connection: Connection, namespace: str, name: str) -> Dataset | 
 def list_datasets(connection: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
     rows = connection.execute(
         _dataset_query()
-        .where(namespaces.c.name == namespace)
+        .where(namespaces.c.name == namespace, datasets.c.deleted_at.is_(None))
         .order_by(datasets.c.name)
         .limit(limit)
         .offset(offset)
@@ -190,6 +198,6 @@ def list_datasets(connection: Connection, namespace: str, limit: int, offset: in
         select(func.count())
         .select_from(datasets)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(namespaces.c.name == namespace)
+        .where(namespaces.c.name == namespace, datasets.c.deleted_at.is_(None))
     ).scalar_one()
     return Page([_dataset(connection, r) for r in rows], total)

@@ -1,0 +1,1 @@
+"""The Marquez-compatible REST API and OpenLineage endpoint (``lotline serve``)."""

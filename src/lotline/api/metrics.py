@@ -1,0 +1,92 @@
+"""Request counters and latency in the Prometheus text format (``GET /metrics``).
+
+Kept in-process and dependency-free: one server process, a handful of series. Paths are the
+route templates, never raw URLs, so dataset names cannot blow up the number of series.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: dict[tuple[str, str, int], int] = defaultdict(int)
+        self.latency_buckets: dict[float, int] = defaultdict(int)
+        self.latency_sum = 0.0
+        self.latency_count = 0
+        self.events: dict[str, int] = defaultdict(int)
+
+    def observe(self, method: str, path: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self.requests[(method, path, status)] += 1
+            self.latency_sum += seconds
+            self.latency_count += 1
+            for bound in BUCKETS:
+                if seconds <= bound:
+                    self.latency_buckets[bound] += 1
+
+    def count_events(self, result: str, n: int = 1) -> None:
+        with self._lock:
+            self.events[result] += n
+
+    def render(self) -> str:
+        with self._lock:
+            lines = [
+                "# HELP lotline_http_requests_total HTTP requests by method, route and status.",
+                "# TYPE lotline_http_requests_total counter",
+            ]
+            for (method, path, status), n in sorted(self.requests.items()):
+                escaped = path.replace("\\", "\\\\").replace('"', '\\"')
+                labels = f'method="{method}",path="{escaped}",status="{status}"'
+                lines.append(f"lotline_http_requests_total{{{labels}}} {n}")
+            lines += [
+                "# HELP lotline_http_request_duration_seconds Time to answer an HTTP request.",
+                "# TYPE lotline_http_request_duration_seconds histogram",
+            ]
+            for bound in BUCKETS:
+                count = self.latency_buckets[bound]
+                lines.append(f'lotline_http_request_duration_seconds_bucket{{le="{bound}"}} {count}')
+            lines.append(f'lotline_http_request_duration_seconds_bucket{{le="+Inf"}} {self.latency_count}')
+            lines.append(f"lotline_http_request_duration_seconds_sum {self.latency_sum:.6f}")
+            lines.append(f"lotline_http_request_duration_seconds_count {self.latency_count}")
+            lines += [
+                "# HELP lotline_openlineage_events_total OpenLineage events by outcome.",
+                "# TYPE lotline_openlineage_events_total counter",
+            ]
+            for result in ("applied", "duplicate", "rejected"):
+                lines.append(f'lotline_openlineage_events_total{{result="{result}"}} {self.events[result]}')
+        return "\n".join(lines) + "\n"
+
+
+class MetricsMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500
+
+        async def recording_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, recording_send)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or "(unmatched)"
+            self.metrics.observe(scope["method"], path, status, time.perf_counter() - started)

@@ -1,0 +1,1 @@
+"""One router per Marquez resource; each route parses, calls one service use case, and presents."""

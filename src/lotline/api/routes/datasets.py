@@ -1,0 +1,103 @@
+"""``/namespaces/{ns}/datasets``: metadata, versions, tags, soft delete."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter
+
+from lotline.api.deps import Page, Services
+from lotline.api.dto import DatasetIn, Json, dataset_json, dataset_version_json
+from lotline.domain.model import Dataset, FieldSpec
+from lotline.domain.names import validate_name
+from lotline.services import Lineage
+
+router = APIRouter(prefix="/namespaces/{namespace:seg}/datasets", tags=["datasets"])
+
+
+def present(lineage: Lineage, datasets: list[Dataset]) -> list[Json]:
+    tags = lineage.tags.dataset_tags([(d.namespace, d.name) for d in datasets])
+    return [dataset_json(d, tags[(d.namespace, d.name)]) for d in datasets]
+
+
+@router.get("")
+def list_datasets(namespace: str, lineage: Services, page: Page) -> Json:
+    found = lineage.catalog.list_datasets(namespace, page.limit, page.offset)
+    return {"datasets": present(lineage, list(found.items)), "totalCount": found.total_count}
+
+
+@router.get("/{dataset:seg}")
+def get_dataset(namespace: str, dataset: str, lineage: Services) -> Json:
+    return present(lineage, [lineage.catalog.get_dataset(namespace, dataset)])[0]
+
+
+@router.put("/{dataset:seg}")
+def put_dataset(namespace: str, dataset: str, body: DatasetIn, lineage: Services) -> Json:
+    """With ``runId`` the write is that run's output, versioned by the run's outcome (SPEC §3)."""
+    for tag in [*body.tags, *(t for f in body.fields or [] for t in f.tags)]:
+        validate_name("Tag", tag)
+    lineage.catalog.upsert_dataset(
+        namespace,
+        dataset,
+        type=body.type,
+        physical_name=body.physicalName,
+        source=body.sourceName,
+        fields=_fields(body),
+        description=body.description,
+        run_id=body.runId,
+    )
+    for tag in body.tags:
+        lineage.tags.tag_dataset(namespace, dataset, tag)
+    for field in body.fields or []:
+        for tag in field.tags:
+            lineage.tags.tag_field(namespace, dataset, field.name, tag)
+    return present(lineage, [lineage.catalog.get_dataset(namespace, dataset)])[0]
+
+
+def _fields(body: DatasetIn) -> list[FieldSpec] | None:
+    return None if body.fields is None else [FieldSpec(f.name, f.type, f.description) for f in body.fields]
+
+
+@router.delete("/{dataset:seg}")
+def delete_dataset(namespace: str, dataset: str, lineage: Services) -> Json:
+    found = lineage.catalog.delete_dataset(namespace, dataset)
+    return {**present(lineage, [found])[0], "deleted": True}
+
+
+@router.get("/{dataset:seg}/versions")
+def list_versions(namespace: str, dataset: str, lineage: Services, page: Page) -> Json:
+    found = lineage.versions.list_versions(namespace, dataset, limit=page.limit, offset=page.offset)
+    current = lineage.catalog.get_dataset(namespace, dataset)
+    return {
+        "versions": [_version(lineage, v.id, namespace, dataset, current) for v in found.items],
+        "totalCount": found.total_count,
+    }
+
+
+@router.get("/{dataset:seg}/versions/{version}")
+def get_version(namespace: str, dataset: str, version: uuid.UUID, lineage: Services) -> Json:
+    return _version(lineage, version, namespace, dataset, lineage.catalog.get_dataset(namespace, dataset))
+
+
+def _version(lineage: Lineage, version_id: uuid.UUID, namespace: str, dataset: str, current: Dataset) -> Json:
+    version = lineage.versions.get_version(namespace, dataset, version_id)
+    run = lineage.runs.get_run(version.run_id) if version.run_id else None
+    return dataset_version_json(version, current, run)
+
+
+@router.post("/{dataset:seg}/tags/{tag:seg}")
+def tag_dataset(namespace: str, dataset: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_dataset(namespace, dataset, tag)
+    return get_dataset(namespace, dataset, lineage)
+
+
+@router.delete("/{dataset:seg}/tags/{tag:seg}")
+def untag_dataset(namespace: str, dataset: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_dataset(namespace, dataset, tag, remove=True)
+    return get_dataset(namespace, dataset, lineage)
+
+
+@router.post("/{dataset:seg}/fields/{field:seg}/tags/{tag:seg}")
+def tag_field(namespace: str, dataset: str, field: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_field(namespace, dataset, field, tag)
+    return get_dataset(namespace, dataset, lineage)

@@ -1,0 +1,93 @@
+"""``/jobs`` and ``/namespaces/{ns}/jobs``: jobs, job versions, and creating and listing runs."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, Response
+
+from lotline.api.deps import Page, Services
+from lotline.api.dto import JobIn, Json, RunIn, job_json, job_version_json, run_json
+from lotline.domain.errors import NotFound
+from lotline.domain.model import DatasetRef, Job
+from lotline.services import Lineage
+
+router = APIRouter(tags=["jobs"])
+JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
+
+
+def present(lineage: Lineage, job: Job) -> Json:
+    latest = lineage.runs.list_runs(job.namespace, job.name, limit=1).items
+    facets = lineage.openlineage.job_facets(job.namespace, job.name)
+    return job_json(job, latest[0] if latest else None, facets)
+
+
+@router.get("/jobs")
+def list_all_jobs(lineage: Services, page: Page) -> Json:
+    found = lineage.catalog.list_jobs(None, page.limit, page.offset)
+    return {"jobs": [present(lineage, j) for j in found.items], "totalCount": found.total_count}
+
+
+@router.get("/namespaces/{namespace:seg}/jobs")
+def list_jobs(namespace: str, lineage: Services, page: Page) -> Json:
+    found = lineage.catalog.list_jobs(namespace, page.limit, page.offset)
+    return {"jobs": [present(lineage, j) for j in found.items], "totalCount": found.total_count}
+
+
+@router.get(JOB)
+def get_job(namespace: str, job: str, lineage: Services) -> Json:
+    return present(lineage, lineage.catalog.get_job(namespace, job))
+
+
+@router.put(JOB)
+def put_job(namespace: str, job: str, body: JobIn, lineage: Services) -> Json:
+    """With ``runId`` (dynamic capture) the inputs and outputs also become that run's (seed 003)."""
+    found = lineage.catalog.upsert_job(
+        namespace,
+        job,
+        type=body.type,
+        inputs=[DatasetRef(d.namespace, d.name) for d in body.inputs],
+        outputs=[DatasetRef(d.namespace, d.name) for d in body.outputs],
+        location=body.location,
+        description=body.description,
+        run_id=body.runId,
+    )
+    return present(lineage, found)
+
+
+@router.get(JOB + "/versions")
+def list_job_versions(namespace: str, job: str, lineage: Services, page: Page) -> Json:
+    found = lineage.catalog.list_job_versions(namespace, job, page.limit, page.offset)
+    return {"versions": [job_version_json(v, None) for v in found.items], "totalCount": found.total_count}
+
+
+@router.get(JOB + "/versions/{version}")
+def get_job_version(namespace: str, job: str, version: uuid.UUID, lineage: Services) -> Json:
+    for offset in range(0, 1_000_000, 1000):
+        page = lineage.catalog.list_job_versions(namespace, job, 1000, offset)
+        for found in page.items:
+            if found.id == version:
+                return job_version_json(found, None)
+        if offset + 1000 >= page.total_count:
+            break
+    raise NotFound("Job version", f"{namespace}:{job}#{version}")
+
+
+@router.post(JOB + "/runs", status_code=201)
+def create_run(namespace: str, job: str, body: RunIn, lineage: Services, response: Response) -> Json:
+    run = lineage.runs.create_run(
+        namespace,
+        job,
+        run_id=body.id,
+        nominal_start_time=body.nominalStartTime,
+        nominal_end_time=body.nominalEndTime,
+        args=dict(body.args or {}),
+    )
+    response.headers["Location"] = f"/api/v1/jobs/runs/{run.id}"
+    return run_json(run)
+
+
+@router.get(JOB + "/runs")
+def list_runs(namespace: str, job: str, lineage: Services, page: Page) -> Json:
+    found = lineage.runs.list_runs(namespace, job, page.limit, page.offset)
+    return {"runs": [run_json(r) for r in found.items], "totalCount": found.total_count}

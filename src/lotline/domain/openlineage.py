@@ -1,0 +1,237 @@
+"""OpenLineage events (spec 2-0-x) read into lotline's terms, without I/O.
+
+Only what lotline acts on is interpreted; the raw event is stored as received, so unknown
+facets and fields are never lost. Anything lotline cannot act on safely is InvalidInput.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from lotline.domain.errors import InvalidInput
+from lotline.domain.model import FieldSpec, JsonObject
+from lotline.domain.names import validate_name
+from lotline.domain.runs import RunAction
+
+
+class EventKind(StrEnum):
+    RUN = "RunEvent"
+    DATASET = "DatasetEvent"
+    JOB = "JobEvent"
+
+
+#: OpenLineage eventType -> the state machine actions that bring a run there, in order.
+#: Terminal events pass through RUNNING so that the run's outputs get versions (SPEC §3 rule 3).
+ACTIONS: dict[str, tuple[RunAction, ...]] = {
+    "START": (RunAction.START,),
+    "RUNNING": (RunAction.START,),
+    "COMPLETE": (RunAction.START, RunAction.COMPLETE),
+    "FAIL": (RunAction.START, RunAction.FAIL),
+    "ABORT": (RunAction.START, RunAction.ABORT),
+    "OTHER": (),
+}
+TERMINAL_EVENTS = frozenset({"COMPLETE", "FAIL", "ABORT"})
+_JOB_TYPES = {"BATCH": "BATCH", "STREAMING": "STREAM", "STREAM": "STREAM", "SERVICE": "SERVICE"}
+
+
+@dataclass(frozen=True)
+class OlDataset:
+    namespace: str
+    name: str
+    facets: JsonObject
+    #: From the schema facet; None when the event carries no schema (keep what is known).
+    fields: tuple[FieldSpec, ...] | None
+    #: (name, uri) from the dataSource facet.
+    source: tuple[str, str | None] | None
+
+
+@dataclass(frozen=True)
+class OlJob:
+    namespace: str
+    name: str
+    facets: JsonObject
+    type: str
+    description: str | None
+    location: str | None
+
+
+@dataclass(frozen=True)
+class OlParent:
+    run_id: uuid.UUID
+    job_namespace: str
+    job_name: str
+
+
+@dataclass(frozen=True)
+class OlEvent:
+    kind: EventKind
+    event_type: str
+    event_time: datetime
+    run_id: uuid.UUID | None
+    run_facets: JsonObject
+    job: OlJob | None
+    inputs: tuple[OlDataset, ...]
+    outputs: tuple[OlDataset, ...]
+    dataset: OlDataset | None
+    parent: OlParent | None
+    nominal_start: datetime | None
+    nominal_end: datetime | None
+
+
+def run_uuid(run_id: str) -> uuid.UUID:
+    """A UUID as is; any other id maps to the same name-based UUID every time (like Marquez)."""
+    try:
+        return uuid.UUID(run_id)
+    except ValueError:
+        return uuid.uuid3(uuid.NAMESPACE_URL, run_id)
+
+
+def _object(value: Any, where: str) -> JsonObject:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{where} must be a JSON object.")
+    return value
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"{where} must be a non-empty string.")
+    return value
+
+
+def _time(value: Any, where: str, *, required: bool) -> datetime | None:
+    if value is None and not required:
+        return None
+    text = _string(value, where)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{where} {text[:60]!r} is not an ISO-8601 date-time.") from None
+    if parsed.tzinfo is None:
+        raise InvalidInput(f"{where} {text[:60]!r} has no time zone offset.")
+    return parsed
+
+
+def _fields(facets: JsonObject, where: str) -> tuple[FieldSpec, ...] | None:
+    schema = facets.get("schema")
+    if schema is None:
+        return None
+    raw = _object(schema, f"{where}.facets.schema").get("fields", [])
+    if not isinstance(raw, list):
+        raise InvalidInput(f"{where}.facets.schema.fields must be an array.")
+    found: dict[str, FieldSpec] = {}
+    for i, item in enumerate(raw):
+        entry = _object(item, f"{where}.facets.schema.fields[{i}]")
+        name = _string(entry.get("name"), f"{where}.facets.schema.fields[{i}].name")
+        kind, text = entry.get("type"), entry.get("description")
+        found.setdefault(
+            name,
+            FieldSpec(name, kind if isinstance(kind, str) else None, text if isinstance(text, str) else None),
+        )
+    return tuple(found.values())
+
+
+def _dataset(value: Any, where: str) -> OlDataset:
+    entry = _object(value, where)
+    namespace = validate_name("Namespace", _string(entry.get("namespace"), f"{where}.namespace"))
+    name = validate_name("Dataset", _string(entry.get("name"), f"{where}.name"))
+    facets = _object(entry.get("facets"), f"{where}.facets")
+    source = None
+    data_source = facets.get("dataSource")
+    if isinstance(data_source, dict) and isinstance(data_source.get("name"), str) and data_source["name"]:
+        uri = data_source.get("uri")
+        source = (validate_name("Source", data_source["name"]), uri if isinstance(uri, str) else None)
+    return OlDataset(namespace, name, facets, _fields(facets, where), source)
+
+
+def _datasets(value: Any, where: str) -> tuple[OlDataset, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidInput(f"{where} must be an array.")
+    return tuple(_dataset(item, f"{where}[{i}]") for i, item in enumerate(value))
+
+
+def _job(value: Any) -> OlJob:
+    entry = _object(value, "job")
+    namespace = validate_name("Namespace", _string(entry.get("namespace"), "job.namespace"))
+    name = validate_name("Job", _string(entry.get("name"), "job.name"))
+    facets = _object(entry.get("facets"), "job.facets")
+    job_type = facets.get("jobType")
+    processing = job_type.get("processingType") if isinstance(job_type, dict) else None
+    documentation = facets.get("documentation")
+    code = facets.get("sourceCodeLocation")
+    description = documentation.get("description") if isinstance(documentation, dict) else None
+    location = code.get("url") if isinstance(code, dict) else None
+    return OlJob(
+        namespace,
+        name,
+        facets,
+        _JOB_TYPES.get(processing, "BATCH") if isinstance(processing, str) else "BATCH",
+        description if isinstance(description, str) else None,
+        location if isinstance(location, str) else None,
+    )
+
+
+def _parent(run_facets: JsonObject) -> OlParent | None:
+    parent = run_facets.get("parent")
+    if parent is None:
+        return None
+    entry = _object(parent, "run.facets.parent")
+    run = _object(entry.get("run"), "run.facets.parent.run")
+    job = _object(entry.get("job"), "run.facets.parent.job")
+    return OlParent(
+        run_uuid(_string(run.get("runId"), "run.facets.parent.run.runId")),
+        validate_name("Namespace", _string(job.get("namespace"), "run.facets.parent.job.namespace")),
+        validate_name("Job", _string(job.get("name"), "run.facets.parent.job.name")),
+    )
+
+
+def parse_event(payload: Any) -> OlEvent:
+    """Read one event; which kind it is follows from its shape (``run`` / ``dataset`` / ``job``)."""
+    event = _object(payload, "event") if payload is not None else None
+    if not event:
+        raise InvalidInput("event must be a non-empty JSON object.")
+    event_time = _time(event.get("eventTime"), "eventTime", required=True)
+    assert event_time is not None
+    if "run" in event:
+        kind = EventKind.RUN
+    elif "dataset" in event:
+        kind = EventKind.DATASET
+    elif "job" in event:
+        kind = EventKind.JOB
+    else:
+        raise InvalidInput("event has none of 'run', 'dataset' or 'job'.")
+    event_type = event.get("eventType") or "OTHER"
+    if kind is EventKind.RUN and event_type not in ACTIONS:
+        raise InvalidInput(f"eventType must be one of {', '.join(ACTIONS)}, got {str(event_type)[:40]!r}.")
+    run_id, run_facets, parent, nominal = None, {}, None, {}
+    if kind is EventKind.RUN:
+        run = _object(event.get("run"), "run")
+        run_id = run_uuid(_string(run.get("runId"), "run.runId"))
+        run_facets = _object(run.get("facets"), "run.facets")
+        parent = _parent(run_facets)
+        if parent is not None and parent.run_id == run_id:
+            raise InvalidInput("run.facets.parent names the run itself.")
+        nominal = _object(run_facets.get("nominalTime"), "run.facets.nominalTime")
+    if kind is not EventKind.DATASET and "job" not in event:
+        raise InvalidInput("a RunEvent needs a 'job'.")
+    return OlEvent(
+        kind=kind,
+        event_type=str(event_type),
+        event_time=event_time,
+        run_id=run_id,
+        run_facets=run_facets,
+        job=_job(event["job"]) if kind is not EventKind.DATASET else None,
+        inputs=_datasets(event.get("inputs"), "inputs"),
+        outputs=_datasets(event.get("outputs"), "outputs"),
+        dataset=_dataset(event["dataset"], "dataset") if kind is EventKind.DATASET else None,
+        parent=parent,
+        nominal_start=_time(nominal.get("nominalStartTime"), "nominalTime.nominalStartTime", required=False),
+        nominal_end=_time(nominal.get("nominalEndTime"), "nominalTime.nominalEndTime", required=False),
+    )
