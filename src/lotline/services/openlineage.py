@@ -32,7 +32,7 @@ from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, events, graph, jobs, openlineage, runs
+from lotline.store.queries import catalog, datasets, events, graph, jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
@@ -71,7 +71,7 @@ class OpenLineageService:
         """Facets OpenLineage events reported for the job, merged by facet name."""
         with self._store.read() as connection:
             found = graph.job_id(connection, namespace, job)
-            return openlineage.job_facets(connection, [found]).get(found, {}) if found else {}
+            return jobs.job_facets(connection, [found]).get(found, {}) if found else {}
 
     def list_events(
         self, before: datetime | None = None, after: datetime | None = None, limit: int = 100, offset: int = 0
@@ -106,7 +106,7 @@ def _datasets(connection: Connection, found: Sequence[OlDataset], now: datetime)
 
 
 def _dataset(connection: Connection, dataset: OlDataset, now: datetime) -> uuid.UUID:
-    namespace_id = openlineage.ensure_namespace(connection, dataset.namespace, now)
+    namespace_id = catalog.ensure_namespace(connection, dataset.namespace, now)
     source_id = None
     if dataset.source is not None:
         name, uri = dataset.source
@@ -132,11 +132,11 @@ def _dataset(connection: Connection, dataset: OlDataset, now: datetime) -> uuid.
 
 
 def _job(connection: Connection, job: OlJob, now: datetime) -> uuid.UUID:
-    namespace_id = openlineage.ensure_namespace(connection, job.namespace, now)
+    namespace_id = catalog.ensure_namespace(connection, job.namespace, now)
     job_id = jobs.upsert_job(
         connection, namespace_id, job.name, type_=job.type, description=job.description, now=now
     )
-    openlineage.merge_job_facets(connection, job_id, job.facets)
+    jobs.merge_job_facets(connection, job_id, job.facets)
     return job_id
 
 
@@ -193,7 +193,7 @@ def _run_event(
         raise Conflict(
             f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
         )
-    openlineage.merge_run_facets(connection, run.id, event.run_facets, now)
+    runs.merge_run_facets(connection, run.id, event.run_facets, now)
     if event.parent is not None:
         _link_parent(connection, run.id, event, now)
     if RunState(run.state).is_terminal:
@@ -201,7 +201,7 @@ def _run_event(
     record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
     record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
     if event.event_type in TERMINAL_EVENTS:
-        all_inputs, all_outputs = openlineage.run_io_dataset_ids(connection, run.id)
+        all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
         version = _set_job_version(connection, job_id, event.job, all_inputs, all_outputs, now)
         runs.set_job_version(connection, run.id, version, now)
     for action in ACTIONS[event.event_type]:
@@ -213,8 +213,8 @@ def _link_parent(connection: Connection, run_id: uuid.UUID, event: OlEvent, now:
     parent = event.parent
     assert parent is not None
     if not runs.run_exists(connection, parent.run_id):
-        namespace_id = openlineage.ensure_namespace(connection, parent.job_namespace, now)
-        parent_job = openlineage.ensure_job(connection, namespace_id, parent.job_name, "BATCH", now)
+        namespace_id = catalog.ensure_namespace(connection, parent.job_namespace, now)
+        parent_job = jobs.ensure_job(connection, namespace_id, parent.job_name, "BATCH", now)
         runs.insert_run(
             connection,
             run_id=parent.run_id,

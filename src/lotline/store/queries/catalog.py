@@ -31,21 +31,7 @@ def _source(row: Row[tuple[object, ...]]) -> Source:
 def upsert_namespace(
     connection: Connection, name: str, owner_name: str | None, description: str | None, now: datetime
 ) -> Namespace:
-    insert_ignoring_conflicts(
-        connection,
-        namespaces,
-        [
-            {
-                "id": uuid.uuid4(),
-                "name": name,
-                "owner_name": owner_name,
-                "description": description,
-                "created_at": now,
-                "updated_at": now,
-            }
-        ],
-        ["name"],
-    )
+    ensure_namespace(connection, name, now)
     changes: dict[str, object] = {"updated_at": now}
     if owner_name is not None:
         changes["owner_name"] = owner_name
@@ -54,6 +40,21 @@ def upsert_namespace(
     connection.execute(update(namespaces).where(namespaces.c.name == name).values(changes))
     found = get_namespace(connection, name)
     assert found is not None
+    return found
+
+
+def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.UUID:
+    """Create the namespace if absent, without touching (or row-locking) one that exists: concurrent
+    OpenLineage events naming the same namespace must not queue behind each other."""
+    insert_ignoring_conflicts(
+        connection,
+        namespaces,
+        [{"id": uuid.uuid4(), "name": name, "created_at": now, "updated_at": now}],
+        ["name"],
+    )
+    found: uuid.UUID = connection.execute(
+        select(namespaces.c.id).where(namespaces.c.name == name)
+    ).scalar_one()
     return found
 
 

@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, func, select, update
 
-from lotline.domain.model import DatasetRef, Job, JobVersion, Page
+from lotline.domain.model import DatasetRef, Job, JobVersion, JsonObject, Page
 from lotline.store.dialect import insert_ignoring_conflicts
 from lotline.store.schema import datasets, job_version_io, job_versions, jobs, namespaces
+from lotline.store.types import json_or_empty
 
 INPUT = "INPUT"
 OUTPUT = "OUTPUT"
@@ -26,22 +27,7 @@ def upsert_job(
     description: str | None,
     now: datetime,
 ) -> uuid.UUID:
-    insert_ignoring_conflicts(
-        connection,
-        jobs,
-        [
-            {
-                "id": uuid.uuid4(),
-                "namespace_id": namespace_id,
-                "name": name,
-                "type": type_,
-                "description": description,
-                "created_at": now,
-                "updated_at": now,
-            }
-        ],
-        ["namespace_id", "name"],
-    )
+    ensure_job(connection, namespace_id, name, type_, now)
     changes: dict[str, object] = {"type": type_, "updated_at": now}
     if description is not None:
         changes["description"] = description
@@ -52,6 +38,45 @@ def upsert_job(
         .returning(jobs.c.id)
     ).scalar_one()
     return job_id
+
+
+def ensure_job(
+    connection: Connection, namespace_id: uuid.UUID, name: str, type_: str, now: datetime
+) -> uuid.UUID:
+    """Create the job if absent, without updating (or row-locking) one that exists."""
+    insert_ignoring_conflicts(
+        connection,
+        jobs,
+        [
+            {
+                "id": uuid.uuid4(),
+                "namespace_id": namespace_id,
+                "name": name,
+                "type": type_,
+                "created_at": now,
+                "updated_at": now,
+            }
+        ],
+        ["namespace_id", "name"],
+    )
+    found: uuid.UUID = connection.execute(
+        select(jobs.c.id).where(jobs.c.namespace_id == namespace_id, jobs.c.name == name)
+    ).scalar_one()
+    return found
+
+
+def merge_job_facets(connection: Connection, job_id: uuid.UUID, facets: JsonObject) -> None:
+    if not facets:
+        return
+    current = connection.execute(select(jobs.c.facets).where(jobs.c.id == job_id)).scalar()
+    connection.execute(
+        update(jobs).where(jobs.c.id == job_id).values(facets={**json_or_empty(current), **facets})
+    )
+
+
+def job_facets(connection: Connection, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, JsonObject]:
+    rows = connection.execute(select(jobs.c.id, jobs.c.facets).where(jobs.c.id.in_(job_ids))).all()
+    return {r.id: json_or_empty(r.facets) for r in rows}
 
 
 def set_current_version(

@@ -246,3 +246,26 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
         _run_query().where(runs.c.parent_run_id == parent_run_id).order_by(runs.c.created_at, runs.c.id)
     ).all()
     return _load(connection, rows)
+
+
+def merge_run_facets(connection: Connection, run_id: uuid.UUID, facets: JsonObject, now: datetime) -> None:
+    """Later facets of one name replace earlier ones; others accumulate (caller holds the run lock)."""
+    if not facets:
+        return
+    current = connection.execute(select(runs.c.facets).where(runs.c.id == run_id)).scalar()
+    connection.execute(
+        update(runs)
+        .where(runs.c.id == run_id)
+        .values(facets={**json_or_empty(current), **facets}, updated_at=now)
+    )
+
+
+def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    """The datasets a run has reported reading and writing so far (any lot)."""
+    inputs = connection.execute(
+        select(run_inputs.c.dataset_id).where(run_inputs.c.run_id == run_id)
+    ).scalars()
+    outputs = connection.execute(
+        select(run_outputs.c.dataset_id).where(run_outputs.c.run_id == run_id)
+    ).scalars()
+    return sorted(set(inputs)), sorted(set(outputs))

@@ -1,6 +1,6 @@
 """REST API and OpenLineage ingestion: tags, soft delete, job facets, event de-duplication
 
-Revision ID: 0003
+Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-22
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision = "0003"
+revision = "0002"
 down_revision = "0001"
 branch_labels = None
 depends_on = None
