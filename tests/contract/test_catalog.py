@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from lotline.domain.errors import InvalidInput, InvalidName, NotFound
@@ -101,6 +103,13 @@ def test_job_versions_follow_inputs_outputs_and_location(lineage: Lineage) -> No
     back = lineage.catalog.upsert_job("ns", "job", inputs=[a], outputs=[b], location="git://x@1")
     assert back.current_version == v1.current_version
     assert lineage.catalog.list_job_versions("ns", "job").total_count == 3
+    assert v2.current_version is not None
+    found = lineage.catalog.get_job_version("ns", "job", v2.current_version)
+    assert (found.inputs, found.outputs, found.location) == ((a, c), (b,), "git://x@1")
+    with pytest.raises(NotFound, match="Job version"):
+        lineage.catalog.get_job_version("ns", "job", uuid.uuid4())
+    with pytest.raises(NotFound, match="Job version"):
+        lineage.catalog.get_job_version("ns", "other-job", v2.current_version)
 
 
 def test_job_with_unknown_dataset_is_not_found_and_not_created(lineage: Lineage) -> None:

@@ -71,6 +71,15 @@ def test_metadata_updates_without_a_run_create_no_version(world: World, lineage:
     assert lineage.catalog.get_dataset(world.ns, "x").description == "now documented"
 
 
+def test_last_modified_is_when_the_current_version_was_written(world: World, lineage: Lineage) -> None:
+    world.declare("x")
+    assert lineage.catalog.get_dataset(world.ns, "x").last_modified_at is None
+    world.run("JobA@Run1", "succeeds", produces=["x"])
+    written = world.version("x", 1).created_at
+    world.run("JobA@Run2", "fails", produces=["x"])  # a failed write modifies nothing readable
+    assert lineage.catalog.get_dataset(world.ns, "x").last_modified_at == written
+
+
 def test_outputs_cannot_be_reported_after_the_run_ended(world: World, lineage: Lineage) -> None:
     run_id = world.run("JobA@Run1", "succeeds")
     with pytest.raises(Conflict, match="before it ends"):

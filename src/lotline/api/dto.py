@@ -139,7 +139,7 @@ def dataset_json(dataset: Dataset, tags: DatasetTags) -> Json:
         "sourceName": dataset.source_name,
         "fields": _fields(dataset.fields, tags),
         "tags": list(tags.tags),
-        "lastModifiedAt": None,
+        "lastModifiedAt": time(dataset.last_modified_at) if dataset.last_modified_at else None,
         "lastLifecycleState": None,
         "description": dataset.description,
         "currentVersion": str(dataset.current_version) if dataset.current_version else None,

@@ -69,6 +69,8 @@ class Dataset:
     created_at: datetime
     updated_at: datetime
     current_version: uuid.UUID | None
+    #: When a successful run last wrote it (the current version's creation), as Marquez reports it.
+    last_modified_at: datetime | None = None
 
 
 @dataclass(frozen=True)

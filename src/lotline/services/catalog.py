@@ -226,6 +226,14 @@ class CatalogService:
                 raise NotFound("Job", f"{namespace}:{name}")
             return jobs.list_job_versions(connection, row.id, namespace, name, limit, offset)
 
+    def get_job_version(self, namespace: str, name: str, version_id: uuid.UUID) -> JobVersion:
+        with self._store.read() as connection:
+            row = jobs.job_row(connection, namespace, name)
+            found = jobs.get_job_version(connection, row.id, namespace, name, version_id) if row else None
+        if found is None:
+            raise NotFound("Job version", f"{namespace}:{name}#{version_id}")
+        return found
+
 
 def _default_lot(
     resolved: list[tuple[uuid.UUID, str]], refs: Sequence[DatasetRef], run_lot: str

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Response
 
 from lotline.api.deps import Page, Services
 from lotline.api.dto import JobIn, Json, RunIn, job_json, job_version_json, run_json
-from lotline.domain.errors import NotFound
 from lotline.domain.model import DatasetRef, Job
 from lotline.services import Lineage
 
@@ -63,14 +62,7 @@ def list_job_versions(namespace: str, job: str, lineage: Services, page: Page) -
 
 @router.get(JOB + "/versions/{version}")
 def get_job_version(namespace: str, job: str, version: uuid.UUID, lineage: Services) -> Json:
-    for offset in range(0, 1_000_000, 1000):
-        page = lineage.catalog.list_job_versions(namespace, job, 1000, offset)
-        for found in page.items:
-            if found.id == version:
-                return job_version_json(found, None)
-        if offset + 1000 >= page.total_count:
-            break
-    raise NotFound("Job version", f"{namespace}:{job}#{version}")
+    return job_version_json(lineage.catalog.get_job_version(namespace, job, version), None)
 
 
 @router.post(JOB + "/runs", status_code=201)

@@ -128,10 +128,10 @@ def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
     return number
 
 
-def _current_version_subquery() -> Any:
-    """The dataset's current version: its latest successful one, across all lots (rule 7)."""
+def _current_version_subquery(column: Any) -> Any:
+    """A column of the dataset's current version: its latest successful one, across all lots (rule 7)."""
     return (
-        select(dataset_versions.c.id)
+        select(column)
         .where(
             dataset_versions.c.dataset_id == datasets.c.id,
             dataset_versions.c.state == VersionState.CURRENT.value,
@@ -148,7 +148,8 @@ def _dataset_query() -> Any:
             datasets,
             namespaces.c.name.label("namespace"),
             sources.c.name.label("source_name"),
-            _current_version_subquery().label("current_version"),
+            _current_version_subquery(dataset_versions.c.id).label("current_version"),
+            _current_version_subquery(dataset_versions.c.created_at).label("last_modified_at"),
         )
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
         .outerjoin(sources, sources.c.id == datasets.c.source_id)
@@ -169,6 +170,7 @@ def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
         created_at=m["created_at"],
         updated_at=m["updated_at"],
         current_version=m["current_version"],
+        last_modified_at=m["last_modified_at"],
     )
 
 

@@ -176,6 +176,20 @@ def list_jobs(connection: Connection, namespace: str | None, limit: int, offset:
     return Page([_job(connection, r) for r in rows.all()], connection.execute(count).scalar_one())
 
 
+def _job_version(connection: Connection, row: Row[Any], namespace: str, job: str) -> JobVersion:
+    inputs, outputs = _refs(connection, row.id)
+    return JobVersion(row.id, namespace, job, row.location, inputs, outputs, row.created_at)
+
+
+def get_job_version(
+    connection: Connection, job_id: uuid.UUID, namespace: str, job: str, version_id: uuid.UUID
+) -> JobVersion | None:
+    row = connection.execute(
+        select(job_versions).where(job_versions.c.job_id == job_id, job_versions.c.id == version_id)
+    ).first()
+    return _job_version(connection, row, namespace, job) if row else None
+
+
 def list_job_versions(
     connection: Connection, job_id: uuid.UUID, namespace: str, job: str, limit: int, offset: int
 ) -> Page[JobVersion]:
@@ -189,8 +203,4 @@ def list_job_versions(
     total = connection.execute(
         select(func.count()).select_from(job_versions).where(job_versions.c.job_id == job_id)
     ).scalar_one()
-    items = []
-    for r in rows:
-        inputs, outputs = _refs(connection, r.id)
-        items.append(JobVersion(r.id, namespace, job, r.location, inputs, outputs, r.created_at))
-    return Page(items, total)
+    return Page([_job_version(connection, r, namespace, job) for r in rows], total)
