@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lotline.services.catalog import CatalogService
+from lotline.services.lots import LotService
 from lotline.services.runs import RunService
 from lotline.services.versions import VersionService
 from lotline.store.engine import Store, open_store
@@ -18,10 +19,11 @@ class Lineage:
     catalog: CatalogService
     runs: RunService
     versions: VersionService
+    lots: LotService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
-        return cls(store, CatalogService(store), RunService(store), VersionService(store))
+        return cls(store, CatalogService(store), RunService(store), VersionService(store), LotService(store))
 
     def close(self) -> None:
         self.store.dispose()

@@ -54,6 +54,16 @@ def install_sqlite_behaviour(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
+def upsert_insert(connection: Connection, table: Table) -> Any:
+    """An ``INSERT`` that supports ``on_conflict_do_update(…, where=…)`` in the connection's dialect.
+
+    Both dialects take the same arguments; conditional upserts are how a claim takes a lot
+    atomically (a row that exists is updated only if its status still allows it).
+    """
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    return dialect_insert(table)
+
+
 def insert_ignoring_conflicts(
     connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
 ) -> None:
