@@ -32,6 +32,7 @@ from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import apply_transition
+from lotline.store.dialect import single_writer
 from lotline.store.engine import Store
 from lotline.store.queries import data_status, datasets, jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
@@ -107,6 +108,8 @@ class LotService:
             raise InvalidInput(f"lease must be positive, got {lease}.")
         wanted = None if lot is None else _common.lot_key(lot)
         skip: list[str] = []
+        if wanted is None and not self._may_find_work(namespace, job):
+            return None
         for _ in range(MAX_RACES):
             try:
                 with self._store.write() as connection:
@@ -116,6 +119,14 @@ class LotService:
                     raise Conflict(f"Lot {wanted} was just claimed by another worker.") from None
                 skip.append(str(lost))
         return None
+
+    def _may_find_work(self, namespace: str, job: str) -> bool:
+        """Where writers serialize (SQLite), look for an eligible lot without the write lock first."""
+        if not single_writer(self._store.engine):
+            return True
+        with self._store.read() as connection:
+            _, reg = _registered(connection, namespace, job)
+            return not reg.held and claims.next_candidate(connection, reg, ()) is not None
 
     def _claim_once(
         self,
@@ -161,7 +172,9 @@ class LotService:
             raise _LostRace(candidate.lot)
         runs.add_io(connection, run_inputs, run_id, candidate.inputs, now)
         runs.add_io(connection, run_outputs, run_id, [(reg.output_dataset_id, candidate.lot)], now)
-        apply_transition(connection, run_id, RunAction.START, now)
+        # The run starts once the lot is ours: on PostgreSQL ``take`` may have waited for the previous
+        # attempt's transaction to end, and recorded run intervals must show no overlap.
+        apply_transition(connection, run_id, RunAction.START, utcnow())
         refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
         return LotClaim(
             namespace=namespace,

@@ -78,3 +78,9 @@ def insert_ignoring_conflicts(
 def locks_rows(connection: Connection) -> bool:
     """Whether ``SELECT … FOR UPDATE`` means anything here (SQLite locks the whole file instead)."""
     return connection.dialect.name == "postgresql"
+
+
+def single_writer(engine: Engine) -> bool:
+    """Whether writers queue for one database-wide lock (SQLite): then an idle worker should look for
+    work in a read transaction first, instead of taking the write lock only to find nothing."""
+    return engine.dialect.name == "sqlite"
