@@ -205,6 +205,7 @@ def bench_backend(backend: str, lots: int, worker_counts: list[int]) -> list[dic
             queue_dsn = url
         else:
             url = f"sqlite:///{Path(tmp, 'lotline.db')}"
+            Store(url).upgrade()
             queue_path = str(Path(tmp, "queue.db"))
         try:
             _prepare_lotline(url, lots, jobs)

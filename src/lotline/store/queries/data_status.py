@@ -7,6 +7,7 @@ lost race or a late worker changes nothing.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -91,9 +92,19 @@ def consumers_of(connection: Connection, dataset_id: uuid.UUID) -> list[uuid.UUI
 
 
 # -- finding work --------------------------------------------------------------------------------
-def _ready(dataset_id: Any, lot: Any) -> ColumnElement[bool]:
+_candidate = ds.alias("candidate")
+_blocking = ds.alias("blocking")
+
+
+@functools.cache
+def _alias(name: str) -> Any:
+    """Aliases of the status table are built once: building them per query costs more than the query."""
+    return ds.alias(name)
+
+
+def _ready(dataset_id: Any, lot: Any, index: int) -> ColumnElement[bool]:
     """An OUTPUT row of (dataset, lot) is READY: consumers may read it."""
-    other = ds.alias()
+    other = _alias(f"ready_{index}")
     return exists().where(
         other.c.dataset_id == dataset_id,
         other.c.lot == lot,
@@ -104,18 +115,17 @@ def _ready(dataset_id: Any, lot: Any) -> ColumnElement[bool]:
 
 def _output_blocked(output_dataset_id: uuid.UUID, lot: Any) -> ColumnElement[bool]:
     """The job's output lot has a row that is not ERROR/RESUBMIT: somebody holds or has produced it."""
-    out = ds.alias()
     return exists().where(
-        out.c.dataset_id == output_dataset_id,
-        out.c.lot == lot,
-        out.c.role == Role.OUTPUT.value,
-        out.c.status.not_in(_CLAIMABLE),
+        _blocking.c.dataset_id == output_dataset_id,
+        _blocking.c.lot == lot,
+        _blocking.c.role == Role.OUTPUT.value,
+        _blocking.c.status.not_in(_CLAIMABLE),
     )
 
 
-def _input_locked(job_id: uuid.UUID, dataset_id: Any, lot: Any) -> ColumnElement[bool]:
+def _input_locked(job_id: uuid.UUID, dataset_id: Any, lot: Any, index: int = 0) -> ColumnElement[bool]:
     """The job's own read lock on an input lot (INPUT RUNNING/DONE)."""
-    mine = ds.alias()
+    mine = _alias(f"mine_{index}")
     return exists().where(
         mine.c.dataset_id == dataset_id,
         mine.c.lot == lot,
@@ -136,14 +146,14 @@ def next_same_lot(
     On PostgreSQL the first input's READY row is locked ``FOR UPDATE SKIP LOCKED``, so concurrent
     workers of one job spread over different lots instead of queueing on the same one.
     """
-    first = ds.alias("candidate")
+    first = _candidate
     conditions = [
         first.c.dataset_id == inputs[0],
         first.c.role == Role.OUTPUT.value,
         first.c.status == Status.READY.value,
         ~_output_blocked(output_dataset_id, first.c.lot),
-        *[~_input_locked(job_id, d, first.c.lot) for d in inputs],
-        *[_ready(d, first.c.lot) for d in inputs[1:]],
+        *[~_input_locked(job_id, d, first.c.lot, i) for i, d in enumerate(inputs)],
+        *[_ready(d, first.c.lot, i) for i, d in enumerate(inputs[1:])],
     ]
     if skip:
         conditions.append(first.c.lot.not_in(skip))
