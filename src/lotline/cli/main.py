@@ -10,6 +10,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from sqlalchemy.exc import OperationalError
 
+from lotline.cli import lots
 from lotline.domain.errors import LotlineError
 from lotline.services.admin import upgrade_database
 from lotline.services.config import load_settings
@@ -43,6 +44,9 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
         raise typer.Exit(code=2)
 
     return run
+
+
+lots.register(app, one_line_errors)
 
 
 @db_app.command("upgrade")

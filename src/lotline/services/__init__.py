@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from lotline.services.catalog import CatalogService
 from lotline.services.graph import GraphService
+from lotline.services.lots import LotService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.runs import RunService
 from lotline.services.tags import TagService
@@ -24,6 +25,7 @@ class Lineage:
     tags: TagService
     graph: GraphService
     openlineage: OpenLineageService
+    lots: LotService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
@@ -35,6 +37,7 @@ class Lineage:
             TagService(store),
             GraphService(store),
             OpenLineageService(store),
+            LotService(store),
         )
 
     def close(self) -> None:

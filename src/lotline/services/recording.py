@@ -71,10 +71,18 @@ def record_run_io(
 
 
 def declare_job_io(connection: Connection, run: Row[Any], now: datetime) -> None:
-    """At start, the inputs and outputs of the run's job version become the run's own (lot: the run's)."""
+    """At start, the inputs and outputs of the run's job version become the run's own (lot: the run's).
+
+    A dataset the run already declared keeps the lots it was declared with: a run whose input lots
+    differ from its own lot (twelve PT5M lots making one PT1H lot) must not also read the PT1H lot.
+    """
+    declared = {
+        table: runs.declared_datasets(connection, table, run.id) for table in (run_inputs, run_outputs)
+    }
     for dataset_id, role in jobs.version_io(connection, run.job_version_id):
         table = run_inputs if role == jobs.INPUT else run_outputs
-        runs.add_io(connection, table, run.id, [(dataset_id, run.lot)], now)
+        if dataset_id not in declared[table]:
+            runs.add_io(connection, table, run.id, [(dataset_id, run.lot)], now)
 
 
 def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:

@@ -54,6 +54,16 @@ def install_sqlite_behaviour(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
+def upsert_insert(connection: Connection, table: Table) -> Any:
+    """An ``INSERT`` that supports ``on_conflict_do_update(…, where=…)`` in the connection's dialect.
+
+    Both dialects take the same arguments; conditional upserts are how a claim takes a lot
+    atomically (a row that exists is updated only if its status still allows it).
+    """
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    return dialect_insert(table)
+
+
 def insert_ignoring_conflicts(
     connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
 ) -> None:
@@ -68,3 +78,9 @@ def insert_ignoring_conflicts(
 def locks_rows(connection: Connection) -> bool:
     """Whether ``SELECT … FOR UPDATE`` means anything here (SQLite locks the whole file instead)."""
     return connection.dialect.name == "postgresql"
+
+
+def single_writer(engine: Engine) -> bool:
+    """Whether writers queue for one database-wide lock (SQLite): then an idle worker should look for
+    work in a read transaction first, instead of taking the write lock only to find nothing."""
+    return engine.dialect.name == "sqlite"

@@ -11,6 +11,7 @@ concurrent writers from ever sharing or skipping a number.
 from __future__ import annotations
 
 from sqlalchemy import (
+    Boolean,
     CheckConstraint,
     Column,
     ForeignKey,
@@ -41,6 +42,8 @@ NAME = 1024
 LOT = 128
 RUN_STATES = "'NEW', 'RUNNING', 'COMPLETED', 'FAILED', 'ABORTED'"
 VERSION_STATES = "'current', 'failed', 'superseded'"
+DATA_STATUSES = "'RUNNING', 'READY', 'DONE', 'ERROR', 'RESUBMIT', 'PENDING', 'HOLD'"
+OWNER = 200
 
 
 def _timestamps() -> list[Column[object]]:
@@ -256,4 +259,53 @@ dataset_field_tags = Table(
     Column("field_name", String(NAME), primary_key=True),
     Column("tag_id", ForeignKey("tags.id"), primary_key=True, index=True),
     Column("tagged_at", UtcDateTime, nullable=False),
+)
+
+# -- cooperative lot coordination (SPEC §4) ---------------------------------------------------
+
+lot_jobs = Table(
+    "lot_jobs",
+    metadata,
+    Column("job_id", ForeignKey("jobs.id"), primary_key=True),
+    # Unique: a dataset has exactly one producing job (SPEC §4).
+    Column("output_dataset_id", ForeignKey("datasets.id"), nullable=False, unique=True),
+    # NULL: output lot = input lot; else e.g. 'PT5M->PT1H' (see lotline.domain.coordination.LotMapping).
+    Column("lot_mapping", String(32)),
+    Column("held", Boolean, nullable=False, server_default=text("false")),
+    *_timestamps(),
+)
+
+lot_job_inputs = Table(
+    "lot_job_inputs",
+    metadata,
+    Column("job_id", ForeignKey("lot_jobs.job_id"), primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True, index=True),
+)
+
+data_status = Table(
+    "data_status",
+    metadata,
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True),
+    Column("lot", String(LOT), primary_key=True),
+    Column("job_id", ForeignKey("jobs.id"), primary_key=True),
+    Column("role", String(8), nullable=False),
+    Column("status", String(16), nullable=False),
+    # While HOLD: the status to return to on release (NULL: the row is removed on release).
+    Column("held_status", String(16)),
+    Column("attempt", Integer, nullable=False, server_default=text("0")),
+    Column("owner", String(OWNER)),
+    Column("lease_expires_at", UtcDateTime),
+    # The claim that wrote the row: every row of one claim carries its run, so a claim's
+    # INPUT rows are found from its OUTPUT row whatever the lot mapping.
+    Column("run_id", ForeignKey("runs.id"), index=True),
+    # A failed attempt's partial data was deleted: the arc is missing, not partial (SPEC §5).
+    Column("data_removed_at", UtcDateTime),
+    *_timestamps(),
+    CheckConstraint("role IN ('INPUT', 'OUTPUT')", name="role"),
+    CheckConstraint(f"status IN ({DATA_STATUSES})", name="status"),
+    # The claim search: READY lots of one dataset, in lot order.
+    Index(None, "dataset_id", "role", "status", "lot"),
+    # The reaper: expired RUNNING claims.
+    Index(None, "status", "lease_expires_at"),
+    Index(None, "job_id", "role", "status"),
 )

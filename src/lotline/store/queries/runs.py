@@ -142,6 +142,12 @@ def add_io(
     )
 
 
+def declared_datasets(connection: Connection, table: Table, run_id: uuid.UUID) -> set[uuid.UUID]:
+    """Datasets a run already declared as inputs or outputs, at any lot."""
+    rows = connection.execute(select(table.c.dataset_id).where(table.c.run_id == run_id).distinct())
+    return set(rows.scalars())
+
+
 def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
     """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
     concurrent runs lock datasets in the same order (no deadlocks)."""

@@ -1,0 +1,180 @@
+"""``lotline status | invalidate | hold | release``: the operator's view and moves on lots (SPEC §4)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from lotline.domain.coordination import LotStatus, Status
+from lotline.domain.errors import InvalidInput
+from lotline.services import Lineage, open_lineage
+from lotline.services.config import load_settings
+
+DEFAULT_NAMESPACE = "default"
+STATUS_ORDER = [s.value for s in Status]
+
+Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the jobs and datasets.")]
+
+
+def _lineage() -> Lineage:
+    return open_lineage(load_settings().db_url)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    lines = [header, *rows]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def _as_json(row: LotStatus) -> dict[str, Any]:
+    return {
+        "namespace": row.namespace,
+        "dataset": row.dataset,
+        "lot": row.lot,
+        "job": row.job,
+        "status": row.status.value,
+        "heldStatus": row.held_status.value if row.held_status else None,
+        "arc": row.arc.value if row.arc else None,
+        "attempt": row.attempt,
+        "owner": row.owner,
+        "leaseExpiresAt": row.lease_expires_at.isoformat() if row.lease_expires_at else None,
+        "runId": str(row.run_id) if row.run_id else None,
+        "lock": row.lock,
+    }
+
+
+def status(
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    job: Annotated[str | None, typer.Option(help="Only the lots this job produces.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Only the lots of this dataset.")] = None,
+    lots: Annotated[bool, typer.Option("--lots", help="List every lot, not only the counts.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every lot).")] = False,
+) -> None:
+    """Lots by state: how many lots of each job are in each status (and, with --lots, which)."""
+    lineage = _lineage()
+    try:
+        rows = lineage.lots.status(namespace, job=job, dataset=dataset)
+    finally:
+        lineage.close()
+    counts: Counter[tuple[str, str, str]] = Counter((r.job, r.dataset, r.status.value) for r in rows)
+    pairs = sorted({(r.job, r.dataset) for r in rows})
+    if as_json:
+        summary = [
+            {
+                "job": j,
+                "dataset": d,
+                "counts": {s: counts[(j, d, s)] for s in STATUS_ORDER if counts[(j, d, s)]},
+            }
+            for j, d in pairs
+        ]
+        print(
+            json.dumps(
+                {"namespace": namespace, "jobs": summary, "lots": [_as_json(r) for r in rows]}, indent=2
+            )
+        )
+        return
+    if not rows:
+        print(f"no lots in namespace {namespace}")
+        return
+    header = ["JOB", "DATASET", *STATUS_ORDER, "TOTAL"]
+    body = [
+        [j, d, *[str(counts[(j, d, s)]) for s in STATUS_ORDER], str(sum(r.job == j for r in rows))]
+        for j, d in pairs
+    ]
+    print(_table(header, body))
+    if lots:
+        print()
+        detail = [
+            [
+                r.dataset,
+                r.lot,
+                r.job,
+                r.status.value,
+                r.arc.value if r.arc else "",
+                str(r.attempt),
+                r.owner or "",
+            ]
+            for r in rows
+        ]
+        print(_table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER"], detail))
+
+
+def invalidate(
+    dataset: Annotated[str, typer.Argument(help="Dataset whose lot is invalid.")],
+    lot: Annotated[str, typer.Argument(help="The lot id.")],
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """Reopen a READY lot (RESUBMIT) and every lot made from it, transitively."""
+    lineage = _lineage()
+    try:
+        reopened = lineage.lots.invalidate(namespace, dataset, lot)
+    finally:
+        lineage.close()
+    if not reopened:
+        print(f"{dataset} {lot} was already reopened; nothing changed")
+    for ref in reopened:
+        print(f"reopened {ref.name} {ref.lot}")
+
+
+def _target(dataset: str | None, lot: str | None, job: str | None) -> None:
+    if (job is None) == (dataset is None or lot is None) or (dataset is None) != (lot is None):
+        raise InvalidInput("Name either DATASET LOT, or --job JOB.")
+
+
+def hold(
+    dataset: Annotated[str | None, typer.Argument(help="Dataset of the lot to hold.")] = None,
+    lot: Annotated[str | None, typer.Argument(help="The lot id.")] = None,
+    job: Annotated[str | None, typer.Option(help="Hold a whole job instead of one lot.")] = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """Pause a lot (nobody produces or reads it) or a whole job (no new claims) until released."""
+    _target(dataset, lot, job)
+    lineage = _lineage()
+    try:
+        if job is not None:
+            changed = lineage.lots.hold_job(namespace, job)
+            print(f"job {job} {'is now' if changed else 'was already'} on hold")
+        else:
+            assert dataset is not None and lot is not None
+            changed = lineage.lots.hold_lot(namespace, dataset, lot)
+            print(f"{dataset} {lot} {'is now' if changed else 'was already'} on hold")
+    finally:
+        lineage.close()
+
+
+def release(
+    dataset: Annotated[str | None, typer.Argument(help="Dataset of the held lot.")] = None,
+    lot: Annotated[str | None, typer.Argument(help="The lot id.")] = None,
+    job: Annotated[str | None, typer.Option(help="Release a whole job.")] = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """End a hold on a lot (back to the status it paused) or on a job."""
+    _target(dataset, lot, job)
+    lineage = _lineage()
+    try:
+        if job is not None:
+            lineage.lots.release_job(namespace, job)
+            print(f"job {job} released")
+        else:
+            assert dataset is not None and lot is not None
+            restored = lineage.lots.release_lot(namespace, dataset, lot)
+            print(f"{dataset} {lot} released ({restored.value if restored else 'never produced'})")
+    finally:
+        lineage.close()
+
+
+def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
+    """Add the lot commands to ``app``, each behind the CLI's one-line error handling."""
+    for name, command in (
+        ("status", status),
+        ("invalidate", invalidate),
+        ("hold", hold),
+        ("release", release),
+    ):
+        app.command(name)(errors(command))

@@ -1,0 +1,130 @@
+"""An operator's moves on lots: invalidate (with its cascade), hold and release, clean up."""
+
+from __future__ import annotations
+
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from lotline.domain.coordination import ArcAction, ArcState, Status, arc_state, plan_arc
+from lotline.domain.errors import Conflict
+from lotline.store.queries import data_status as q
+from lotline.store.queries import versions
+
+
+def arc_of(row: Any) -> ArcState:
+    """Arc state of the (job, lot) whose OUTPUT row this is (no row: missing)."""
+    if row is None:
+        return ArcState.MISSING
+    held = Status(row.held_status) if row.held_status else None
+    return arc_state(Status(row.status), held, row.data_removed_at is not None)
+
+
+@dataclass
+class Invalidation:
+    """What one invalidation changed: reopened (dataset id, lot)s, and running claims it revoked."""
+
+    reopened: list[tuple[uuid.UUID, str]] = field(default_factory=list)
+    revoked_runs: list[uuid.UUID] = field(default_factory=list)
+
+
+def invalidate(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime, shown: str
+) -> Invalidation:
+    """Reopen a READY lot (RESUBMIT), release its producer's read locks, and cascade downstream.
+
+    Every job that consumed the lot gets its output for the lot reopened the same way,
+    transitively; a consumer still running on the lot loses its claim (OUTPUT/INPUT ERROR, run
+    failed) because it is reading data that is no longer valid. Reopening an already reopened lot
+    changes nothing.
+    """
+    row = q.output_row(connection, dataset_id, lot)
+    if row is not None and Status(row.status) is Status.RESUBMIT:
+        return Invalidation()
+    current = arc_of(row)
+    if row is None or Status(row.status) not in (Status.READY, Status.HOLD):
+        detail = "has never been produced" if row is None else f"is {row.status}"
+        raise Conflict(
+            f"Lot {lot} of {shown} {detail}; only a READY lot can be invalidated.", current=current
+        )
+    plan_arc(current, ArcAction.REOPEN)
+    done = Invalidation()
+    queue = deque([(dataset_id, lot, row.job_id, row.run_id)])
+    while queue:
+        d, lot_, job_id, run_id = queue.popleft()
+        if (d, lot_) in done.reopened:
+            continue
+        if not q.set_output_status(
+            connection, d, lot_, expected=Status.READY, status=Status.RESUBMIT, now=now
+        ):
+            q.reopen_held(connection, d, lot_, now)
+        q.set_claim_inputs(connection, job_id, run_id, Status.ERROR, now)
+        versions.supersede_current(connection, d, lot_)
+        done.reopened.append((d, lot_))
+        for consumer in q.consuming_claims(connection, d, lot_):
+            output = q.output_of_claim(connection, consumer.job_id, consumer.run_id)
+            q.set_claim_inputs(connection, consumer.job_id, consumer.run_id, Status.ERROR, now)
+            if output is None:
+                continue
+            status = Status(output.status)
+            if status is Status.RUNNING:
+                q.set_output_status(
+                    connection,
+                    output.dataset_id,
+                    output.lot,
+                    expected=Status.RUNNING,
+                    status=Status.ERROR,
+                    now=now,
+                )
+                done.revoked_runs.append(consumer.run_id)
+            elif status is Status.READY or (
+                status is Status.HOLD and output.held_status == Status.READY.value
+            ):
+                queue.append((output.dataset_id, output.lot, consumer.job_id, consumer.run_id))
+    return done
+
+
+def hold_lot(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, producer: uuid.UUID, now: datetime
+) -> bool:
+    """Pause a lot: nobody produces or reads it until released. False if it was already held."""
+    row = q.output_row(connection, dataset_id, lot)
+    if row is None:
+        q.insert_hold(connection, dataset_id, lot, producer, now)
+        return True
+    status = Status(row.status)
+    if status is Status.HOLD:
+        return False
+    if status is Status.RUNNING:
+        raise Conflict(
+            f"Lot {lot} is being produced (attempt {row.attempt}); "
+            "hold it when the claim ends, or hold the job.",
+            current=status.value,
+        )
+    q.set_output_status(
+        connection, dataset_id, lot, expected=status, status=Status.HOLD, held_status=status, now=now
+    )
+    return True
+
+
+def release_lot(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> Status | None:
+    """Undo a hold: back to the status it paused (None: the lot had no row and has none again)."""
+    row = q.output_row(connection, dataset_id, lot)
+    if row is None or Status(row.status) is not Status.HOLD:
+        raise Conflict(f"Lot {lot} is not on hold.", current=None if row is None else row.status)
+    if row.held_status is None:
+        q.delete_output(connection, dataset_id, lot)
+        return None
+    restored = Status(row.held_status)
+    q.set_output_status(connection, dataset_id, lot, expected=Status.HOLD, status=restored, now=now)
+    return restored
+
+
+def clean(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> None:
+    """Record that a failed attempt's partial data was deleted: arc partial -> missing."""
+    plan_arc(arc_of(q.output_row(connection, dataset_id, lot)), ArcAction.CLEAN)
+    q.mark_data_removed(connection, dataset_id, lot, now)

@@ -1,0 +1,62 @@
+"""Which jobs take part in lot coordination: their inputs, their one output, their lot mapping."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from lotline.domain.coordination import LotMapping
+from lotline.domain.errors import Conflict, InvalidInput
+from lotline.store.queries import data_status as q
+
+
+@dataclass(frozen=True)
+class Registration:
+    job_id: uuid.UUID
+    output_dataset_id: uuid.UUID
+    inputs: tuple[uuid.UUID, ...]
+    mapping: LotMapping | None
+    held: bool
+
+
+def register(
+    connection: Connection,
+    job_id: uuid.UUID,
+    output_dataset_id: uuid.UUID,
+    inputs: Sequence[uuid.UUID],
+    mapping: LotMapping | None,
+    now: datetime,
+    *,
+    describe: dict[uuid.UUID, str],
+) -> None:
+    """Record a job's inputs and output; a second producer of a dataset is a Conflict."""
+    if output_dataset_id in inputs:
+        raise InvalidInput(f"Job cannot consume its own output {describe[output_dataset_id]}.")
+    if len(set(inputs)) != len(inputs):
+        raise InvalidInput("A job's inputs must be distinct datasets.")
+    if mapping is not None and not inputs:
+        raise InvalidInput("A lot mapping needs inputs: it says how input lots make output lots.")
+    producer = q.producer_of(connection, output_dataset_id)
+    if producer is not None and producer != job_id:
+        other = q.job_label(connection, producer)
+        raise Conflict(
+            f"Dataset {describe[output_dataset_id]} is already produced by job {other}; "
+            "a dataset has exactly one producing job."
+        )
+    q.upsert_lot_job(
+        connection, job_id, output_dataset_id, list(inputs), None if mapping is None else str(mapping), now
+    )
+
+
+def registration(connection: Connection, job_id: uuid.UUID) -> Registration | None:
+    row = q.lot_job(connection, job_id)
+    if row is None:
+        return None
+    mapping = LotMapping.parse(row.lot_mapping) if row.lot_mapping else None
+    return Registration(
+        job_id, row.output_dataset_id, tuple(q.job_inputs(connection, job_id)), mapping, bool(row.held)
+    )

@@ -1,0 +1,343 @@
+"""Use cases of lot coordination (SPEC §4, §5): claim -> run -> complete/fail, and the operator's moves.
+
+Each use case is one ``Store.write()`` transaction, so a lot's status and its run's version
+commit together: a lot is READY exactly when its run COMPLETED and its version became current.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection, Row
+
+from lotline.coordination import claims, operator
+from lotline.coordination.registry import Registration, register, registration
+from lotline.domain.coordination import (
+    ArcState,
+    LotClaim,
+    LotMapping,
+    LotStatus,
+    Role,
+    Status,
+    check_owner,
+    lock_of,
+)
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.model import DatasetRef, Job
+from lotline.domain.names import validate_name
+from lotline.domain.runs import RunAction
+from lotline.domain.versions import job_version_id
+from lotline.services import _common
+from lotline.services.recording import apply_transition
+from lotline.store.dialect import single_writer
+from lotline.store.engine import Store
+from lotline.store.queries import data_status, datasets, jobs, runs
+from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.types import utcnow
+
+DEFAULT_LEASE = timedelta(seconds=30)
+#: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
+MAX_RACES = 16
+
+
+class _LostRace(Exception):
+    """Another worker took the lot between our search and our write: roll back and look again."""
+
+
+class LotService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # -- registering jobs ---------------------------------------------------------------------
+    def register_job(
+        self,
+        namespace: str,
+        job: str,
+        *,
+        output: str,
+        inputs: Sequence[str] = (),
+        lot_mapping: str | None = None,
+        location: str | None = None,
+    ) -> Job:
+        """Declare a job that produces ``output`` lot by lot from ``inputs`` (the job's catalog entry too).
+
+        A dataset has exactly one producer: registering a second one is a Conflict and changes
+        nothing. ``lot_mapping`` (e.g. ``PT5M->PT1H``) says how input lots roll up into output lots.
+        """
+        validate_name("Job", job)
+        mapping = LotMapping.parse(lot_mapping) if lot_mapping is not None else None
+        with self._store.write() as connection:
+            namespace_id = _common.require_namespace(connection, namespace)
+            output_id = _common.require_dataset(connection, namespace, output)
+            input_ids = [_common.require_dataset(connection, namespace, d) for d in inputs]
+            now = utcnow()
+            job_id = jobs.upsert_job(connection, namespace_id, job, type_="BATCH", description=None, now=now)
+            version = job_version_id(
+                namespace, job, location, [f"{namespace}:{d}" for d in inputs], [f"{namespace}:{output}"]
+            )
+            jobs.set_current_version(
+                connection, job_id, version, location=location, inputs=input_ids, outputs=[output_id], now=now
+            )
+            describe = {output_id: f"{namespace}:{output}"}
+            describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
+            register(connection, job_id, output_id, input_ids, mapping, now, describe=describe)
+            found = jobs.get_job(connection, namespace, job)
+        assert found is not None
+        return found
+
+    # -- the worker's side ----------------------------------------------------------------------
+    def claim(
+        self,
+        worker: str,
+        namespace: str,
+        job: str,
+        *,
+        lot: str | None = None,
+        lease: timedelta = DEFAULT_LEASE,
+    ) -> LotClaim | None:
+        """Claim the next eligible lot of ``job`` (or the named ``lot``) and start a run on it.
+
+        Returns None when nothing is eligible (or the job is on hold). A named lot that is not
+        eligible is a Conflict saying why. Lots other workers hold are skipped, never waited for.
+        """
+        owner = check_owner(worker)
+        if lease <= timedelta(0):
+            raise InvalidInput(f"lease must be positive, got {lease}.")
+        wanted = None if lot is None else _common.lot_key(lot)
+        skip: list[str] = []
+        if wanted is None and not self._may_find_work(namespace, job):
+            return None
+        for _ in range(MAX_RACES):
+            try:
+                with self._store.write() as connection:
+                    return self._claim_once(connection, owner, namespace, job, wanted, lease, skip)
+            except _LostRace as lost:
+                if wanted is not None:
+                    raise Conflict(f"Lot {wanted} was just claimed by another worker.") from None
+                skip.append(str(lost))
+        return None
+
+    def _may_find_work(self, namespace: str, job: str) -> bool:
+        """Where writers serialize (SQLite), look for an eligible lot without the write lock first."""
+        if not single_writer(self._store.engine):
+            return True
+        with self._store.read() as connection:
+            _, reg = _registered(connection, namespace, job)
+            return not reg.held and claims.next_candidate(connection, reg, ()) is not None
+
+    def _claim_once(
+        self,
+        connection: Connection,
+        owner: str,
+        namespace: str,
+        job: str,
+        lot: str | None,
+        lease: timedelta,
+        skip: Sequence[str],
+    ) -> LotClaim | None:
+        job_row, reg = _registered(connection, namespace, job)
+        if reg.held:
+            if lot is not None:
+                raise Conflict(f"Job {namespace}:{job} is on hold; release it first.")
+            return None
+        if lot is not None:
+            candidate: claims.Candidate | None = claims.named_candidate(connection, reg, lot)
+        else:
+            candidate = claims.next_candidate(connection, reg, skip)
+        if candidate is None:
+            return None
+        now = utcnow()
+        run_id = uuid.uuid4()
+        runs.insert_run(
+            connection,
+            run_id=run_id,
+            job_id=job_row.id,
+            job_version_id=job_row.current_version_id,
+            parent_run_id=None,
+            lot=candidate.lot,
+            nominal_start_time=None,
+            nominal_end_time=None,
+            args={},
+            facets={},
+            now=now,
+        )
+        expires = now + lease
+        attempt = claims.take(
+            connection, reg, candidate, owner=owner, run_id=run_id, lease_expires_at=expires, now=now
+        )
+        if attempt is None:
+            raise _LostRace(candidate.lot)
+        runs.add_io(connection, run_inputs, run_id, candidate.inputs, now)
+        runs.add_io(connection, run_outputs, run_id, [(reg.output_dataset_id, candidate.lot)], now)
+        # The run starts once the lot is ours: on PostgreSQL ``take`` may have waited for the previous
+        # attempt's transaction to end, and recorded run intervals must show no overlap.
+        apply_transition(connection, run_id, RunAction.START, utcnow())
+        refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
+        return LotClaim(
+            namespace=namespace,
+            job=job,
+            dataset=refs[reg.output_dataset_id].name,
+            lot=candidate.lot,
+            input_lots=tuple((refs[d].name, input_lot) for d, input_lot in candidate.inputs),
+            owner=owner,
+            job_id=job_row.id,
+            dataset_id=reg.output_dataset_id,
+            attempt=attempt,
+            run_id=run_id,
+            lease_expires_at=expires,
+        )
+
+    def heartbeat(self, claim: LotClaim, lease: timedelta = DEFAULT_LEASE) -> LotClaim:
+        """Extend a live claim's lease; a claim that is no longer live is a Conflict (stop working)."""
+        if lease <= timedelta(0):
+            raise InvalidInput(f"lease must be positive, got {lease}.")
+        now = utcnow()
+        with self._store.write() as connection:
+            claims.heartbeat(connection, _fence(claim), now + lease, now)
+        return LotClaim(**{**claim.__dict__, "lease_expires_at": now + lease})
+
+    def complete(self, claim: LotClaim, at: datetime | None = None) -> None:
+        """OUTPUT READY, INPUTs DONE and the run COMPLETED with its version current: one transaction."""
+        self._finish(claim, success=True, at=at)
+
+    def fail(self, claim: LotClaim, at: datetime | None = None) -> None:
+        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED: the lot may be retried."""
+        self._finish(claim, success=False, at=at)
+
+    def _finish(self, claim: LotClaim, *, success: bool, at: datetime | None) -> None:
+        _common.check_aware("at", at)
+        now = utcnow()
+        with self._store.write() as connection:
+            claims.finish(connection, _fence(claim), success=success, now=now)
+            apply_transition(
+                connection, claim.run_id, RunAction.COMPLETE if success else RunAction.FAIL, at or now
+            )
+
+    def reap(self, limit: int = 100) -> int:
+        """Fail claims whose lease expired (ERROR, run FAILED) so their lots become eligible again."""
+        now = utcnow()
+        with self._store.write() as connection:
+            failed = claims.reap(connection, now, limit)
+            for run_id in failed:
+                apply_transition(connection, run_id, RunAction.FAIL, now)
+        return len(failed)
+
+    # -- the operator's side -------------------------------------------------------------------
+    def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
+        """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
+        stored_lot = _common.lot_key(lot)
+        now = utcnow()
+        with self._store.write() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            done = operator.invalidate(connection, dataset_id, stored_lot, now, f"{namespace}:{dataset}")
+            for run_id in done.revoked_runs:
+                apply_transition(connection, run_id, RunAction.FAIL, now)
+            refs = datasets.dataset_refs(connection, [d for d, _ in done.reopened])
+        return [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+
+    def hold_lot(self, namespace: str, dataset: str, lot: str) -> bool:
+        """Pause (dataset, lot): it is neither produced nor read until released. False if already held."""
+        stored_lot = _common.lot_key(lot)
+        with self._store.write() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            producer = data_status.producer_of(connection, dataset_id)
+            if producer is None:
+                raise Conflict(
+                    f"Dataset {namespace}:{dataset} has no producing job registered; nothing to hold."
+                )
+            return operator.hold_lot(connection, dataset_id, stored_lot, producer, utcnow())
+
+    def release_lot(self, namespace: str, dataset: str, lot: str) -> Status | None:
+        """End a hold; returns the status the lot is back in (None: it had never been produced)."""
+        stored_lot = _common.lot_key(lot)
+        with self._store.write() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            return operator.release_lot(connection, dataset_id, stored_lot, utcnow())
+
+    def hold_job(self, namespace: str, job: str) -> bool:
+        """Stop new claims of a whole job (running claims finish). False if it was already held."""
+        with self._store.write() as connection:
+            job_row, _ = _registered(connection, namespace, job)
+            return data_status.set_job_held(connection, job_row.id, True, utcnow())
+
+    def release_job(self, namespace: str, job: str) -> None:
+        with self._store.write() as connection:
+            job_row, _ = _registered(connection, namespace, job)
+            if not data_status.set_job_held(connection, job_row.id, False, utcnow()):
+                raise Conflict(f"Job {namespace}:{job} is not on hold.")
+
+    def clean(self, namespace: str, job: str, lot: str) -> None:
+        """Record that the failed attempt's partial data was removed: arc partial -> missing."""
+        stored_lot = _common.lot_key(lot)
+        with self._store.write() as connection:
+            _, reg = _registered(connection, namespace, job)
+            operator.clean(connection, reg.output_dataset_id, stored_lot, utcnow())
+
+    # -- looking -------------------------------------------------------------------------------
+    def arc_state(self, namespace: str, job: str, lot: str) -> ArcState:
+        stored_lot = _common.lot_key(lot)
+        with self._store.read() as connection:
+            job_row, reg = _registered(connection, namespace, job)
+            row = data_status.lot_row(connection, reg.output_dataset_id, stored_lot, job_row.id)
+            return operator.arc_of(row)
+
+    def status(
+        self,
+        namespace: str | None = None,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        role: Role | None = Role.OUTPUT,
+    ) -> list[LotStatus]:
+        """Rows of the data-status table (by default the OUTPUT rows: one per produced lot)."""
+        if namespace is None and (job is not None or dataset is not None):
+            raise InvalidInput("A job or dataset filter needs its namespace.")
+        with self._store.read() as connection:
+            namespace_id = job_id = dataset_id = None
+            if namespace is not None:
+                namespace_id = _common.require_namespace(connection, namespace)
+                if job is not None:
+                    job_id = _registered(connection, namespace, job)[0].id
+                if dataset is not None:
+                    dataset_id = _common.require_dataset(connection, namespace, dataset)
+            rows = data_status.status_rows(
+                connection, namespace_id=namespace_id, job_id=job_id, dataset_id=dataset_id, role=role
+            )
+        found = []
+        for r in rows:
+            row_role, status = Role(r.role), Status(r.status)
+            found.append(
+                LotStatus(
+                    namespace=r.namespace,
+                    dataset=r.dataset,
+                    lot=r.lot,
+                    job=r.job,
+                    role=row_role,
+                    status=status,
+                    held_status=Status(r.held_status) if r.held_status else None,
+                    attempt=r.attempt,
+                    owner=r.owner,
+                    lease_expires_at=r.lease_expires_at,
+                    run_id=r.run_id,
+                    arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
+                    lock=lock_of(row_role, status),
+                )
+            )
+        return found
+
+
+def _registered(connection: Connection, namespace: str, job: str) -> tuple[Row[Any], Registration]:
+    job_row = jobs.job_row(connection, namespace, validate_name("Job", job))
+    if job_row is None:
+        raise NotFound("Job", f"{namespace}:{job}")
+    reg = registration(connection, job_row.id)
+    if reg is None:
+        raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+    return job_row, reg
+
+
+def _fence(claim: LotClaim) -> claims.Fence:
+    return claims.Fence(claim.job_id, claim.dataset_id, claim.lot, claim.owner, claim.attempt, claim.run_id)

@@ -1,0 +1,291 @@
+"""Claims, eligibility, lot mappings, leases, fencing, the reaper, holds, arc states and bad input."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+
+from lotline.domain.coordination import ArcState, Role
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.runs import RunState
+from support.lots import LotWorld
+
+SHORT = timedelta(milliseconds=50)
+
+
+def _chain(world: LotWorld) -> None:
+    world.job("JobA", output="DataA")
+    world.job("JobB", inputs=["DataA"], output="DataB")
+
+
+def _expire() -> None:
+    """Let a SHORT lease run out (waiting, not measuring)."""
+    time.sleep(0.2)
+
+
+# -- eligibility ----------------------------------------------------------------------------------
+def test_lots_are_claimed_in_lot_order_and_every_input_must_be_ready(world: LotWorld) -> None:
+    world.job("ingestA", output="A")
+    world.job("ingestB", output="B")
+    world.job("join", inputs=["A", "B"], output="AB")
+    world.produce("ingestA", "2023-01-02", "2023-01-01", "2023-01-03")
+    world.produce("ingestB", "2023-01-03", "2023-01-02")
+    first = world.claim("join")
+    second = world.claim("join", worker="w2")
+    assert first is not None
+    assert second is not None
+    assert (first.lot, second.lot) == ("2023-01-02", "2023-01-03")
+    assert set(first.input_lots) == {("A", "2023-01-02"), ("B", "2023-01-02")}
+    assert world.claim("join") is None  # 2023-01-01 lacks B
+
+
+def test_a_named_lot_that_is_not_eligible_says_why_and_changes_nothing(world: LotWorld) -> None:
+    _chain(world)
+    with pytest.raises(Conflict, match="input lots:DataA lot 1 is not produced"):
+        world.claim("JobB", "1")
+    world.produce("JobA", "1")
+    with pytest.raises(Conflict, match="already READY"):
+        world.claim("JobA", "1")
+    claim = world.claim("JobB", "1")
+    assert claim is not None
+    with pytest.raises(Conflict, match="being produced"):
+        world.claim("JobB", "1", worker="w2")
+    before = world.table()
+    with pytest.raises(Conflict):
+        world.claim("JobB", "1", worker="w2")
+    assert world.table() == before
+
+
+def test_twelve_five_minute_lots_make_one_hour_lot(world: LotWorld) -> None:
+    world.job("ingest", output="events")
+    world.job("hourly", inputs=["events"], output="hours", mapping="PT5M->PT1H")
+    lots = [f"20230101PT5M{i:03d}" for i in range(24)]  # hours 00 and 01
+    world.produce("ingest", *lots[:11], *lots[12:])  # 00:55 is missing
+    claim = world.claim("hourly")
+    assert claim is not None
+    assert claim.lot == "20230101PT1H001"
+    assert [lot for _, lot in claim.input_lots] == lots[12:]
+    assert world.claim("hourly", worker="w2") is None  # hour 00 is incomplete
+    with pytest.raises(Conflict, match="20230101PT5M011 is not produced"):
+        world.claim("hourly", "20230101PT1H000")
+    world.produce("ingest", lots[11])
+    world.lots.complete(claim)
+    other = world.claim("hourly")
+    assert other is not None
+    assert other.lot == "20230101PT1H000"
+    run = world.lineage.runs.get_run(other.run_id)
+    assert sorted(io.lot for io in run.inputs) == lots[:12]  # no input at the hour lot itself
+    assert [(io.dataset, io.lot) for io in run.outputs] == [("hours", "20230101PT1H000")]
+
+
+def test_many_hour_lots_make_one_daily_lot(world: LotWorld) -> None:
+    world.job("ingest", output="hours")
+    world.job("daily", inputs=["hours"], output="days", mapping="PT1H->P1D")
+    world.produce("ingest", *[f"20230101PT1H{i:03d}" for i in range(24)])
+    claim = world.claim("daily")
+    assert claim is not None
+    assert (claim.lot, len(claim.input_lots)) == ("20230101P1D000", 24)
+    world.lots.complete(claim)
+    assert world.status("hours", "20230101PT1H023", "daily", role=Role.INPUT) == "DONE"
+
+
+# -- leases, fencing, the reaper -------------------------------------------------------------------
+def test_heartbeat_extends_a_live_claim(world: LotWorld) -> None:
+    _chain(world)
+    claim = world.lots.claim("w1", world.ns, "JobA", lot="1", lease=timedelta(seconds=2))
+    assert claim is not None
+    renewed = world.lots.heartbeat(claim, lease=timedelta(minutes=5))
+    assert renewed.lease_expires_at > claim.lease_expires_at
+    time.sleep(2.2)  # the first lease has run out; the renewed one has not
+    assert world.lots.reap() == 0
+    world.lots.complete(renewed)
+    assert world.status("DataA", "1", "JobA") == "READY"
+
+
+def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(world: LotWorld) -> None:
+    _chain(world)
+    world.produce("JobA", "1")
+    dead = world.lots.claim("dead", world.ns, "JobB", lease=SHORT)
+    assert dead is not None
+    _expire()
+    # Before the reaper runs, the expired claim can neither beat nor commit.
+    with pytest.raises(Conflict, match="no longer a live claim"):
+        world.lots.heartbeat(dead)
+    with pytest.raises(Conflict, match="no longer a live claim"):
+        world.lots.complete(dead)
+    assert world.lots.reap() == 1
+    assert world.status("DataB", "1", "JobB") == "ERROR"
+    assert world.status("DataA", "1", "JobB", role=Role.INPUT) == "ERROR"
+    assert world.lineage.runs.get_run(dead.run_id).state is RunState.FAILED
+    alive = world.claim("JobB", worker="alive")
+    assert alive is not None
+    assert alive.attempt == 2
+    before = world.table()
+    with pytest.raises(Conflict):
+        world.lots.complete(dead)  # the presumed-dead worker comes back: rejected, nothing changes
+    with pytest.raises(Conflict):
+        world.lots.fail(dead)
+    assert world.table() == before
+    world.lots.complete(alive)
+    assert world.current_version_run("DataB", "1") == alive.run_id
+
+
+def test_a_worker_cannot_finish_another_workers_claim(world: LotWorld) -> None:
+    _chain(world)
+    claim = world.claim("JobA", "1")
+    assert claim is not None
+    impostor = type(claim)(**{**claim.__dict__, "owner": "impostor"})
+    with pytest.raises(Conflict):
+        world.lots.complete(impostor)
+    assert world.status("DataA", "1", "JobA") == "RUNNING"
+
+
+# -- invalidation of a lot someone is reading ------------------------------------------------------
+def test_invalidation_revokes_a_consumer_running_on_the_lot(world: LotWorld) -> None:
+    _chain(world)
+    world.produce("JobA", "1")
+    reading = world.claim("JobB")
+    assert reading is not None
+    world.lots.invalidate(world.ns, "DataA", "1")
+    assert world.status("DataB", "1", "JobB") == "ERROR"
+    assert world.lineage.runs.get_run(reading.run_id).state is RunState.FAILED
+    with pytest.raises(Conflict):
+        world.lots.complete(reading)
+    assert world.lots.invalidate(world.ns, "DataA", "1") == []  # already reopened: no-op
+
+
+def test_only_a_ready_lot_can_be_invalidated(world: LotWorld) -> None:
+    _chain(world)
+    with pytest.raises(Conflict, match="never been produced"):
+        world.lots.invalidate(world.ns, "DataA", "1")
+    claim = world.claim("JobA", "1")
+    assert claim is not None
+    with pytest.raises(Conflict, match="is RUNNING"):
+        world.lots.invalidate(world.ns, "DataA", "1")
+    assert world.status("DataA", "1", "JobA") == "RUNNING"
+
+
+# -- hold and release --------------------------------------------------------------------------------
+def test_holding_a_lot_stops_producer_and_consumers_until_released(world: LotWorld) -> None:
+    _chain(world)
+    world.produce("JobA", "1")
+    assert world.lots.hold_lot(world.ns, "DataA", "1") is True
+    assert world.lots.hold_lot(world.ns, "DataA", "1") is False
+    assert world.status("DataA", "1", "JobA") == "HOLD"
+    assert world.claim("JobB") is None
+    assert world.lots.arc_state(world.ns, "JobA", "1") is ArcState.COMPLETE
+    assert world.lots.release_lot(world.ns, "DataA", "1") is not None
+    assert world.status("DataA", "1", "JobA") == "READY"
+    assert world.claim("JobB") is not None
+
+
+def test_holding_a_lot_never_produced_and_releasing_it(world: LotWorld) -> None:
+    _chain(world)
+    world.lots.hold_lot(world.ns, "DataA", "7")
+    with pytest.raises(Conflict, match="HOLD"):
+        world.claim("JobA", "7")
+    assert world.lots.release_lot(world.ns, "DataA", "7") is None
+    assert world.status("DataA", "7", "JobA") is None
+    with pytest.raises(Conflict, match="not on hold"):
+        world.lots.release_lot(world.ns, "DataA", "7")
+
+
+def test_holding_a_job_stops_its_claims(world: LotWorld) -> None:
+    _chain(world)
+    world.produce("JobA", "1")
+    assert world.lots.hold_job(world.ns, "JobB") is True
+    assert world.claim("JobB") is None
+    with pytest.raises(Conflict, match="on hold"):
+        world.claim("JobB", "1")
+    world.lots.release_job(world.ns, "JobB")
+    with pytest.raises(Conflict, match="not on hold"):
+        world.lots.release_job(world.ns, "JobB")
+    assert world.claim("JobB") is not None
+
+
+# -- arc state ----------------------------------------------------------------------------------------
+def test_arc_states_follow_the_allowed_transitions(world: LotWorld) -> None:
+    _chain(world)
+    arc = lambda: world.lots.arc_state(world.ns, "JobA", "1")  # noqa: E731
+    assert arc() is ArcState.MISSING
+    claim = world.claim("JobA", "1")
+    assert claim is not None
+    assert arc() is ArcState.RUNNING
+    with pytest.raises(Conflict, match="Cannot clean an arc that is running"):
+        world.lots.clean(world.ns, "JobA", "1")
+    world.lots.fail(claim)
+    assert arc() is ArcState.PARTIAL
+    world.lots.clean(world.ns, "JobA", "1")
+    assert arc() is ArcState.MISSING
+    with pytest.raises(Conflict, match="Cannot clean an arc that is missing"):
+        world.lots.clean(world.ns, "JobA", "1")
+    world.produce("JobA", "1")
+    assert arc() is ArcState.COMPLETE
+    with pytest.raises(Conflict, match="Cannot clean an arc that is complete"):
+        world.lots.clean(world.ns, "JobA", "1")
+
+
+# -- bad input gets a typed error and changes nothing -----------------------------------------------
+def test_a_second_producer_is_a_conflict_and_changes_nothing(world: LotWorld) -> None:
+    _chain(world)
+    world.lineage.catalog.upsert_dataset(world.ns, "Other")
+    with pytest.raises(Conflict, match="already produced by job lots:JobA"):
+        world.lots.register_job(world.ns, "Intruder", inputs=["Other"], output="DataA")
+    with pytest.raises(NotFound):
+        world.lineage.catalog.get_job(world.ns, "Intruder")
+    world.lots.register_job(world.ns, "JobA", output="DataA")  # re-registering the producer is fine
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"output": "missing"}, NotFound),
+        ({"output": "DataB", "inputs": ["missing"]}, NotFound),
+        ({"output": "DataB", "inputs": ["DataB"]}, InvalidInput),
+        ({"output": "DataB", "inputs": ["DataA", "DataA"]}, InvalidInput),
+        ({"output": "DataB", "inputs": ["DataA"], "lot_mapping": "PT7M->PT1H"}, InvalidInput),
+        ({"output": "DataB", "inputs": ["DataA"], "lot_mapping": "PT1H"}, InvalidInput),
+        ({"output": "DataB", "lot_mapping": "PT5M->PT1H"}, InvalidInput),
+    ],
+)
+def test_bad_registrations_change_nothing(world: LotWorld, kwargs: dict[str, object], error: type) -> None:
+    world.job("JobA", output="DataA")
+    world.lineage.catalog.upsert_dataset(world.ns, "DataB")
+    with pytest.raises(error):
+        world.lots.register_job(world.ns, "New", **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(NotFound):
+        world.lineage.catalog.get_job(world.ns, "New")
+
+
+def test_unknown_names_and_bad_lots_are_typed_errors(world: LotWorld) -> None:
+    _chain(world)
+    world.produce("JobA", "1")
+    before = world.table()
+    lots = world.lots
+    with pytest.raises(NotFound):
+        lots.claim("w", world.ns, "NoSuchJob")
+    with pytest.raises(NotFound):
+        lots.claim("w", "nowhere", "JobA")
+    with pytest.raises(InvalidInput):
+        lots.claim("w", world.ns, "JobA", lot="../etc")
+    with pytest.raises(InvalidInput):
+        lots.claim("", world.ns, "JobA", lot="2")
+    with pytest.raises(InvalidInput):
+        lots.claim("w", world.ns, "JobA", lot="2", lease=timedelta(0))
+    world.lineage.catalog.upsert_job(world.ns, "Unregistered")
+    with pytest.raises(Conflict, match="register it first"):
+        lots.claim("w", world.ns, "Unregistered")
+    with pytest.raises(NotFound):
+        lots.invalidate(world.ns, "NoSuchData", "1")
+    with pytest.raises(InvalidInput):
+        lots.invalidate(world.ns, "DataA", "20230101pt5m000")
+    with pytest.raises(NotFound):
+        lots.hold_job(world.ns, "NoSuchJob")
+    with pytest.raises(Conflict, match="no producing job"):
+        world.lineage.catalog.upsert_dataset(world.ns, "Orphan")
+        lots.hold_lot(world.ns, "Orphan", "1")
+    with pytest.raises(InvalidInput):
+        lots.status(job="JobA")
+    assert world.table() == before

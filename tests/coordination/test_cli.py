@@ -1,0 +1,108 @@
+"""``lotline status | invalidate | hold | release`` against both databases, errors included."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lotline.cli.main import app
+from support.lots import LotWorld
+
+
+@pytest.fixture
+def cli(backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> CliRunner:
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.chdir(str(tmp_path))
+    return CliRunner()
+
+
+@pytest.fixture
+def chain(world: LotWorld) -> LotWorld:
+    world.job("JobA", output="DataA")
+    world.job("JobB", inputs=["DataA"], output="DataB")
+    world.produce("JobA", "1", "2", "3")
+    claim = world.claim("JobB")
+    assert claim is not None
+    world.lots.complete(claim)
+    failed = world.claim("JobB")
+    assert failed is not None
+    world.lots.fail(failed)
+    return world
+
+
+def test_status_counts_lots_by_state(cli: CliRunner, chain: LotWorld) -> None:
+    result = cli.invoke(app, ["status", "-n", chain.ns])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split() == [
+        "JOB",
+        "DATASET",
+        "RUNNING",
+        "READY",
+        "DONE",
+        "ERROR",
+        "RESUBMIT",
+        "PENDING",
+        "HOLD",
+        "TOTAL",
+    ]
+    assert lines[1].split() == ["JobA", "DataA", "0", "3", "0", "0", "0", "0", "0", "3"]
+    assert lines[2].split() == ["JobB", "DataB", "0", "1", "0", "1", "0", "0", "0", "2"]
+    listed = cli.invoke(app, ["status", "-n", chain.ns, "--job", "JobB", "--lots"])
+    assert [line.split() for line in listed.output.splitlines()[-2:]] == [
+        ["DataB", "1", "JobB", "READY", "complete", "1", "worker-1"],
+        ["DataB", "2", "JobB", "ERROR", "partial", "1", "worker-1"],
+    ]
+
+
+def test_status_json(cli: CliRunner, chain: LotWorld) -> None:
+    result = cli.invoke(app, ["status", "-n", chain.ns, "--dataset", "DataB", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.output)
+    assert document["jobs"] == [{"job": "JobB", "dataset": "DataB", "counts": {"READY": 1, "ERROR": 1}}]
+    assert [(lot["lot"], lot["status"], lot["arc"]) for lot in document["lots"]] == [
+        ("1", "READY", "complete"),
+        ("2", "ERROR", "partial"),
+    ]
+
+
+def test_invalidate_hold_and_release(cli: CliRunner, chain: LotWorld) -> None:
+    result = cli.invoke(app, ["invalidate", "-n", chain.ns, "DataA", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["reopened DataA 1", "reopened DataB 1"]
+    assert chain.status("DataB", "1", "JobB") == "RESUBMIT"
+    assert cli.invoke(app, ["hold", "-n", chain.ns, "DataA", "3"]).output == "DataA 3 is now on hold\n"
+    assert chain.status("DataA", "3", "JobA") == "HOLD"
+    assert cli.invoke(app, ["release", "-n", chain.ns, "DataA", "3"]).output == "DataA 3 released (READY)\n"
+    assert cli.invoke(app, ["hold", "-n", chain.ns, "--job", "JobB"]).output == "job JobB is now on hold\n"
+    assert chain.claim("JobB") is None
+    assert cli.invoke(app, ["release", "-n", chain.ns, "--job", "JobB"]).exit_code == 0
+    assert chain.claim("JobB") is not None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["status", "-n", "nowhere"], "Namespace 'nowhere' not found."),
+        (["status", "-n", "lots", "--job", "nope"], "Job 'lots:nope' not found."),
+        (["invalidate", "-n", "lots", "DataA", "9"], "has never been produced"),
+        (["invalidate", "-n", "lots", "DataA", "bad/lot"], "contains '/'"),
+        (["hold", "-n", "lots", "DataA"], "Name either DATASET LOT, or --job JOB."),
+        (["hold", "-n", "lots", "DataA", "1", "--job", "JobA"], "Name either DATASET LOT, or --job JOB."),
+        (["release", "-n", "lots", "DataA", "1"], "is not on hold"),
+        (["release", "-n", "lots", "--job", "JobB"], "is not on hold"),
+    ],
+)
+def test_errors_are_one_line_and_change_nothing(
+    cli: CliRunner, chain: LotWorld, args: list[str], message: str
+) -> None:
+    before = chain.table()
+    result = cli.invoke(app, args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("lotline: error: ")
+    assert message in line
+    assert chain.table() == before
