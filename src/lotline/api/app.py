@@ -12,7 +12,7 @@ from lotline.api import errors
 from lotline.api.guards import BearerAuthMiddleware, BodyLimitMiddleware
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
-from lotline.api.routes import datasets, jobs, lineage, namespaces, openlineage, runs, tags
+from lotline.api.routes import datasets, jobs, lineage, lots, namespaces, openlineage, runs, tags
 from lotline.services import open_lineage
 from lotline.services.config import Settings
 
@@ -38,7 +38,7 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.metrics = Metrics()
     errors.install(app)
-    for module in (namespaces, datasets, jobs, runs, lineage, tags, openlineage):
+    for module in (namespaces, datasets, jobs, runs, lineage, tags, openlineage, lots):
         app.include_router(module.router, prefix=API_PREFIX)
 
     @app.get("/healthz", tags=["ops"])

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from lotline.domain.coordination import LotStatus
 from lotline.domain.graph import GraphNode
 from lotline.domain.model import (
     Dataset,
@@ -263,4 +264,23 @@ def graph_node_json(node: GraphNode, data: Json) -> Json:
         "data": data,
         "inEdges": [{"origin": e.origin, "destination": e.destination} for e in node.in_edges],
         "outEdges": [{"origin": e.origin, "destination": e.destination} for e in node.out_edges],
+    }
+
+
+def lot_status_json(row: LotStatus) -> Json:
+    """One data-status row (SPEC §4) with its arc state (SPEC §5) and the lock its status implies."""
+    return {
+        "namespace": row.namespace,
+        "dataset": row.dataset,
+        "lot": row.lot,
+        "job": row.job,
+        "role": row.role.value,
+        "status": row.status.value,
+        "heldStatus": row.held_status.value if row.held_status else None,
+        "arcState": row.arc.value if row.arc else None,
+        "lock": row.lock,
+        "attempt": row.attempt,
+        "owner": row.owner,
+        "leaseExpiresAt": time(row.lease_expires_at),
+        "runId": str(row.run_id) if row.run_id else None,
     }

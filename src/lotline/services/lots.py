@@ -26,7 +26,7 @@ from lotline.domain.coordination import (
     lock_of,
 )
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
-from lotline.domain.model import DatasetRef, Job
+from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id
@@ -292,41 +292,77 @@ class LotService:
         dataset: str | None = None,
         role: Role | None = Role.OUTPUT,
     ) -> list[LotStatus]:
-        """Rows of the data-status table (by default the OUTPUT rows: one per produced lot)."""
-        if namespace is None and (job is not None or dataset is not None):
-            raise InvalidInput("A job or dataset filter needs its namespace.")
+        """Every matching row of the data-status table (by default OUTPUT rows: one per produced lot)."""
         with self._store.read() as connection:
-            namespace_id = job_id = dataset_id = None
-            if namespace is not None:
-                namespace_id = _common.require_namespace(connection, namespace)
-                if job is not None:
-                    job_id = _registered(connection, namespace, job)[0].id
-                if dataset is not None:
-                    dataset_id = _common.require_dataset(connection, namespace, dataset)
-            rows = data_status.status_rows(
-                connection, namespace_id=namespace_id, job_id=job_id, dataset_id=dataset_id, role=role
+            where = _status_filter(connection, namespace, job, dataset, role, (), None, None)
+            return [_lot_status(r) for r in data_status.status_rows(connection, where)]
+
+    def status_page(
+        self,
+        namespace: str,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        role: Role | None = Role.OUTPUT,
+        statuses: Sequence[Status] = (),
+        lot_from: str | None = None,
+        lot_to: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> Page[LotStatus]:
+        """One page of a job's or dataset's lots, filtered by status and an inclusive lot-id range
+        (lot ids sort in time order as strings)."""
+        _common.check_page(limit, offset)
+        with self._store.read() as connection:
+            where = _status_filter(
+                connection, namespace, job, dataset, role, tuple(statuses), lot_from, lot_to
             )
-        found = []
-        for r in rows:
-            row_role, status = Role(r.role), Status(r.status)
-            found.append(
-                LotStatus(
-                    namespace=r.namespace,
-                    dataset=r.dataset,
-                    lot=r.lot,
-                    job=r.job,
-                    role=row_role,
-                    status=status,
-                    held_status=Status(r.held_status) if r.held_status else None,
-                    attempt=r.attempt,
-                    owner=r.owner,
-                    lease_expires_at=r.lease_expires_at,
-                    run_id=r.run_id,
-                    arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
-                    lock=lock_of(row_role, status),
-                )
-            )
-        return found
+            rows = data_status.status_rows(connection, where, limit, offset)
+            return Page([_lot_status(r) for r in rows], data_status.count_status_rows(connection, where))
+
+
+def _status_filter(
+    connection: Connection,
+    namespace: str | None,
+    job: str | None,
+    dataset: str | None,
+    role: Role | None,
+    statuses: tuple[Status, ...],
+    lot_from: str | None,
+    lot_to: str | None,
+) -> data_status.StatusFilter:
+    if namespace is None and (job is not None or dataset is not None):
+        raise InvalidInput("A job or dataset filter needs its namespace.")
+    for bound in (lot_from, lot_to):
+        if bound is not None:
+            _common.lot_key(bound)
+    namespace_id = job_id = dataset_id = None
+    if namespace is not None:
+        namespace_id = _common.require_namespace(connection, namespace)
+        if job is not None:
+            job_id = _registered(connection, namespace, job)[0].id
+        if dataset is not None:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+    return data_status.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
+
+
+def _lot_status(r: Row[Any]) -> LotStatus:
+    row_role, status = Role(r.role), Status(r.status)
+    return LotStatus(
+        namespace=r.namespace,
+        dataset=r.dataset,
+        lot=r.lot,
+        job=r.job,
+        role=row_role,
+        status=status,
+        held_status=Status(r.held_status) if r.held_status else None,
+        attempt=r.attempt,
+        owner=r.owner,
+        lease_expires_at=r.lease_expires_at,
+        run_id=r.run_id,
+        arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
+        lock=lock_of(row_role, status),
+    )
 
 
 def _registered(connection: Connection, namespace: str, job: str) -> tuple[Row[Any], Registration]:

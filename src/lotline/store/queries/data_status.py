@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, exists, insert, select, update
+from sqlalchemy import Connection, Row, and_, delete, exists, func, insert, select, update
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
@@ -482,13 +483,39 @@ def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID
 
 
 # -- reporting -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StatusFilter:
+    """Which data-status rows a status view shows; ``None`` / empty means "any"."""
+
+    namespace_id: uuid.UUID | None = None
+    job_id: uuid.UUID | None = None
+    dataset_id: uuid.UUID | None = None
+    role: Role | None = None
+    statuses: tuple[Status, ...] = ()
+    lot_from: str | None = None
+    lot_to: str | None = None
+
+
+def _filtered(query: Any, where: StatusFilter) -> Any:
+    if where.namespace_id is not None:
+        query = query.where(datasets.c.namespace_id == where.namespace_id)
+    if where.job_id is not None:
+        query = query.where(ds.c.job_id == where.job_id)
+    if where.dataset_id is not None:
+        query = query.where(ds.c.dataset_id == where.dataset_id)
+    if where.role is not None:
+        query = query.where(ds.c.role == where.role.value)
+    if where.statuses:
+        query = query.where(ds.c.status.in_([s.value for s in where.statuses]))
+    if where.lot_from is not None:
+        query = query.where(ds.c.lot >= where.lot_from)
+    if where.lot_to is not None:
+        query = query.where(ds.c.lot <= where.lot_to)
+    return query
+
+
 def status_rows(
-    connection: Connection,
-    *,
-    namespace_id: uuid.UUID | None,
-    job_id: uuid.UUID | None,
-    dataset_id: uuid.UUID | None,
-    role: Role | None,
+    connection: Connection, where: StatusFilter, limit: int | None = None, offset: int = 0
 ) -> list[Any]:
     """Rows of the data-status table with dataset and job names, ordered by dataset, lot, job."""
     query = (
@@ -502,16 +529,14 @@ def status_rows(
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
         .join(jobs, jobs.c.id == ds.c.job_id)
     )
-    if namespace_id is not None:
-        query = query.where(datasets.c.namespace_id == namespace_id)
-    if job_id is not None:
-        query = query.where(ds.c.job_id == job_id)
-    if dataset_id is not None:
-        query = query.where(ds.c.dataset_id == dataset_id)
-    if role is not None:
-        query = query.where(ds.c.role == role.value)
-    ordered = query.order_by(datasets.c.name, ds.c.lot, jobs.c.name, ds.c.role)
-    return list(connection.execute(ordered).all())
+    ordered = _filtered(query, where).order_by(datasets.c.name, ds.c.lot, jobs.c.name, ds.c.role)
+    return list(connection.execute(ordered.limit(limit).offset(offset)).all())
+
+
+def count_status_rows(connection: Connection, where: StatusFilter) -> int:
+    query = select(func.count()).select_from(ds.join(datasets, datasets.c.id == ds.c.dataset_id))
+    count: int = connection.execute(_filtered(query, where)).scalar_one()
+    return count
 
 
 def lot_row(connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID) -> Row[Any] | None:
