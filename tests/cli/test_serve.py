@@ -1,0 +1,72 @@
+"""``lotline serve`` as a user runs it: a separate process on a free port, configured by environment."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from cli.test_db_upgrade import lotline
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_serve_answers_reads_and_token_protected_writes(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    env |= {"LOTLINE_DB_URL": f"sqlite:///{tmp_path / 'served.db'}", "LOTLINE_API_TOKEN": "t0ken"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "lotline", "serve", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stdout.read() if server.stdout else ""
+            try:
+                if requests.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                assert time.monotonic() < deadline, "lotline serve did not come up"
+                time.sleep(0.2)
+        ns = f"{base}/api/v1/namespaces/served"
+        assert requests.put(ns, json={"ownerName": "me"}, timeout=10).status_code == 401
+        auth = {"Authorization": "Bearer t0ken"}
+        written = requests.put(ns, json={"ownerName": "me"}, headers=auth, timeout=10)
+        assert written.status_code == 200
+        assert requests.get(ns, timeout=10).json()["ownerName"] == "me"
+    finally:
+        server.send_signal(signal.SIGTERM)
+        # uvicorn shuts down gracefully (lifespan closes the store), then re-raises the signal.
+        assert server.wait(timeout=30) in (0, -signal.SIGTERM)
+    log = server.stdout.read() if server.stdout else ""
+    assert "Application shutdown complete" in log, log
+    assert (tmp_path / "served.db").exists()
+
+
+def test_serve_refuses_a_bad_database_in_one_line(tmp_path: Path) -> None:
+    done = lotline(
+        "serve",
+        "--port",
+        str(_free_port()),
+        cwd=tmp_path,
+        db_url="postgresql://postgres@127.0.0.1:5432/lotline_no_such_db",
+    )
+    assert done.returncode != 0
+    assert "lotline_no_such_db" in done.stdout + done.stderr
