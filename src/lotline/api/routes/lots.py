@@ -3,16 +3,17 @@ and arc states of a job's or dataset's lots, and the operator's invalidate / hol
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 
-from lotline.api.deps import Page, Services
+from lotline.api.deps import Page, Paging, Services
 from lotline.api.dto import Json, lot_status_json
 from lotline.api.routes.jobs import JOB
-from lotline.domain.coordination import LotStatus, Role, Status
-from lotline.domain.model import Page as ResultPage
+from lotline.domain.coordination import Role, Status
+from lotline.services import Lineage
 
 router = APIRouter(tags=["lots"])
 
@@ -26,66 +27,52 @@ class RoleFilter(StrEnum):
     ALL = "ALL"
 
 
-StatusQuery = Annotated[list[Status] | None, Query(alias="status", description="Repeat to allow several.")]
-LotFrom = Annotated[str | None, Query(alias="from", description="Smallest lot id (inclusive).")]
-LotTo = Annotated[str | None, Query(alias="to", description="Largest lot id (inclusive).")]
-RoleQuery = Annotated[RoleFilter, Query(description="OUTPUT rows (one per lot), INPUT rows, or ALL.")]
+@dataclass(frozen=True)
+class LotFilters:
+    statuses: tuple[Status, ...]
+    lot_from: str | None
+    lot_to: str | None
+    role: Role | None
 
 
-def _page(found: ResultPage[LotStatus]) -> Json:
+def lot_filters(
+    status: Annotated[list[Status] | None, Query(description="Repeat to allow several.")] = None,
+    lot_from: Annotated[str | None, Query(alias="from", description="Smallest lot id (inclusive).")] = None,
+    lot_to: Annotated[str | None, Query(alias="to", description="Largest lot id (inclusive).")] = None,
+    role: Annotated[
+        RoleFilter, Query(description="OUTPUT rows (one per lot), INPUT, or ALL.")
+    ] = RoleFilter.OUTPUT,
+) -> LotFilters:
+    return LotFilters(
+        tuple(status or ()), lot_from, lot_to, None if role is RoleFilter.ALL else Role(role.value)
+    )
+
+
+Filters = Annotated[LotFilters, Depends(lot_filters)]
+
+
+def _page(lineage: Lineage, namespace: str, page: Paging, filters: LotFilters, **owner: str) -> Json:
+    found = lineage.lots.status_page(
+        namespace,
+        role=filters.role,
+        statuses=filters.statuses,
+        lot_from=filters.lot_from,
+        lot_to=filters.lot_to,
+        limit=page.limit,
+        offset=page.offset,
+        **owner,
+    )
     return {"lots": [lot_status_json(r) for r in found.items], "totalCount": found.total_count}
 
 
-def _role(role: RoleFilter) -> Role | None:
-    return None if role is RoleFilter.ALL else Role(role.value)
-
-
 @router.get(JOB + "/lots")
-def job_lots(
-    namespace: str,
-    job: str,
-    lineage: Services,
-    page: Page,
-    status: StatusQuery = None,
-    lot_from: LotFrom = None,
-    lot_to: LotTo = None,
-    role: RoleQuery = RoleFilter.OUTPUT,
-) -> Json:
-    found = lineage.lots.status_page(
-        namespace,
-        job=job,
-        role=_role(role),
-        statuses=status or (),
-        lot_from=lot_from,
-        lot_to=lot_to,
-        limit=page.limit,
-        offset=page.offset,
-    )
-    return _page(found)
+def job_lots(namespace: str, job: str, lineage: Services, page: Page, filters: Filters) -> Json:
+    return _page(lineage, namespace, page, filters, job=job)
 
 
 @router.get(DATASET + "/lots")
-def dataset_lots(
-    namespace: str,
-    dataset: str,
-    lineage: Services,
-    page: Page,
-    status: StatusQuery = None,
-    lot_from: LotFrom = None,
-    lot_to: LotTo = None,
-    role: RoleQuery = RoleFilter.OUTPUT,
-) -> Json:
-    found = lineage.lots.status_page(
-        namespace,
-        dataset=dataset,
-        role=_role(role),
-        statuses=status or (),
-        lot_from=lot_from,
-        lot_to=lot_to,
-        limit=page.limit,
-        offset=page.offset,
-    )
-    return _page(found)
+def dataset_lots(namespace: str, dataset: str, lineage: Services, page: Page, filters: Filters) -> Json:
+    return _page(lineage, namespace, page, filters, dataset=dataset)
 
 
 @router.post(LOT + "/invalidate")
