@@ -38,12 +38,12 @@ def fresh_database(label: str) -> Iterator[str]:
 
 
 @contextmanager
-def serve(db_url: str, port: int) -> Iterator[str]:
-    """``lotline serve`` in its own process, as deployed."""
+def serve(db_url: str, port: int, workers: int = 1) -> Iterator[str]:
+    """``lotline serve`` in its own process(es), as deployed."""
     env = {**os.environ, "LOTLINE_DB_URL": db_url}
     env.pop("LOTLINE_API_TOKEN", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "lotline.cli.main", "serve", "--port", str(port)],
+        [sys.executable, "-m", "lotline.cli.main", "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

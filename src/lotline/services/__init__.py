@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from lotline.services.catalog import CatalogService
 from lotline.services.graph import GraphService
 from lotline.services.openlineage import OpenLineageService
+from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
@@ -24,6 +25,7 @@ class Lineage:
     tags: TagService
     graph: GraphService
     openlineage: OpenLineageService
+    projection: ProjectionService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
@@ -35,6 +37,7 @@ class Lineage:
             TagService(store),
             GraphService(store),
             OpenLineageService(store),
+            ProjectionService(store),
         )
 
     def close(self) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, event
+from sqlalchemy import Connection, Engine, Row, Table, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -68,3 +69,97 @@ def insert_ignoring_conflicts(
 def locks_rows(connection: Connection) -> bool:
     """Whether ``SELECT … FOR UPDATE`` means anything here (SQLite locks the whole file instead)."""
     return connection.dialect.name == "postgresql"
+
+
+def insert_new_rows(
+    connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
+) -> list[Any]:
+    """One ``INSERT … VALUES (…), (…) ON CONFLICT (keys) DO NOTHING RETURNING column`` statement:
+    the values of ``column`` of the rows that were new (a conflicting row returns nothing)."""
+    if not rows:
+        return []
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = (
+        dialect_insert(table)
+        .values(list(rows))
+        .on_conflict_do_nothing(index_elements=list(keys))
+        .returning(table.c[column])
+    )
+    return list(connection.execute(statement).scalars())
+
+
+def try_exclusive_lock(connection: Connection, key: int, *, wait: bool) -> bool:
+    """Take a lock, held until the transaction ends, that one transaction at a time can hold.
+
+    PostgreSQL: a transaction-level advisory lock on ``key`` (``wait=False`` gives up at once
+    when another transaction holds it). SQLite: the write transaction's ``BEGIN IMMEDIATE``
+    already holds the database's one write lock, which excludes every other writer until
+    commit, so there is nothing more to take.
+    """
+    if connection.dialect.name != "postgresql":
+        if not connection.get_execution_options().get(WRITE_OPTION, False):
+            raise RuntimeError("an exclusive lock on SQLite needs a write transaction (Store.write)")
+        return True
+    if wait:
+        connection.execute(select(func.pg_advisory_xact_lock(key)))
+        return True
+    taken: bool = connection.execute(select(func.pg_try_advisory_xact_lock(key))).scalar_one()
+    return taken
+
+
+def notify(connection: Connection, channel: str) -> None:
+    """PostgreSQL ``NOTIFY channel`` (delivered when the transaction commits); nothing on SQLite."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(select(func.pg_notify(channel, "")))
+
+
+class Listener:
+    """PostgreSQL ``LISTEN channel`` on a connection of its own; :meth:`wait` blocks until a
+    notification arrives or the timeout passes. On SQLite there is nothing to listen to and
+    :meth:`wait` only sleeps."""
+
+    def __init__(self, engine: Engine, channel: str) -> None:
+        self._connection: Any = None
+        if engine.dialect.name == "postgresql":
+            import psycopg
+            import psycopg.sql
+
+            url = engine.url.set(drivername="postgresql")
+            dsn = url.render_as_string(hide_password=False)
+            self._connection = psycopg.connect(dsn, autocommit=True)
+            self._connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+
+    def wait(self, timeout: float) -> bool:
+        """True if at least one notification arrived within ``timeout`` seconds."""
+        if self._connection is None:
+            time.sleep(timeout)
+            return False
+        received = False
+        for _ in self._connection.notifies(timeout=timeout, stop_after=1):
+            received = True
+        return received
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def upsert_returning(
+    connection: Connection,
+    table: Table,
+    values: Mapping[str, Any],
+    keys: Sequence[str],
+    updates: Mapping[str, Any],
+    returning: Sequence[str],
+) -> Row[Any]:
+    """One ``INSERT … ON CONFLICT (keys) DO UPDATE SET updates RETURNING …`` statement: the row as
+    inserted, or as updated (columns not in ``updates`` keep their stored values)."""
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = (
+        dialect_insert(table)
+        .values(dict(values))
+        .on_conflict_do_update(index_elements=list(keys), set_=dict(updates))
+        .returning(*(table.c[c] for c in returning))
+    )
+    return connection.execute(statement).one()

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, delete, func, insert, select, update
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.dialect import locks_rows, upsert_returning
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
 from lotline.store.types import json_or_empty
 
@@ -28,26 +28,8 @@ def upsert_dataset(
     facets: dict[str, Any] | None,
     now: datetime,
 ) -> uuid.UUID:
-    """Create the dataset or update its metadata. Never creates a version (SPEC §3 rule 5)."""
-    insert_ignoring_conflicts(
-        connection,
-        datasets,
-        [
-            {
-                "id": uuid.uuid4(),
-                "namespace_id": namespace_id,
-                "name": name,
-                "type": type_,
-                "physical_name": physical_name or name,
-                "source_id": source_id,
-                "description": description,
-                "facets": facets or {},
-                "created_at": now,
-                "updated_at": now,
-            }
-        ],
-        ["namespace_id", "name"],
-    )
+    """Create the dataset or update its metadata, in one statement (a second one only when new
+    facets change the stored ones). Never creates a version (SPEC §3 rule 5)."""
     # Writing a soft-deleted dataset brings it back, as in Marquez.
     changes: dict[str, object] = {"type": type_, "updated_at": now, "deleted_at": None}
     for column, value in (
@@ -57,13 +39,31 @@ def upsert_dataset(
     ):
         if value is not None:
             changes[column] = value
-    key = (datasets.c.namespace_id == namespace_id) & (datasets.c.name == name)
+    row = upsert_returning(
+        connection,
+        datasets,
+        {
+            "id": uuid.uuid4(),
+            "namespace_id": namespace_id,
+            "name": name,
+            "type": type_,
+            "physical_name": physical_name or name,
+            "source_id": source_id,
+            "description": description,
+            "facets": facets or {},
+            "created_at": now,
+            "updated_at": now,
+        },
+        ["namespace_id", "name"],
+        changes,
+        ["id", "facets"],
+    )
     if facets:
-        current = connection.execute(select(datasets.c.facets).where(key)).scalar()
-        changes["facets"] = {**json_or_empty(current), **facets}
-    dataset_id: uuid.UUID = connection.execute(
-        update(datasets).where(key).values(changes).returning(datasets.c.id)
-    ).scalar_one()
+        stored = json_or_empty(row.facets)
+        merged = {**stored, **facets}
+        if merged != stored:
+            connection.execute(update(datasets).where(datasets.c.id == row.id).values(facets=merged))
+    dataset_id: uuid.UUID = row.id
     return dataset_id
 
 

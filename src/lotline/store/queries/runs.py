@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, func, insert, select, update
+from sqlalchemy import Connection, Row, Table, func, insert, literal, select, union_all, update
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
 from lotline.domain.runs import RunState
@@ -38,9 +38,11 @@ def insert_run(
     args: JsonObject,
     facets: JsonObject,
     now: datetime,
-) -> None:
-    connection.execute(
-        insert(runs).values(
+) -> Row[Any]:
+    """The new run (state NEW, with its NEW transition); its row as inserted."""
+    row = connection.execute(
+        insert(runs)
+        .values(
             id=run_id,
             job_id=job_id,
             job_version_id=job_version_id,
@@ -54,8 +56,10 @@ def insert_run(
             created_at=now,
             updated_at=now,
         )
-    )
+        .returning(runs)
+    ).one()
     insert_transition(connection, run_id, RunState.NEW, now, now)
+    return row
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -248,24 +252,27 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
     return _load(connection, rows)
 
 
-def merge_run_facets(connection: Connection, run_id: uuid.UUID, facets: JsonObject, now: datetime) -> None:
-    """Later facets of one name replace earlier ones; others accumulate (caller holds the run lock)."""
-    if not facets:
-        return
-    current = connection.execute(select(runs.c.facets).where(runs.c.id == run_id)).scalar()
-    connection.execute(
-        update(runs)
-        .where(runs.c.id == run_id)
-        .values(facets={**json_or_empty(current), **facets}, updated_at=now)
-    )
+def merge_run_facets(connection: Connection, run: Row[Any], facets: JsonObject, now: datetime) -> None:
+    """Later facets of one name replace earlier ones; others accumulate. ``run`` is the run's row,
+    locked by the caller; nothing is written when the facets change nothing."""
+    stored = json_or_empty(run.facets)
+    merged = {**stored, **facets}
+    if merged != stored:
+        connection.execute(update(runs).where(runs.c.id == run.id).values(facets=merged, updated_at=now))
 
 
 def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
-    """The datasets a run has reported reading and writing so far (any lot)."""
-    inputs = connection.execute(
-        select(run_inputs.c.dataset_id).where(run_inputs.c.run_id == run_id)
-    ).scalars()
-    outputs = connection.execute(
-        select(run_outputs.c.dataset_id).where(run_outputs.c.run_id == run_id)
-    ).scalars()
-    return sorted(set(inputs)), sorted(set(outputs))
+    """The datasets a run has reported reading and writing so far (any lot), in one statement."""
+    rows = connection.execute(
+        union_all(
+            *(
+                select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
+                    table.c.run_id == run_id
+                )
+                for table in (run_inputs, run_outputs)
+            )
+        )
+    ).all()
+    inputs = {r.dataset_id for r in rows if r.is_input}
+    outputs = {r.dataset_id for r in rows if not r.is_input}
+    return sorted(inputs), sorted(outputs)
