@@ -67,7 +67,7 @@ def _post_singles(args: tuple[str, int, float]) -> int:
     bodies = [json.dumps(e).encode() for e in events(worker, 40_000)]
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=60)
     done = 0
-    deadline = time.monotonic() + seconds
+    deadline = _ready(seconds)
     for body in bodies:
         if time.monotonic() > deadline:
             break
@@ -81,15 +81,14 @@ def _post_singles(args: tuple[str, int, float]) -> int:
 def _post_batches(args: tuple[str, int, float]) -> int:
     url, worker, seconds = args
     all_events = events(worker + 100, 200_000)
+    bodies = [json.dumps(all_events[i : i + BATCH]).encode() for i in range(0, len(all_events), BATCH)]
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=120)
     done = 0
-    deadline = time.monotonic() + seconds
-    for start in range(0, len(all_events), BATCH):
+    deadline = _ready(seconds)
+    for body in bodies:
         if time.monotonic() > deadline:
             break
-        status, text = _post(
-            connection, "/api/v1/lineage/batch", json.dumps(all_events[start : start + BATCH]).encode()
-        )
+        status, text = _post(connection, "/api/v1/lineage/batch", body)
         assert status == 200 and json.loads(text)["status"] == "success", text
         done += BATCH
     connection.close()
@@ -102,7 +101,7 @@ def _bare(args: tuple[str, int, float]) -> int:
     dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
     done = 0
     with psycopg.connect(dsn, autocommit=True) as connection:
-        deadline = time.monotonic() + seconds
+        deadline = _ready(seconds)
         for body in bodies:
             if time.monotonic() > deadline:
                 break
@@ -111,13 +110,30 @@ def _bare(args: tuple[str, int, float]) -> int:
     return done
 
 
+_barrier: Any = None
+
+
+def _init(barrier: Any) -> None:
+    global _barrier  # noqa: PLW0603 - one per worker process
+    _barrier = barrier
+
+
+def _ready(seconds: float) -> float:
+    """Wait until every client has its bodies ready, then start the clock: the deadline."""
+    _barrier.wait(timeout=600)
+    return time.monotonic() + seconds
+
+
 def _load(function: Any, args: list[tuple[Any, ...]]) -> tuple[int, float, float]:
-    """(events sent, when the load started, when it ended), clients started before the clock."""
+    """(events sent, when the load started, when it ended): the clock starts once every client
+    has built its request bodies (the barrier), so that building them is not counted."""
     context = multiprocessing.get_context("spawn")
-    with context.Pool(len(args)) as pool:
-        pool.map(abs, range(len(args)))  # spawn the workers before the clock starts
+    barrier = context.Barrier(len(args) + 1)
+    with context.Pool(len(args), initializer=_init, initargs=(barrier,)) as pool:
+        pending = pool.map_async(function, args)
+        barrier.wait(timeout=600)
         started = time.monotonic()
-        total = sum(pool.map(function, args))
+        total = sum(pending.get(timeout=1200))
         ended = time.monotonic()
     return total, started, ended
 

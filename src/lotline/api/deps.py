@@ -15,7 +15,8 @@ from lotline.services.projector import BackgroundProjector
 MAX_OFFSET = 2**31 - 1
 
 
-def lineage(request: Request) -> Lineage:
+# Dependencies that do no I/O are async: FastAPI would run a plain ``def`` one in the thread pool.
+async def lineage(request: Request) -> Lineage:
     found: Lineage = request.app.state.lineage
     return found
 
@@ -31,7 +32,7 @@ class Paging:
     offset: int
 
 
-def paging(
+async def paging(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0
 ) -> Paging:
     return Paging(limit, offset)

@@ -41,7 +41,7 @@ class OpenLineageService:
     def accept(self, payload: Any) -> bool:
         """Journal one event; raises for a bad one (nothing stored). False if already journaled."""
         entry = _entry(payload)
-        with self._store.write() as connection:
+        with self._store.one_statement() as connection:
             return events.append(connection, [entry], utcnow()) == 1
 
     def accept_batch(self, payloads: Sequence[Any]) -> Accepted:
@@ -60,7 +60,7 @@ class OpenLineageService:
         if not entries:
             return Accepted(0, 0, tuple(refused))
         try:
-            with self._store.write() as connection:
+            with self._store.write() as connection:  # one statement, but it may be sent in pages
                 fresh = events.append(connection, entries, utcnow())
             return Accepted(fresh, len(entries) - fresh, tuple(refused))
         except DataError:
@@ -68,7 +68,7 @@ class OpenLineageService:
         fresh = 0
         for index, entry in zip(good, entries, strict=True):
             try:
-                with self._store.write() as connection:
+                with self._store.one_statement() as connection:
                     fresh += events.append(connection, [entry], utcnow())
             except DataError as error:
                 refused.append((index, f"a value was rejected by the database: {_first_line(error)}"))

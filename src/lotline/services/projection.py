@@ -163,7 +163,15 @@ class ProjectionService:
                 found = events.pending(connection, limit, upto)
                 if not found:
                     return Drained()
-                done = _Group(connection, self._transient_tries).apply(found, self.group_seconds)
+                try:
+                    # Usually no event fails: apply the group without a savepoint per event ...
+                    with connection.begin_nested():
+                        done = _Group(connection, self._transient_tries, careful=False).apply(
+                            found, self.group_seconds
+                        )
+                except Exception:
+                    # ... and when one does, undo the group and apply it again event by event.
+                    done = _Group(connection, self._transient_tries).apply(found, self.group_seconds)
         except _Transient as transient:
             # The group was rolled back and runs again later; a poison event cannot loop forever.
             with self._lock:
@@ -200,6 +208,9 @@ class _Group:
 
     connection: Connection
     transient_tries: dict[int, int]
+    #: Each event in a savepoint of its own, so that one that fails is undone alone; when False,
+    #: the first failure raises and the caller undoes the whole group.
+    careful: bool = True
     now: datetime = field(default_factory=utcnow)
     namespaces: dict[str, uuid.UUID] = field(default_factory=dict)
     sources: dict[str, uuid.UUID] = field(default_factory=dict)
@@ -228,6 +239,9 @@ class _Group:
 
     def _apply_one(self, pending: events.PendingEvent) -> str | None:
         """None when applied; the reason when the event cannot be applied (its effects undone)."""
+        if not self.careful:
+            _apply(self, parse_event(pending.payload))
+            return None
         for attempt in (1, 2):
             try:
                 with self.connection.begin_nested():

@@ -99,7 +99,7 @@ def _create_input_version(
     current = versions.current_version_id(connection, dataset_id, lot)
     if current is not None or versions.has_any_version(connection, dataset_id, lot):
         return current
-    ref = datasets.dataset_refs(connection, [dataset_id])[dataset_id]
+    ref, fields = datasets.version_basis(connection, dataset_id)
     version_id = input_version_id(ref.namespace, ref.name, lot)
     versions.insert_version(
         connection,
@@ -109,7 +109,7 @@ def _create_input_version(
         lot=lot,
         run_id=None,
         state=VersionState.CURRENT,
-        fields=datasets.fields_of(connection, dataset_id),
+        fields=fields,
         now=now,
     )
     return version_id
@@ -122,7 +122,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        ref = datasets.dataset_refs(connection, [io.dataset_id])[io.dataset_id]
+        ref, fields = datasets.version_basis(connection, io.dataset_id)
         version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
         versions.insert_version(
             connection,
@@ -132,7 +132,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             lot=io.lot,
             run_id=run_id,
             state=state,
-            fields=datasets.fields_of(connection, io.dataset_id),
+            fields=fields,
             now=now,
         )
         runs.pin_io(connection, run_outputs, io.id, version_id)

@@ -28,7 +28,15 @@ def normalize_url(url: str) -> str:
 def engine_options(url: str) -> dict[str, Any]:
     if make_url(url).get_backend_name() == "sqlite":
         return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-    return {"pool_pre_ping": True}
+    # A server runs up to ~40 requests at once (the thread pool); a pool smaller than the usual
+    # concurrency opens and closes a PostgreSQL connection (a backend process) per request.
+    return {"pool_pre_ping": True, "pool_size": 16, "max_overflow": 32}
+
+
+def autocommits_single_statements(engine: Engine) -> bool:
+    """Whether a one-statement change can skip ``BEGIN``/``COMMIT`` (not on SQLite, whose writes
+    must take the write lock with ``BEGIN IMMEDIATE``, see below)."""
+    return engine.dialect.name == "postgresql"
 
 
 def install_sqlite_behaviour(engine: Engine) -> None:
@@ -74,18 +82,17 @@ def locks_rows(connection: Connection) -> bool:
 def insert_new_rows(
     connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
 ) -> list[Any]:
-    """One ``INSERT … VALUES (…), (…) ON CONFLICT (keys) DO NOTHING RETURNING column`` statement:
-    the values of ``column`` of the rows that were new (a conflicting row returns nothing)."""
+    """``INSERT … ON CONFLICT (keys) DO NOTHING RETURNING column`` for every row: the values of
+    ``column`` of the rows that were new (a conflicting row returns nothing). SQLAlchemy sends
+    the rows as one multi-row ``VALUES`` statement (up to 1,000 rows; "insertmanyvalues"), and
+    its compiled form is cached, unlike a statement built with ``.values([...])``."""
     if not rows:
         return []
     dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
     statement = (
-        dialect_insert(table)
-        .values(list(rows))
-        .on_conflict_do_nothing(index_elements=list(keys))
-        .returning(table.c[column])
+        dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
     )
-    return list(connection.execute(statement).scalars())
+    return list(connection.execute(statement, list(rows)).scalars())
 
 
 def try_exclusive_lock(connection: Connection, key: int, *, wait: bool) -> bool:

@@ -102,6 +102,26 @@ def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID |
     ).scalar()
 
 
+def version_basis(connection: Connection, dataset_id: uuid.UUID) -> tuple[DatasetRef, tuple[FieldSpec, ...]]:
+    """What a new version of the dataset is made of: its name (for the version's id) and its
+    fields now, in one statement."""
+    rows = connection.execute(
+        select(
+            namespaces.c.name.label("namespace"),
+            datasets.c.name,
+            dataset_fields.c.name.label("field"),
+            dataset_fields.c.type,
+            dataset_fields.c.description,
+        )
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
+        .where(datasets.c.id == dataset_id)
+        .order_by(dataset_fields.c.position)
+    ).all()
+    fields = tuple(FieldSpec(r.field, r.type, r.description) for r in rows if r.field is not None)
+    return DatasetRef(rows[0].namespace, rows[0].name), fields
+
+
 def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
     rows = connection.execute(
         select(datasets.c.id, namespaces.c.name.label("namespace"), datasets.c.name)
