@@ -78,9 +78,9 @@ def _post_singles(args: tuple[str, int, float]) -> int:
     return done
 
 
-def _post_batches(args: tuple[str, int, float]) -> int:
-    url, worker, seconds = args
-    all_events = events(worker + 100, 200_000)
+def _post_batches(args: tuple[str, int, float, int]) -> int:
+    url, worker, seconds, most = args
+    all_events = events(worker + 100, most)
     bodies = [json.dumps(all_events[i : i + BATCH]).encode() for i in range(0, len(all_events), BATCH)]
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=120)
     done = 0
@@ -179,6 +179,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each load phase")
     parser.add_argument("--workers", type=int, default=1, help="lotline serve --workers")
     parser.add_argument("--batch-clients", type=int, default=2, help="clients posting batches of 100")
+    parser.add_argument(
+        "--batch-events",
+        type=int,
+        default=5000,
+        help="events each batch client sends at most (the projector must then drain them all)",
+    )
     options = parser.parse_args()
     seconds = options.seconds
     with fresh_database("ingest") as db_url:
@@ -202,7 +208,7 @@ def main() -> None:
                 f"POST /lineage/batch ({BATCH}/batch, {options.batch_clients} clients)",
                 _post_batches,
                 url,
-                [(url, w, seconds) for w in range(options.batch_clients)],
+                [(url, w, seconds, options.batch_events) for w in range(options.batch_clients)],
             )
     print(f"\nserver: lotline serve --workers {options.workers}; load phases of {seconds:.0f} s")
     rows = [(f"bare INSERT, {CLIENTS} connections", bare)]

@@ -29,10 +29,11 @@ def seed(db_url: str) -> None:
     lineage = open_lineage(db_url)
     try:
         for c in range(CHAINS):
+            chain = []
             for k in range(LENGTH):
                 inputs = [ref(f"c{c}/d{k}")] + ([ref(f"hub{c % HUBS}")] if k == 0 else [])
                 outputs = [ref(f"c{c}/d{k + 1}")] + ([ref(f"c{c}/side{k}")] if k < LENGTH - 1 else [])
-                lineage.openlineage.ingest(
+                chain.append(
                     {
                         "eventTime": "2026-01-01T00:00:00Z",
                         "job": {"namespace": "bench", "name": f"c{c}/job{k}"},
@@ -40,6 +41,8 @@ def seed(db_url: str) -> None:
                         "outputs": outputs,
                     }
                 )
+            lineage.openlineage.accept_batch(chain)
+        lineage.projection.drain()
     finally:
         lineage.close()
 

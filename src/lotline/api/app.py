@@ -17,7 +17,7 @@ from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, jobs, lineage, namespaces, openlineage, runs, tags
 from lotline.services import open_lineage
 from lotline.services.config import Settings, load_settings
-from lotline.services.projector import BackgroundProjector
+from lotline.services.projector import ProjectorProcess
 
 API_PREFIX = "/api/v1"
 
@@ -28,7 +28,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lineage = app.state.lineage = open_lineage(settings.db_url)
-        projector = app.state.projector = BackgroundProjector(lineage.store, lineage.projection)
+        projector = app.state.projector = ProjectorProcess(lineage.store.url)
         projector.start()
         try:
             yield

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lotline.api.metrics import Metrics
 from lotline.services import Lineage
-from lotline.services.projector import BackgroundProjector
+from lotline.services.projector import ProjectorProcess
 
 MAX_OFFSET = 2**31 - 1
 
@@ -49,7 +49,7 @@ PENDING_HEADER = "X-Lineage-Pending"
 
 def wake_projector(request: Request) -> None:
     """Events were journaled: this process's projector applies them now."""
-    projector: BackgroundProjector | None = getattr(request.app.state, "projector", None)
+    projector: ProjectorProcess | None = getattr(request.app.state, "projector", None)
     if projector is not None:
         projector.wake()
 
