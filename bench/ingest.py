@@ -19,8 +19,10 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -62,7 +64,7 @@ def _post(connection: http.client.HTTPConnection, path: str, body: bytes) -> tup
     return answer.status, answer.read()
 
 
-def _post_singles(args: tuple[str, int, float]) -> int:
+def _post_singles(args: tuple[str, int, float]) -> tuple[int, float, float]:
     url, worker, seconds = args
     bodies = [json.dumps(e).encode() for e in events(worker, 40_000)]
     connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=60)
@@ -75,10 +77,10 @@ def _post_singles(args: tuple[str, int, float]) -> int:
         assert status == 201, text
         done += 1
     connection.close()
-    return done
+    return done, time.process_time() - _cpu_at_start, 0.0
 
 
-def _post_batches(args: tuple[str, int, float, int]) -> int:
+def _post_batches(args: tuple[str, int, float, int]) -> tuple[int, float, float]:
     url, worker, seconds, most = args
     all_events = events(worker + 100, most)
     bodies = [json.dumps(all_events[i : i + BATCH]).encode() for i in range(0, len(all_events), BATCH)]
@@ -92,10 +94,10 @@ def _post_batches(args: tuple[str, int, float, int]) -> int:
         assert status == 200 and json.loads(text)["status"] == "success", text
         done += BATCH
     connection.close()
-    return done
+    return done, time.process_time() - _cpu_at_start, 0.0
 
 
-def _bare(args: tuple[str, int, float]) -> int:
+def _bare(args: tuple[str, int, float]) -> tuple[int, float, float]:
     db_url, worker, seconds = args
     bodies = [json.dumps(e) for e in events(worker, 40_000)]
     dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -107,7 +109,8 @@ def _bare(args: tuple[str, int, float]) -> int:
                 break
             connection.execute("INSERT INTO bare_events (payload) VALUES (%s::jsonb)", (body,))
             done += 1
-    return done
+        backend = connection.execute("SELECT pg_backend_pid()").fetchone()
+    return done, time.process_time() - _cpu_at_start, _cpu_seconds([backend[0]] if backend else [])
 
 
 _barrier: Any = None
@@ -119,23 +122,87 @@ def _init(barrier: Any) -> None:
 
 
 def _ready(seconds: float) -> float:
-    """Wait until every client has its bodies ready, then start the clock: the deadline."""
+    """Wait until every client has its bodies ready, then start the clock: the deadline. The
+    client's CPU time so far is subtracted from what it reports (``_cpu_at_start``)."""
+    global _cpu_at_start  # noqa: PLW0603 - one per worker process
+    _cpu_at_start = time.process_time()
     _barrier.wait(timeout=600)
     return time.monotonic() + seconds
 
 
-def _load(function: Any, args: list[tuple[Any, ...]]) -> tuple[int, float, float]:
-    """(events sent, when the load started, when it ended): the clock starts once every client
-    has built its request bodies (the barrier), so that building them is not counted."""
+_cpu_at_start = 0.0
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and all its descendants (server workers, projectors)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            queue += [int(child) for child in task.read_text().split()]
+    return found
+
+
+class Cpu:
+    """CPU seconds used by the server's processes and by this database's PostgreSQL backends."""
+
+    def __init__(self, db_url: str, server_pid: int | None) -> None:
+        dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._connection = psycopg.connect(dsn, autocommit=True)
+        self._server = server_pid
+
+    def sample(self) -> tuple[float, float]:
+        rows = self._connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        server = _cpu_seconds(_tree(self._server)) if self._server else 0.0
+        return server, _cpu_seconds([r[0] for r in rows])
+
+
+def _load(function: Any, args: list[tuple[Any, ...]], cpu: Cpu) -> dict[str, float]:
+    """Events sent, when the load started and ended, and the CPU seconds that clients, server and
+    PostgreSQL used meanwhile. The clock starts once every client has built its request bodies
+    (the barrier), so that building them is not counted."""
     context = multiprocessing.get_context("spawn")
     barrier = context.Barrier(len(args) + 1)
     with context.Pool(len(args), initializer=_init, initargs=(barrier,)) as pool:
         pending = pool.map_async(function, args)
         barrier.wait(timeout=600)
         started = time.monotonic()
-        total = sum(pending.get(timeout=1200))
+        server0, pg0 = cpu.sample()
+        results = pending.get(timeout=1200)
         ended = time.monotonic()
-    return total, started, ended
+        server1, pg1 = cpu.sample()
+    del barrier
+    return {
+        "events": sum(r[0] for r in results),
+        "started": started,
+        "ended": ended,
+        "clients_cpu": sum(r[1] for r in results),
+        "server_cpu": server1 - server0,
+        # Backends of the bare clients end with them: those report their own CPU.
+        "pg_cpu": pg1 - pg0 + sum(r[2] for r in results),
+    }
+
+
+def _cpu_line(load: dict[str, float]) -> str:
+    per = 1000 / load["events"]
+    return (
+        f"CPU per event during the load: clients {load['clients_cpu'] * per:.2f} ms, "
+        f"server {load['server_cpu'] * per:.2f} ms, PostgreSQL {load['pg_cpu'] * per:.2f} ms"
+    )
 
 
 def _pending(url: str) -> dict[str, Any]:
@@ -153,9 +220,14 @@ def _drain_time(url: str, started: float, limit: float) -> tuple[float, int]:
     return time.monotonic() - started, backlog
 
 
-def _api_phase(label: str, function: Any, url: str, args: list[tuple[Any, ...]]) -> dict[str, float]:
-    total, started, ended = _load(function, args)
-    applied_after, backlog = _drain_time(url, started, limit=900)
+def _api_phase(
+    label: str, function: Any, url: str, args: list[tuple[Any, ...]], cpu: Cpu
+) -> dict[str, float]:
+    load = _load(function, args, cpu)
+    total, started, ended = load["events"], load["started"], load["ended"]
+    server0, _ = cpu.sample()
+    applied_after, backlog = _drain_time(url, started, limit=1200)
+    server1, _ = cpu.sample()
     status = _pending(url)
     assert status["failed"] == 0, status
     result = {
@@ -163,7 +235,6 @@ def _api_phase(label: str, function: Any, url: str, args: list[tuple[Any, ...]])
         "accept_rate": total / (ended - started),
         "backlog": backlog,
         "project_rate": total / applied_after,
-        "drain_after_load": applied_after - (ended - started),
     }
     print(
         f"{label}: accepted {total} events in {ended - started:.1f} s = {result['accept_rate']:.0f}/s; "
@@ -171,6 +242,14 @@ def _api_phase(label: str, function: Any, url: str, args: list[tuple[Any, ...]])
         f"= {result['project_rate']:.0f} events/s projected",
         flush=True,
     )
+    print(f"  {_cpu_line(load)}", flush=True)
+    if backlog:
+        drained = backlog / (applied_after - (ended - started))
+        print(
+            f"  after the load: {drained:.0f} events/s projected, "
+            f"{(server1 - server0) * 1000 / backlog:.2f} ms of server CPU per event",
+            flush=True,
+        )
     return result
 
 
@@ -191,24 +270,25 @@ def main() -> None:
         dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("CREATE TABLE bare_events (id bigserial PRIMARY KEY, payload jsonb NOT NULL)")
-        sent, started, ended = _load(_bare, [(db_url, w, seconds) for w in range(CLIENTS)])
-        bare = sent / (ended - started)
-        print(
-            f"bare INSERT, {CLIENTS} connections: {sent} rows in {ended - started:.1f} s = {bare:.0f}/s",
-            flush=True,
-        )
-        with serve(db_url, PORT, workers=options.workers) as url:
+        bare_load = _load(_bare, [(db_url, w, seconds) for w in range(CLIENTS)], Cpu(db_url, None))
+        bare = bare_load["events"] / (bare_load["ended"] - bare_load["started"])
+        print(f"bare INSERT, {CLIENTS} connections: {bare_load['events']} rows = {bare:.0f}/s", flush=True)
+        print(f"  {_cpu_line(bare_load)}", flush=True)
+        with serve(db_url, PORT, workers=options.workers) as (url, pid):
+            cpu = Cpu(db_url, pid)
             single = _api_phase(
                 f"single POST /lineage, {CLIENTS} clients",
                 _post_singles,
                 url,
                 [(url, w, seconds) for w in range(CLIENTS)],
+                cpu,
             )
             batch = _api_phase(
                 f"POST /lineage/batch ({BATCH}/batch, {options.batch_clients} clients)",
                 _post_batches,
                 url,
                 [(url, w, seconds, options.batch_events) for w in range(options.batch_clients)],
+                cpu,
             )
     print(f"\nserver: lotline serve --workers {options.workers}; load phases of {seconds:.0f} s")
     rows = [(f"bare INSERT, {CLIENTS} connections", bare)]

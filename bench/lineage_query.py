@@ -70,7 +70,7 @@ def main() -> None:
         started = time.monotonic()
         seed(db_url)
         print(f"seeded {CHAINS * LENGTH} jobs in {time.monotonic() - started:.0f}s")
-        with serve(db_url, 5098) as url:
+        with serve(db_url, 5098) as (url, _):
             for depth in (1, 3, 20):
                 p50, p95, nodes = measure(url, depth, count)
                 print(f"depth {depth:2d}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {nodes} nodes")

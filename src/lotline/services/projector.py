@@ -186,6 +186,7 @@ class ProjectorProcess:
             log.warning("the projector did not stop within %.0f s; terminating it", timeout)
             self._process.terminate()
             self._process.join(timeout)
+        self._process.close()
 
 
 def _run_projector(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -69,9 +70,14 @@ def insert_ignoring_conflicts(
     """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
     if not rows:
         return
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    statement = dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    connection.execute(statement, list(rows))
+    connection.execute(_ignoring(connection.dialect.name, table, tuple(keys)), list(rows))
+
+
+@functools.cache
+def _ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
+    """Built once per table: the statement runs for every event."""
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
 
 
 def locks_rows(connection: Connection) -> bool:
@@ -157,16 +163,40 @@ def upsert_returning(
     table: Table,
     values: Mapping[str, Any],
     keys: Sequence[str],
-    updates: Mapping[str, Any],
+    update: Sequence[str],
     returning: Sequence[str],
+    constants: Mapping[str, Any] | None = None,
 ) -> Row[Any]:
-    """One ``INSERT … ON CONFLICT (keys) DO UPDATE SET updates RETURNING …`` statement: the row as
-    inserted, or as updated (columns not in ``updates`` keep their stored values)."""
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    statement = (
-        dialect_insert(table)
-        .values(dict(values))
-        .on_conflict_do_update(index_elements=list(keys), set_=dict(updates))
-        .returning(*(table.c[c] for c in returning))
+    """One ``INSERT … ON CONFLICT (keys) DO UPDATE SET …  RETURNING …`` statement: the row as
+    inserted, or as updated: the ``update`` columns take the values given for the insert, the
+    ``constants`` columns their fixed values, and the others keep what is stored."""
+    statement = _upsert(
+        connection.dialect.name,
+        table,
+        tuple(keys),
+        tuple(update),
+        tuple(returning),
+        tuple(sorted((constants or {}).items())),
+        tuple(sorted(values)),
     )
-    return connection.execute(statement).one()
+    return connection.execute(statement, dict(values)).one()
+
+
+@functools.cache
+def _upsert(
+    dialect_name: str,
+    table: Table,
+    keys: tuple[str, ...],
+    update: tuple[str, ...],
+    returning: tuple[str, ...],
+    constants: tuple[tuple[str, Any], ...],
+    _columns: tuple[str, ...],
+) -> Any:
+    """Built once per shape: it runs for every dataset and job an event names."""
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    statement = dialect_insert(table)
+    changes: dict[str, Any] = {column: statement.excluded[column] for column in update}
+    changes.update(constants)
+    return statement.on_conflict_do_update(index_elements=list(keys), set_=changes).returning(
+        *(table.c[c] for c in returning)
+    )

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
@@ -30,15 +30,14 @@ def upsert_dataset(
 ) -> uuid.UUID:
     """Create the dataset or update its metadata, in one statement (a second one only when new
     facets change the stored ones). Never creates a version (SPEC §3 rule 5)."""
-    # Writing a soft-deleted dataset brings it back, as in Marquez.
-    changes: dict[str, object] = {"type": type_, "updated_at": now, "deleted_at": None}
+    changes = ["type", "updated_at"]
     for column, value in (
         ("physical_name", physical_name),
         ("source_id", source_id),
         ("description", description),
     ):
         if value is not None:
-            changes[column] = value
+            changes.append(column)
     row = upsert_returning(
         connection,
         datasets,
@@ -57,6 +56,8 @@ def upsert_dataset(
         ["namespace_id", "name"],
         changes,
         ["id", "facets"],
+        # Writing a soft-deleted dataset brings it back, as in Marquez.
+        constants={"deleted_at": None},
     )
     if facets:
         stored = json_or_empty(row.facets)
@@ -102,22 +103,25 @@ def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID |
     ).scalar()
 
 
+_VERSION_BASIS = (
+    select(
+        namespaces.c.name.label("namespace"),
+        datasets.c.name,
+        dataset_fields.c.name.label("field"),
+        dataset_fields.c.type,
+        dataset_fields.c.description,
+    )
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
+    .where(datasets.c.id == bindparam("p_dataset_id"))
+    .order_by(dataset_fields.c.position)
+)
+
+
 def version_basis(connection: Connection, dataset_id: uuid.UUID) -> tuple[DatasetRef, tuple[FieldSpec, ...]]:
     """What a new version of the dataset is made of: its name (for the version's id) and its
-    fields now, in one statement."""
-    rows = connection.execute(
-        select(
-            namespaces.c.name.label("namespace"),
-            datasets.c.name,
-            dataset_fields.c.name.label("field"),
-            dataset_fields.c.type,
-            dataset_fields.c.description,
-        )
-        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
-        .where(datasets.c.id == dataset_id)
-        .order_by(dataset_fields.c.position)
-    ).all()
+    fields now, in one statement (built once: it runs for every version)."""
+    rows = connection.execute(_VERSION_BASIS, {"p_dataset_id": dataset_id}).all()
     fields = tuple(FieldSpec(r.field, r.type, r.description) for r in rows if r.field is not None)
     return DatasetRef(rows[0].namespace, rows[0].name), fields
 
@@ -137,14 +141,17 @@ def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
         connection.execute(select(datasets.c.id).where(datasets.c.id == dataset_id).with_for_update())
 
 
+_NEXT_VERSION_NUMBER = (
+    update(datasets)
+    .where(datasets.c.id == bindparam("p_dataset_id"))
+    .values(last_version_number=datasets.c.last_version_number + 1)
+    .returning(datasets.c.last_version_number)
+)
+
+
 def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
     """Allocate the dataset's next version number; the row lock it takes lasts until commit."""
-    number: int = connection.execute(
-        update(datasets)
-        .where(datasets.c.id == dataset_id)
-        .values(last_version_number=datasets.c.last_version_number + 1)
-        .returning(datasets.c.last_version_number)
-    ).scalar_one()
+    number: int = connection.execute(_NEXT_VERSION_NUMBER, {"p_dataset_id": dataset_id}).scalar_one()
     return number
 
 

@@ -29,9 +29,7 @@ def upsert_job(
 ) -> Row[Any]:
     """Create the job or update its type and description, in one statement; the row's ``id``,
     ``facets`` and ``current_version_id`` as they are now."""
-    changes: dict[str, object] = {"type": type_, "updated_at": now}
-    if description is not None:
-        changes["description"] = description
+    changes = ["type", "updated_at"] + (["description"] if description is not None else [])
     return upsert_returning(
         connection,
         jobs,
