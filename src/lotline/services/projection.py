@@ -23,8 +23,9 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Row
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 
 from lotline.domain.errors import Conflict, LotlineError
@@ -466,14 +467,18 @@ def _run_event(
         return  # a late event never reopens a finished run
     record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
     record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
+    # The locked row, as long as it says what the run's state and job version are.
+    fresh: Row[Any] | None = run
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
         version = group.set_job_version(job, event.job, all_inputs, all_outputs)
         if run.job_version_id != version:
             runs.set_job_version(connection, run.id, version, now)
+            fresh = None
     for action in ACTIONS[event.event_type]:
         if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
-            state = apply_transition(connection, run.id, action, event.event_time)
+            state = apply_transition(connection, run.id, action, event.event_time, locked=fresh)
+            fresh = None
 
 
 def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:

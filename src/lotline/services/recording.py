@@ -28,16 +28,23 @@ from lotline.store.types import utcnow
 
 
 def apply_transition(
-    connection: Connection, run_id: uuid.UUID, action: RunAction, at: datetime | None = None
+    connection: Connection,
+    run_id: uuid.UUID,
+    action: RunAction,
+    at: datetime | None = None,
+    *,
+    locked: Row[Any] | None = None,
 ) -> RunState:
     """Move a run through the state machine inside the caller's transaction; returns its new state.
 
     Repeats are no-ops and illegal moves raise Conflict (SPEC §2). Starting pins the inputs;
     ending versions every output the run declared (SPEC §3). Callers that must commit more in the
-    same transaction (a lot's status, its manifest) pass their own connection.
+    same transaction (a lot's status, its manifest) pass their own connection. A caller that has
+    already locked the run's row in this transaction, and not changed its state or job version
+    since, passes it as ``locked`` to save locking it again.
     """
     now = utcnow()
-    row = runs.lock_run(connection, run_id)
+    row = locked if locked is not None else runs.lock_run(connection, run_id)
     if row is None:
         raise NotFound("Run", str(run_id))
     plan = plan_transition(RunState(row.state), action)
