@@ -38,12 +38,12 @@ def fresh_database(label: str) -> Iterator[str]:
 
 
 @contextmanager
-def serve(db_url: str, port: int) -> Iterator[str]:
-    """``lotline serve`` in its own process, as deployed."""
+def serve(db_url: str, port: int, workers: int = 1) -> Iterator[tuple[str, int]]:
+    """``lotline serve`` in its own process(es), as deployed: its URL and process id."""
     env = {**os.environ, "LOTLINE_DB_URL": db_url}
     env.pop("LOTLINE_API_TOKEN", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "lotline.cli.main", "serve", "--port", str(port)],
+        [sys.executable, "-m", "lotline.cli.main", "serve", "--port", str(port), "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -56,7 +56,7 @@ def serve(db_url: str, port: int) -> Iterator[str]:
                     break
             except requests.ConnectionError:
                 time.sleep(0.1)
-        yield url
+        yield url, process.pid
     finally:
         process.terminate()
         process.wait(timeout=30)

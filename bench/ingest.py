@@ -1,17 +1,30 @@
-"""OpenLineage ingest rate on PostgreSQL, next to a bare one-row-per-transaction insert of the same bodies.
+"""OpenLineage ingest on PostgreSQL, next to a bare one-row-per-transaction insert of the same bodies.
 
-Run: ``.venv/bin/python -m bench.ingest [seconds]``. Each phase runs for a fixed time, bounded,
-against 127.0.0.1 only; results go to docs/benchmarks.md by hand.
+Run: ``.venv/bin/python -m bench.ingest [--seconds S] [--workers N] [--batch-clients C]``.
+
+In one run, on one fresh database: the bare INSERT rate (8 connections); the single-event
+``POST /lineage`` acceptance rate (8 clients); the ``POST /lineage/batch`` acceptance rate; and,
+for each of the two API phases, the projection rate: events fully applied to the lineage model
+per second, from the phase's start until the journal's backlog is 0 (the projector runs during
+the load, as deployed). Acceptance is not processing: both are printed. Every phase is bounded
+in time and talks to 127.0.0.1 only; results go to docs/benchmarks.md by hand.
+
+Clients are separate processes with one keep-alive ``http.client`` connection each (lighter
+than ``requests``, so that less of the 2 shared cores goes to the clients themselves).
 """
 
 from __future__ import annotations
 
+import argparse
+import http.client
 import json
 import multiprocessing
-import sys
+import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import requests
@@ -21,6 +34,7 @@ from bench._server import fresh_database, serve
 
 CLIENTS = 8
 BATCH = 100
+PORT = 5099
 
 
 def events(worker: int, count: int) -> list[dict[str, Any]]:
@@ -44,71 +58,248 @@ def events(worker: int, count: int) -> list[dict[str, Any]]:
     return out
 
 
-def _post_singles(args: tuple[str, int, float]) -> int:
+def _post(connection: http.client.HTTPConnection, path: str, body: bytes) -> tuple[int, bytes]:
+    connection.request("POST", path, body, {"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    return answer.status, answer.read()
+
+
+def _post_singles(args: tuple[str, int, float]) -> tuple[int, float, float]:
     url, worker, seconds = args
+    bodies = [json.dumps(e).encode() for e in events(worker, 40_000)]
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=60)
     done = 0
-    with requests.Session() as session:
-        deadline = time.monotonic() + seconds
-        for event in events(worker, 100_000):
-            if time.monotonic() > deadline:
-                break
-            assert session.post(f"{url}/api/v1/lineage", json=event, timeout=30).status_code == 201
-            done += 1
-    return done
+    deadline = _ready(seconds)
+    for body in bodies:
+        if time.monotonic() > deadline:
+            break
+        status, text = _post(connection, "/api/v1/lineage", body)
+        assert status == 201, text
+        done += 1
+    connection.close()
+    return done, time.process_time() - _cpu_at_start, 0.0
 
 
-def _post_batches(args: tuple[str, int, float]) -> int:
-    url, worker, seconds = args
+def _post_batches(args: tuple[str, int, float, int]) -> tuple[int, float, float]:
+    url, worker, seconds, most = args
+    all_events = events(worker + 100, most)
+    bodies = [json.dumps(all_events[i : i + BATCH]).encode() for i in range(0, len(all_events), BATCH)]
+    connection = http.client.HTTPConnection(urlsplit(url).netloc, timeout=120)
     done = 0
-    all_events = events(worker + 100, 200_000)
-    with requests.Session() as session:
-        deadline = time.monotonic() + seconds
-        for start in range(0, len(all_events), BATCH):
-            if time.monotonic() > deadline:
-                break
-            chunk = all_events[start : start + BATCH]
-            answer = session.post(f"{url}/api/v1/lineage/batch", json=chunk, timeout=60)
-            assert answer.json()["status"] == "success"
-            done += BATCH
-    return done
+    deadline = _ready(seconds)
+    for body in bodies:
+        if time.monotonic() > deadline:
+            break
+        status, text = _post(connection, "/api/v1/lineage/batch", body)
+        assert status == 200 and json.loads(text)["status"] == "success", text
+        done += BATCH
+    connection.close()
+    return done, time.process_time() - _cpu_at_start, 0.0
 
 
-def _bare(args: tuple[str, int, float]) -> int:
+def _bare(args: tuple[str, int, float]) -> tuple[int, float, float]:
     db_url, worker, seconds = args
-    bodies = [json.dumps(e) for e in events(worker, 20_000)]
+    bodies = [json.dumps(e) for e in events(worker, 40_000)]
     dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
     done = 0
     with psycopg.connect(dsn, autocommit=True) as connection:
-        deadline = time.monotonic() + seconds
+        deadline = _ready(seconds)
         for body in bodies:
             if time.monotonic() > deadline:
                 break
             connection.execute("INSERT INTO bare_events (payload) VALUES (%s::jsonb)", (body,))
             done += 1
-    return done
+        backend = connection.execute("SELECT pg_backend_pid()").fetchone()
+    return done, time.process_time() - _cpu_at_start, _cpu_seconds([backend[0]] if backend else [])
 
 
-def rate(function: Any, args: list[tuple[Any, ...]], seconds: float) -> float:
-    with multiprocessing.get_context("spawn").Pool(len(args)) as pool:
+_barrier: Any = None
+
+
+def _init(barrier: Any) -> None:
+    global _barrier  # noqa: PLW0603 - one per worker process
+    _barrier = barrier
+
+
+def _ready(seconds: float) -> float:
+    """Wait until every client has its bodies ready, then start the clock: the deadline. The
+    client's CPU time so far is subtracted from what it reports (``_cpu_at_start``)."""
+    global _cpu_at_start  # noqa: PLW0603 - one per worker process
+    _cpu_at_start = time.process_time()
+    _barrier.wait(timeout=600)
+    return time.monotonic() + seconds
+
+
+_cpu_at_start = 0.0
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _tree(pid: int) -> list[int]:
+    """The process and all its descendants (server workers, projectors)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            queue += [int(child) for child in task.read_text().split()]
+    return found
+
+
+class Cpu:
+    """CPU seconds used by the server's processes and by this database's PostgreSQL backends."""
+
+    def __init__(self, db_url: str, server_pid: int | None) -> None:
+        dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._connection = psycopg.connect(dsn, autocommit=True)
+        self._server = server_pid
+
+    def sample(self) -> tuple[float, float]:
+        rows = self._connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchall()
+        server = _cpu_seconds(_tree(self._server)) if self._server else 0.0
+        return server, _cpu_seconds([r[0] for r in rows])
+
+
+def _load(function: Any, args: list[tuple[Any, ...]], cpu: Cpu) -> dict[str, float]:
+    """Events sent, when the load started and ended, and the CPU seconds that clients, server and
+    PostgreSQL used meanwhile. The clock starts once every client has built its request bodies
+    (the barrier), so that building them is not counted."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(args) + 1)
+    with context.Pool(len(args), initializer=_init, initargs=(barrier,)) as pool:
+        pending = pool.map_async(function, args)
+        barrier.wait(timeout=600)
         started = time.monotonic()
-        total = sum(pool.map(function, args))
-        elapsed = max(time.monotonic() - started, seconds)
-    return total / elapsed
+        server0, pg0 = cpu.sample()
+        results = pending.get(timeout=1200)
+        ended = time.monotonic()
+        server1, pg1 = cpu.sample()
+    del barrier
+    return {
+        "events": sum(r[0] for r in results),
+        "started": started,
+        "ended": ended,
+        "clients_cpu": sum(r[1] for r in results),
+        "server_cpu": server1 - server0,
+        # Backends of the bare clients end with them: those report their own CPU.
+        "pg_cpu": pg1 - pg0 + sum(r[2] for r in results),
+    }
+
+
+def _cpu_line(load: dict[str, float]) -> str:
+    per = 1000 / load["events"]
+    return (
+        f"CPU per event during the load: clients {load['clients_cpu'] * per:.2f} ms, "
+        f"server {load['server_cpu'] * per:.2f} ms, PostgreSQL {load['pg_cpu'] * per:.2f} ms"
+    )
+
+
+def _pending(url: str) -> dict[str, Any]:
+    found: dict[str, Any] = requests.get(f"{url}/api/v1/lineage/status", timeout=60).json()
+    return found
+
+
+def _drain_time(url: str, started: float, limit: float) -> tuple[float, int]:
+    """Seconds from ``started`` until the backlog is 0 (polled), and the backlog right after the load."""
+    backlog = _pending(url)["pending"]
+    while _pending(url)["pending"]:
+        if time.monotonic() - started > limit:
+            raise SystemExit(f"the backlog did not drain within {limit:.0f} s")
+        time.sleep(0.05)
+    return time.monotonic() - started, backlog
+
+
+def _api_phase(
+    label: str, function: Any, url: str, args: list[tuple[Any, ...]], cpu: Cpu
+) -> dict[str, float]:
+    load = _load(function, args, cpu)
+    total, started, ended = load["events"], load["started"], load["ended"]
+    server0, _ = cpu.sample()
+    applied_after, backlog = _drain_time(url, started, limit=1200)
+    server1, _ = cpu.sample()
+    status = _pending(url)
+    assert status["failed"] == 0, status
+    result = {
+        "events": total,
+        "accept_rate": total / (ended - started),
+        "backlog": backlog,
+        "project_rate": total / applied_after,
+    }
+    print(
+        f"{label}: accepted {total} events in {ended - started:.1f} s = {result['accept_rate']:.0f}/s; "
+        f"backlog at the end {backlog}; all applied {applied_after:.1f} s after the start "
+        f"= {result['project_rate']:.0f} events/s projected",
+        flush=True,
+    )
+    print(f"  {_cpu_line(load)}", flush=True)
+    if backlog:
+        drained = backlog / (applied_after - (ended - started))
+        print(
+            f"  after the load: {drained:.0f} events/s projected, "
+            f"{(server1 - server0) * 1000 / backlog:.2f} ms of server CPU per event",
+            flush=True,
+        )
+    return result
 
 
 def main() -> None:
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 20.0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=20.0, help="length of each load phase")
+    parser.add_argument("--workers", type=int, default=1, help="lotline serve --workers")
+    parser.add_argument("--batch-clients", type=int, default=2, help="clients posting batches of 100")
+    parser.add_argument(
+        "--batch-events",
+        type=int,
+        default=5000,
+        help="events each batch client sends at most (the projector must then drain them all)",
+    )
+    options = parser.parse_args()
+    seconds = options.seconds
     with fresh_database("ingest") as db_url:
         dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(dsn, autocommit=True) as connection:
             connection.execute("CREATE TABLE bare_events (id bigserial PRIMARY KEY, payload jsonb NOT NULL)")
-        bare = rate(_bare, [(db_url, w, seconds) for w in range(CLIENTS)], seconds)
-        with serve(db_url, 5099) as url:
-            single = rate(_post_singles, [(url, w, seconds) for w in range(CLIENTS)], seconds)
-            batch = rate(_post_batches, [(url, w, seconds) for w in range(2)], seconds)
-    print(f"bare insert, {CLIENTS} connections: {bare:.0f}/s")
-    print(f"single POST /lineage, {CLIENTS} clients: {single:.0f} events/s = {single / bare:.2f}x bare")
-    print(f"POST /lineage/batch ({BATCH}/batch, 2 clients): {batch:.0f} events/s = {batch / bare:.2f}x bare")
+        bare_load = _load(_bare, [(db_url, w, seconds) for w in range(CLIENTS)], Cpu(db_url, None))
+        bare = bare_load["events"] / (bare_load["ended"] - bare_load["started"])
+        print(f"bare INSERT, {CLIENTS} connections: {bare_load['events']} rows = {bare:.0f}/s", flush=True)
+        print(f"  {_cpu_line(bare_load)}", flush=True)
+        with serve(db_url, PORT, workers=options.workers) as (url, pid):
+            cpu = Cpu(db_url, pid)
+            single = _api_phase(
+                f"single POST /lineage, {CLIENTS} clients",
+                _post_singles,
+                url,
+                [(url, w, seconds) for w in range(CLIENTS)],
+                cpu,
+            )
+            batch = _api_phase(
+                f"POST /lineage/batch ({BATCH}/batch, {options.batch_clients} clients)",
+                _post_batches,
+                url,
+                [(url, w, seconds, options.batch_events) for w in range(options.batch_clients)],
+                cpu,
+            )
+    print(f"\nserver: lotline serve --workers {options.workers}; load phases of {seconds:.0f} s")
+    rows = [(f"bare INSERT, {CLIENTS} connections", bare)]
+    for label, found in (
+        ("single POST, 8 clients", single),
+        (f"batch POST, {options.batch_clients} clients", batch),
+    ):
+        rows += [(f"{label}: accepted", found["accept_rate"]), (f"{label}: projected", found["project_rate"])]
+    print("| what | events/s | vs. bare |\n|---|---|---|")
+    for label, rate in rows:
+        print(f"| {label} | {rate:,.0f} | {rate / bare:.2f}x |")
 
 
 if __name__ == "__main__":

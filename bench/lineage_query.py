@@ -29,10 +29,11 @@ def seed(db_url: str) -> None:
     lineage = open_lineage(db_url)
     try:
         for c in range(CHAINS):
+            chain = []
             for k in range(LENGTH):
                 inputs = [ref(f"c{c}/d{k}")] + ([ref(f"hub{c % HUBS}")] if k == 0 else [])
                 outputs = [ref(f"c{c}/d{k + 1}")] + ([ref(f"c{c}/side{k}")] if k < LENGTH - 1 else [])
-                lineage.openlineage.ingest(
+                chain.append(
                     {
                         "eventTime": "2026-01-01T00:00:00Z",
                         "job": {"namespace": "bench", "name": f"c{c}/job{k}"},
@@ -40,6 +41,8 @@ def seed(db_url: str) -> None:
                         "outputs": outputs,
                     }
                 )
+            lineage.openlineage.accept_batch(chain)
+        lineage.projection.drain()
     finally:
         lineage.close()
 
@@ -67,7 +70,7 @@ def main() -> None:
         started = time.monotonic()
         seed(db_url)
         print(f"seeded {CHAINS * LENGTH} jobs in {time.monotonic() - started:.0f}s")
-        with serve(db_url, 5098) as url:
+        with serve(db_url, 5098) as (url, _):
             for depth in (1, 3, 20):
                 p50, p95, nodes = measure(url, depth, count)
                 print(f"depth {depth:2d}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, {nodes} nodes")

@@ -26,3 +26,26 @@ def transition_run(url: str, run_id: str, action: str, barrier: Barrier) -> str:
         return "conflict"
     finally:
         lineage.close()
+
+
+def drain_journal(url: str, group_size: int, barrier: Barrier) -> list[int]:
+    """Project the journal one small group at a time, waiting for the lock each time, and pausing
+    between groups so that the other processes get the lock too; the ids it applied."""
+    import time
+
+    from lotline.services.projection import ProjectionService
+
+    store = Store(url)
+    try:
+        projection = ProjectionService(store, group_size=group_size)
+        barrier.wait(timeout=120)
+        done: list[int] = []
+        while True:
+            drained = projection.drain(wait=True, max_events=group_size)
+            assert not drained.stalled
+            if not (drained.applied or drained.failed) and projection.last_pending_id() is None:
+                return done
+            done += [*drained.applied, *drained.failed]
+            time.sleep(0.01)
+    finally:
+        store.dispose()

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
 
 from lotline.api import errors
+from lotline.api.deps import read_your_writes
 from lotline.api.guards import BearerAuthMiddleware, BodyLimitMiddleware
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, jobs, lineage, lots, namespaces, openlineage, runs, tags
 from lotline.services import open_lineage
-from lotline.services.config import Settings
+from lotline.services.config import Settings, load_settings
+from lotline.services.projector import ProjectorProcess
 
 API_PREFIX = "/api/v1"
 
@@ -24,11 +27,15 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.lineage = open_lineage(settings.db_url)
+        lineage = app.state.lineage = open_lineage(settings.db_url)
+        projector = app.state.projector = ProjectorProcess(lineage.store.url)
+        projector.start()
         try:
             yield
         finally:
-            app.state.lineage.close()
+            # The group in progress commits; the rest of the journal stays pending for the next start.
+            await run_in_threadpool(projector.stop)
+            lineage.close()
 
     app = FastAPI(
         title="lotline",
@@ -38,8 +45,15 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.metrics = Metrics()
     errors.install(app)
-    for module in (namespaces, datasets, jobs, runs, lineage, tags, openlineage, lots):
-        app.include_router(module.router, prefix=API_PREFIX)
+    # First, so that the busiest routes (the POSTs of events) are matched first. Its paths have no
+    # parameters, so it cannot shadow a route of the others.
+    app.include_router(openlineage.router, prefix=API_PREFIX)
+    # Marquez's endpoints show the lineage model: each first applies what was journaled before it.
+    fresh = [Depends(read_your_writes)]
+    for module in (namespaces, datasets, jobs, runs, lineage, tags):
+        app.include_router(module.router, prefix=API_PREFIX, dependencies=fresh)
+    # Lot coordination reads no projected OpenLineage state.
+    app.include_router(lots.router, prefix=API_PREFIX)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:
@@ -47,7 +61,10 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics() -> str:
-        text: str = app.state.metrics.render()
+        projection = app.state.lineage.projection
+        text: str = app.state.metrics.render(
+            projection.status(), applied=projection.applied_total, failed=projection.failed_total
+        )
         return text
 
     # Outermost last: size and auth are checked before anything reads the body or the path.
@@ -56,3 +73,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(BearerAuthMiddleware, token=settings.api_token)
     app.add_middleware(BodyLimitMiddleware)
     return app
+
+
+def app_from_settings() -> FastAPI:
+    """The app over the configured store (``LOTLINE_*`` or ``lotline.toml``): what each of
+    ``lotline serve --workers N``'s processes runs."""
+    return create_app(load_settings())

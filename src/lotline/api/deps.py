@@ -5,15 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import Depends, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from lotline.api.metrics import Metrics
 from lotline.services import Lineage
+from lotline.services.projector import ProjectorProcess
 
 MAX_OFFSET = 2**31 - 1
 
 
-def lineage(request: Request) -> Lineage:
+# Dependencies that do no I/O are async: FastAPI would run a plain ``def`` one in the thread pool.
+async def lineage(request: Request) -> Lineage:
     found: Lineage = request.app.state.lineage
     return found
 
@@ -29,7 +32,7 @@ class Paging:
     offset: int
 
 
-def paging(
+async def paging(
     limit: Annotated[int, Query(ge=1, le=1000)] = 100, offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0
 ) -> Paging:
     return Paging(limit, offset)
@@ -37,3 +40,29 @@ def paging(
 
 Services = Annotated[Lineage, Depends(lineage)]
 Page = Annotated[Paging, Depends(paging)]
+
+
+#: How long a request waits for the projector to apply what was journaled before it.
+CATCH_UP_SECONDS = 5.0
+PENDING_HEADER = "X-Lineage-Pending"
+
+
+def wake_projector(request: Request) -> None:
+    """Events were journaled: this process's projector applies them now."""
+    projector: ProjectorProcess | None = getattr(request.app.state, "projector", None)
+    if projector is not None:
+        projector.wake()
+
+
+async def read_your_writes(request: Request, response: Response) -> None:
+    """Before a Marquez endpoint runs, project every event journaled before the request.
+
+    When the journal is fully projected this is one look at a small partial index. Otherwise the
+    request waits for the projector lock and applies the backlog up to its own arrival, for at
+    most ``CATCH_UP_SECONDS``; whatever is still pending then is announced in the
+    ``X-Lineage-Pending`` header rather than shown silently stale.
+    """
+    found: Lineage = request.app.state.lineage
+    pending = await run_in_threadpool(found.projection.catch_up, CATCH_UP_SECONDS)
+    if pending:
+        response.headers[PENDING_HEADER] = str(pending)

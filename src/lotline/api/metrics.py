@@ -12,6 +12,8 @@ from collections import defaultdict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lotline.domain.openlineage import JournalStatus
+
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
@@ -37,7 +39,9 @@ class Metrics:
         with self._lock:
             self.events[result] += n
 
-    def render(self) -> str:
+    def render(self, journal: JournalStatus, *, applied: int, failed: int) -> str:
+        """Request series, events by outcome (accepted, duplicate and rejected by this process's
+        POSTs; applied and failed by its projections), and the journal's backlog and failures."""
         with self._lock:
             lines = [
                 "# HELP lotline_http_requests_total HTTP requests by method, route and status.",
@@ -61,8 +65,17 @@ class Metrics:
                 "# HELP lotline_openlineage_events_total OpenLineage events by outcome.",
                 "# TYPE lotline_openlineage_events_total counter",
             ]
-            for result in ("applied", "duplicate", "rejected"):
-                lines.append(f'lotline_openlineage_events_total{{result="{result}"}} {self.events[result]}')
+            counts = {**self.events, "applied": applied, "failed": failed}
+            for result in ("accepted", "duplicate", "rejected", "applied", "failed"):
+                lines.append(f'lotline_openlineage_events_total{{result="{result}"}} {counts.get(result, 0)}')
+            lines += [
+                "# HELP lotline_lineage_journal_pending Journaled OpenLineage events not projected yet.",
+                "# TYPE lotline_lineage_journal_pending gauge",
+                f"lotline_lineage_journal_pending {journal.pending}",
+                "# HELP lotline_lineage_journal_failed Journaled OpenLineage events that failed to project.",
+                "# TYPE lotline_lineage_journal_failed gauge",
+                f"lotline_lineage_journal_failed {journal.failed}",
+            ]
         return "\n".join(lines) + "\n"
 
 

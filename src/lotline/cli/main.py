@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -12,6 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from lotline.cli import lots
 from lotline.domain.errors import LotlineError
+from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
 from lotline.services.config import load_settings
 from lotline.store.engine import SchemaNotCurrent
@@ -40,7 +42,8 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
             message = error.message if isinstance(error, LotlineError) else str(error)
             print(f"lotline: error: {message}", file=sys.stderr)
         except OperationalError as error:
-            print(f"lotline: error: cannot use the database: {error.orig}".strip(), file=sys.stderr)
+            reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else "unknown"
+            print(f"lotline: error: cannot use the database: {reason}", file=sys.stderr)
         raise typer.Exit(code=2)
 
     return run
@@ -58,11 +61,50 @@ def db_upgrade() -> None:
     print(f"database is at schema revision {revision}")
 
 
+@app.command("project")
+@one_line_errors
+def project(
+    max_events: int = typer.Option(0, help="Stop after this many events (0: until none is pending)."),
+    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Apply the journaled OpenLineage events to the lineage model, then exit.
+
+    Waits for the projector lock if a server's projector holds it, so that it drains for real.
+    """
+    settings = load_settings()
+    lineage = open_lineage(settings.db_url)
+    try:
+        drained = lineage.projection.drain(wait=True, max_events=max_events or None)
+        status = lineage.projection.status()
+    finally:
+        lineage.close()
+    if drained.stalled:
+        print("lotline: error: the database failed while projecting; run it again", file=sys.stderr)
+        raise typer.Exit(code=1)
+    result = {
+        "applied": len(drained.applied),
+        "failed": len(drained.failed),
+        "pending": status.pending,
+        "failedTotal": status.failed,
+        "lastAppliedId": status.last_applied_id,
+    }
+    if json_output:
+        print(json.dumps(result))
+    else:
+        print(
+            f"applied {result['applied']} events, {result['failed']} failed; "
+            f"{status.pending} pending, {status.failed} failed in all"
+        )
+
+
 @app.command("serve")
 @one_line_errors
 def serve(
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(5000, help="Port to listen on."),
+    workers: int = typer.Option(
+        1, min=1, help="Server processes (each also runs a projector; one projects at a time)."
+    ),
 ) -> None:
     """Serve the Marquez-compatible REST API and the OpenLineage endpoint over LOTLINE_DB_URL."""
     import uvicorn
@@ -70,7 +112,18 @@ def serve(
     from lotline.api.app import create_app
 
     settings = load_settings()
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    if workers == 1:
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    else:
+        # Each worker process builds its own app (and store) from the same settings.
+        uvicorn.run(
+            "lotline.api.app:app_from_settings",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+        )
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ facets and fields are never lost. Anything lotline cannot act on safely is Inval
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,6 +82,24 @@ class OlEvent:
     parent: OlParent | None
     nominal_start: datetime | None
     nominal_end: datetime | None
+
+
+@dataclass(frozen=True)
+class JournalStatus:
+    """How far projection of the event journal has got."""
+
+    #: Journaled events not projected yet (the backlog).
+    pending: int
+    #: Events the projector could not apply (each keeps its reason); they are not retried.
+    failed: int
+    #: The newest event the projector dealt with (applied or failed), None before the first.
+    last_applied_id: int | None
+
+
+def event_key(payload: JsonObject) -> str:
+    """Identity of an event for de-duplication: the SHA-256 of its canonical JSON."""
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def run_uuid(run_id: str) -> uuid.UUID:

@@ -8,6 +8,7 @@ from lotline.services.catalog import CatalogService
 from lotline.services.graph import GraphService
 from lotline.services.lots import LotService
 from lotline.services.openlineage import OpenLineageService
+from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
@@ -26,6 +27,7 @@ class Lineage:
     graph: GraphService
     openlineage: OpenLineageService
     lots: LotService
+    projection: ProjectionService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
@@ -38,6 +40,7 @@ class Lineage:
             GraphService(store),
             OpenLineageService(store),
             LotService(store),
+            ProjectionService(store),
         )
 
     def close(self) -> None:

@@ -175,7 +175,7 @@ class CatalogService:
             now = utcnow()
             job_id = jobs.upsert_job(
                 connection, namespace_id, name, type_=type, description=description, now=now
-            )
+            ).id
             if run is not None and run.job_id != job_id:
                 raise Conflict(f"Run {run_id} belongs to another job, not {namespace}:{name}.")
             version = job_version_id(

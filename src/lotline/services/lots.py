@@ -74,7 +74,9 @@ class LotService:
             output_id = _common.require_dataset(connection, namespace, output)
             input_ids = [_common.require_dataset(connection, namespace, d) for d in inputs]
             now = utcnow()
-            job_id = jobs.upsert_job(connection, namespace_id, job, type_="BATCH", description=None, now=now)
+            job_id = jobs.upsert_job(
+                connection, namespace_id, job, type_="BATCH", description=None, now=now
+            ).id
             version = job_version_id(
                 namespace, job, location, [f"{namespace}:{d}" for d in inputs], [f"{namespace}:{output}"]
             )

@@ -1,71 +1,78 @@
-"""OpenLineage ingestion (SPEC §6): one event, one transaction, mapped onto the run state machine.
+"""OpenLineage ingestion (SPEC §6): validate, journal, answer; projection happens after.
 
-Events of one run accumulate: inputs and outputs are recorded before the run's transition in
-the same transaction, so a COMPLETE that reports outputs versions them at once. A repeat of an
-event already stored changes nothing; an event for a run that has ended is stored and otherwise
-ignored, so a late START never reopens a finished run.
+An accepted event is parsed (a bad one is refused and changes nothing) and appended to the
+``lineage_events`` journal in one statement per request, a batch in one multi-row statement;
+``services/projection.py`` then applies the journal to the lineage model in the order received.
+A repeat of an event already journaled is stored once and so applied once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy.exc import DataError
 
-from lotline.domain.errors import Conflict
+from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.model import JsonObject, Page
-from lotline.domain.openlineage import (
-    ACTIONS,
-    TERMINAL_EVENTS,
-    EventKind,
-    OlDataset,
-    OlEvent,
-    OlJob,
-    parse_event,
-)
-from lotline.domain.runs import RunState
-from lotline.domain.versions import job_version_id
+from lotline.domain.openlineage import EventKind, event_key, parse_event
 from lotline.services import _common
-from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, events, graph, jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries import events, graph, jobs
 from lotline.store.types import utcnow
 
 
-def event_key(payload: JsonObject) -> str:
-    """Identity of an event for de-duplication: its canonical JSON."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+@dataclass(frozen=True)
+class Accepted:
+    """What a request's events came to: how many were journaled for the first time, how many
+    were repeats of journaled ones, and (index, reason) of each refused one."""
+
+    fresh: int
+    duplicates: int
+    refused: tuple[tuple[int, str], ...] = ()
 
 
 class OpenLineageService:
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    def ingest(self, payload: JsonObject) -> bool:
-        """Apply one event; False when the identical event was already applied (nothing changes)."""
-        event = parse_event(payload)
-        with self._store.write() as connection:
-            now = utcnow()
-            fresh = events.insert_event(
-                connection,
-                event_key=event_key(payload),
-                event_type=event.event_type if event.kind is EventKind.RUN else None,
-                event_time=event.event_time,
-                run_id=event.run_id,
-                job_namespace=event.job.namespace if event.job else None,
-                job_name=event.job.name if event.job else None,
-                payload=payload,
-                now=now,
-            )
-            if fresh:
-                _apply(connection, event, now)
-            return fresh
+    def accept(self, payload: Any) -> bool:
+        """Journal one event; raises for a bad one (nothing stored). False if already journaled."""
+        entry = _entry(payload)
+        with self._store.one_statement() as connection:
+            return events.append(connection, [entry], utcnow()) == 1
+
+    def accept_batch(self, payloads: Sequence[Any]) -> Accepted:
+        """Journal every good event of a batch in one statement, in order; bad ones are refused
+        one by one and do not stop the others."""
+        entries: list[events.JournalEntry] = []
+        good: list[int] = []
+        refused: list[tuple[int, str]] = []
+        for index, payload in enumerate(payloads):
+            try:
+                entries.append(_entry(payload))
+                good.append(index)
+            except LotlineError as error:
+                refused.append((index, error.message))
+        refused_before = len(refused)
+        if not entries:
+            return Accepted(0, 0, tuple(refused))
+        try:
+            with self._store.write() as connection:  # one statement, but it may be sent in pages
+                fresh = events.append(connection, entries, utcnow())
+            return Accepted(fresh, len(entries) - fresh, tuple(refused))
+        except DataError:
+            pass  # the database refused a value in one of them: find which, one by one
+        fresh = 0
+        for index, entry in zip(good, entries, strict=True):
+            try:
+                with self._store.one_statement() as connection:
+                    fresh += events.append(connection, [entry], utcnow())
+            except DataError as error:
+                refused.append((index, f"a value was rejected by the database: {_first_line(error)}"))
+        return Accepted(fresh, len(entries) - fresh - (len(refused) - refused_before), tuple(sorted(refused)))
 
     def job_facets(self, namespace: str, job: str) -> JsonObject:
         """Facets OpenLineage events reported for the job, merged by facet name."""
@@ -83,151 +90,20 @@ class OpenLineageService:
             return events.list_events(connection, before, after, limit, offset)
 
 
-def _apply(connection: Connection, event: OlEvent, now: datetime) -> None:
-    if event.kind is EventKind.DATASET:
-        assert event.dataset is not None
-        _dataset(connection, event.dataset, now)
-        return
-    assert event.job is not None
-    # Sorted, so that concurrent events lock dataset rows in one order (no deadlocks).
-    inputs = _datasets(connection, event.inputs, now)
-    outputs = _datasets(connection, event.outputs, now)
-    job_id = _job(connection, event.job, now)
-    if event.kind is EventKind.JOB:
-        _set_job_version(connection, job_id, event.job, inputs, outputs, now)
-        return
-    _run_event(connection, event, job_id, inputs, outputs, now)
+def _first_line(error: DataError) -> str:
+    return str(error.orig).splitlines()[0] if error.orig is not None else str(error)
 
 
-def _datasets(connection: Connection, found: Sequence[OlDataset], now: datetime) -> list[uuid.UUID]:
-    ordered = sorted(found, key=lambda d: (d.namespace, d.name))
-    ids = {(d.namespace, d.name): _dataset(connection, d, now) for d in ordered}
-    return [ids[(d.namespace, d.name)] for d in found]
-
-
-def _dataset(connection: Connection, dataset: OlDataset, now: datetime) -> uuid.UUID:
-    namespace_id = catalog.ensure_namespace(connection, dataset.namespace, now)
-    source_id = None
-    if dataset.source is not None:
-        name, uri = dataset.source
-        source_id = catalog.source_id(connection, name)
-        if source_id is None:
-            kind = uri.split(":", 1)[0].upper() if uri and ":" in uri else "UNKNOWN"
-            catalog.upsert_source(connection, name, kind[:64] or "UNKNOWN", uri, None, now)
-            source_id = catalog.source_id(connection, name)
-    dataset_id = datasets.upsert_dataset(
-        connection,
-        namespace_id,
-        dataset.name,
-        type_="DB_TABLE",
-        physical_name=None,
-        source_id=source_id,
-        description=None,
-        facets=dataset.facets,
-        now=now,
+def _entry(payload: Any) -> events.JournalEntry:
+    if not isinstance(payload, dict):
+        raise InvalidInput("an event must be a JSON object.")
+    event = parse_event(payload)
+    return events.JournalEntry(
+        event_key=event_key(payload),
+        event_type=event.event_type if event.kind is EventKind.RUN else None,
+        event_time=event.event_time,
+        run_id=event.run_id,
+        job_namespace=event.job.namespace if event.job else None,
+        job_name=event.job.name if event.job else None,
+        payload=payload,
     )
-    if dataset.fields is not None:
-        datasets.replace_fields(connection, dataset_id, dataset.fields)
-    return dataset_id
-
-
-def _job(connection: Connection, job: OlJob, now: datetime) -> uuid.UUID:
-    namespace_id = catalog.ensure_namespace(connection, job.namespace, now)
-    job_id = jobs.upsert_job(
-        connection, namespace_id, job.name, type_=job.type, description=job.description, now=now
-    )
-    jobs.merge_job_facets(connection, job_id, job.facets)
-    return job_id
-
-
-def _set_job_version(
-    connection: Connection,
-    job_id: uuid.UUID,
-    job: OlJob,
-    inputs: Sequence[uuid.UUID],
-    outputs: Sequence[uuid.UUID],
-    now: datetime,
-) -> uuid.UUID:
-    refs = datasets.dataset_refs(connection, [*inputs, *outputs])
-    version = job_version_id(
-        job.namespace,
-        job.name,
-        job.location,
-        [f"{refs[d].namespace}:{refs[d].name}" for d in inputs],
-        [f"{refs[d].namespace}:{refs[d].name}" for d in outputs],
-    )
-    jobs.set_current_version(
-        connection, job_id, version, location=job.location, inputs=inputs, outputs=outputs, now=now
-    )
-    return version
-
-
-def _run_event(
-    connection: Connection,
-    event: OlEvent,
-    job_id: uuid.UUID,
-    inputs: Sequence[uuid.UUID],
-    outputs: Sequence[uuid.UUID],
-    now: datetime,
-) -> None:
-    assert event.run_id is not None and event.job is not None
-    run = runs.lock_run(connection, event.run_id)
-    if run is None:
-        # No job version yet: the run's inputs and outputs are what its events report.
-        runs.insert_run(
-            connection,
-            run_id=event.run_id,
-            job_id=job_id,
-            job_version_id=None,
-            parent_run_id=None,
-            lot="",
-            nominal_start_time=event.nominal_start,
-            nominal_end_time=event.nominal_end,
-            args={},
-            facets={},
-            now=now,
-        )
-        run = runs.lock_run(connection, event.run_id)
-        assert run is not None
-    elif run.job_id != job_id:
-        raise Conflict(
-            f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
-        )
-    runs.merge_run_facets(connection, run.id, event.run_facets, now)
-    if event.parent is not None:
-        _link_parent(connection, run.id, event, now)
-    if RunState(run.state).is_terminal:
-        return
-    record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
-    record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
-    if event.event_type in TERMINAL_EVENTS:
-        all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
-        version = _set_job_version(connection, job_id, event.job, all_inputs, all_outputs, now)
-        runs.set_job_version(connection, run.id, version, now)
-    for action in ACTIONS[event.event_type]:
-        apply_transition(connection, run.id, action, event.event_time)
-
-
-def _link_parent(connection: Connection, run_id: uuid.UUID, event: OlEvent, now: datetime) -> None:
-    """The parent facet links child to parent; an unknown parent run is created (NEW) for it."""
-    parent = event.parent
-    assert parent is not None
-    if not runs.run_exists(connection, parent.run_id):
-        namespace_id = catalog.ensure_namespace(connection, parent.job_namespace, now)
-        parent_job = jobs.ensure_job(connection, namespace_id, parent.job_name, "BATCH", now)
-        runs.insert_run(
-            connection,
-            run_id=parent.run_id,
-            job_id=parent_job,
-            job_version_id=None,
-            parent_run_id=None,
-            lot="",
-            nominal_start_time=None,
-            nominal_end_time=None,
-            args={},
-            facets={},
-            now=now,
-        )
-    if run_id in runs.ancestors(connection, parent.run_id):
-        raise Conflict(f"Run {parent.run_id} descends from run {run_id}: parents cannot form a cycle.")
-    runs.set_parent(connection, run_id, parent.run_id, now)

@@ -28,16 +28,23 @@ from lotline.store.types import utcnow
 
 
 def apply_transition(
-    connection: Connection, run_id: uuid.UUID, action: RunAction, at: datetime | None = None
+    connection: Connection,
+    run_id: uuid.UUID,
+    action: RunAction,
+    at: datetime | None = None,
+    *,
+    locked: Row[Any] | None = None,
 ) -> RunState:
     """Move a run through the state machine inside the caller's transaction; returns its new state.
 
     Repeats are no-ops and illegal moves raise Conflict (SPEC §2). Starting pins the inputs;
     ending versions every output the run declared (SPEC §3). Callers that must commit more in the
-    same transaction (a lot's status, its manifest) pass their own connection.
+    same transaction (a lot's status, its manifest) pass their own connection. A caller that has
+    already locked the run's row in this transaction, and not changed its state or job version
+    since, passes it as ``locked`` to save locking it again.
     """
     now = utcnow()
-    row = runs.lock_run(connection, run_id)
+    row = locked if locked is not None else runs.lock_run(connection, run_id)
     if row is None:
         raise NotFound("Run", str(run_id))
     plan = plan_transition(RunState(row.state), action)
@@ -107,7 +114,7 @@ def _create_input_version(
     current = versions.current_version_id(connection, dataset_id, lot)
     if current is not None or versions.has_any_version(connection, dataset_id, lot):
         return current
-    ref = datasets.dataset_refs(connection, [dataset_id])[dataset_id]
+    ref, fields = datasets.version_basis(connection, dataset_id)
     version_id = input_version_id(ref.namespace, ref.name, lot)
     versions.insert_version(
         connection,
@@ -117,7 +124,7 @@ def _create_input_version(
         lot=lot,
         run_id=None,
         state=VersionState.CURRENT,
-        fields=datasets.fields_of(connection, dataset_id),
+        fields=fields,
         now=now,
     )
     return version_id
@@ -130,7 +137,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        ref = datasets.dataset_refs(connection, [io.dataset_id])[io.dataset_id]
+        ref, fields = datasets.version_basis(connection, io.dataset_id)
         version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
         versions.insert_version(
             connection,
@@ -140,7 +147,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             lot=io.lot,
             run_id=run_id,
             state=state,
-            fields=datasets.fields_of(connection, io.dataset_id),
+            fields=fields,
             now=now,
         )
         runs.pin_io(connection, run_outputs, io.id, version_id)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, event
+from sqlalchemy import Connection, Engine, Row, Table, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
@@ -27,7 +29,15 @@ def normalize_url(url: str) -> str:
 def engine_options(url: str) -> dict[str, Any]:
     if make_url(url).get_backend_name() == "sqlite":
         return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-    return {"pool_pre_ping": True}
+    # A server runs up to ~40 requests at once (the thread pool); a pool smaller than the usual
+    # concurrency opens and closes a PostgreSQL connection (a backend process) per request.
+    return {"pool_pre_ping": True, "pool_size": 16, "max_overflow": 32}
+
+
+def autocommits_single_statements(engine: Engine) -> bool:
+    """Whether a one-statement change can skip ``BEGIN``/``COMMIT`` (not on SQLite, whose writes
+    must take the write lock with ``BEGIN IMMEDIATE``, see below)."""
+    return engine.dialect.name == "postgresql"
 
 
 def install_sqlite_behaviour(engine: Engine) -> None:
@@ -70,9 +80,14 @@ def insert_ignoring_conflicts(
     """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
     if not rows:
         return
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    statement = dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    connection.execute(statement, list(rows))
+    connection.execute(_ignoring(connection.dialect.name, table, tuple(keys)), list(rows))
+
+
+@functools.cache
+def _ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
+    """Built once per table: the statement runs for every event."""
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
 
 
 def locks_rows(connection: Connection) -> bool:
@@ -84,3 +99,120 @@ def single_writer(engine: Engine) -> bool:
     """Whether writers queue for one database-wide lock (SQLite): then an idle worker should look for
     work in a read transaction first, instead of taking the write lock only to find nothing."""
     return engine.dialect.name == "sqlite"
+
+
+def insert_new_rows(
+    connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
+) -> list[Any]:
+    """``INSERT … ON CONFLICT (keys) DO NOTHING RETURNING column`` for every row: the values of
+    ``column`` of the rows that were new (a conflicting row returns nothing). SQLAlchemy sends
+    the rows as one multi-row ``VALUES`` statement (up to 1,000 rows; "insertmanyvalues"), and
+    its compiled form is cached, unlike a statement built with ``.values([...])``."""
+    if not rows:
+        return []
+    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
+    statement = (
+        dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
+    )
+    return list(connection.execute(statement, list(rows)).scalars())
+
+
+def try_exclusive_lock(connection: Connection, key: int, *, wait: bool) -> bool:
+    """Take a lock, held until the transaction ends, that one transaction at a time can hold.
+
+    PostgreSQL: a transaction-level advisory lock on ``key`` (``wait=False`` gives up at once
+    when another transaction holds it). SQLite: the write transaction's ``BEGIN IMMEDIATE``
+    already holds the database's one write lock, which excludes every other writer until
+    commit, so there is nothing more to take.
+    """
+    if connection.dialect.name != "postgresql":
+        if not connection.get_execution_options().get(WRITE_OPTION, False):
+            raise RuntimeError("an exclusive lock on SQLite needs a write transaction (Store.write)")
+        return True
+    if wait:
+        connection.execute(select(func.pg_advisory_xact_lock(key)))
+        return True
+    taken: bool = connection.execute(select(func.pg_try_advisory_xact_lock(key))).scalar_one()
+    return taken
+
+
+def notify(connection: Connection, channel: str) -> None:
+    """PostgreSQL ``NOTIFY channel`` (delivered when the transaction commits); nothing on SQLite."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(select(func.pg_notify(channel, "")))
+
+
+class Listener:
+    """PostgreSQL ``LISTEN channel`` on a connection of its own; :meth:`wait` blocks until a
+    notification arrives or the timeout passes. On SQLite there is nothing to listen to and
+    :meth:`wait` only sleeps."""
+
+    def __init__(self, engine: Engine, channel: str) -> None:
+        self._connection: Any = None
+        if engine.dialect.name == "postgresql":
+            import psycopg
+            import psycopg.sql
+
+            url = engine.url.set(drivername="postgresql")
+            dsn = url.render_as_string(hide_password=False)
+            self._connection = psycopg.connect(dsn, autocommit=True)
+            self._connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
+
+    def wait(self, timeout: float) -> bool:
+        """True if at least one notification arrived within ``timeout`` seconds."""
+        if self._connection is None:
+            time.sleep(timeout)
+            return False
+        received = False
+        for _ in self._connection.notifies(timeout=timeout, stop_after=1):
+            received = True
+        return received
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+
+def upsert_returning(
+    connection: Connection,
+    table: Table,
+    values: Mapping[str, Any],
+    keys: Sequence[str],
+    update: Sequence[str],
+    returning: Sequence[str],
+    constants: Mapping[str, Any] | None = None,
+) -> Row[Any]:
+    """One ``INSERT … ON CONFLICT (keys) DO UPDATE SET …  RETURNING …`` statement: the row as
+    inserted, or as updated: the ``update`` columns take the values given for the insert, the
+    ``constants`` columns their fixed values, and the others keep what is stored."""
+    statement = _upsert(
+        connection.dialect.name,
+        table,
+        tuple(keys),
+        tuple(update),
+        tuple(returning),
+        tuple(sorted((constants or {}).items())),
+        tuple(sorted(values)),
+    )
+    return connection.execute(statement, dict(values)).one()
+
+
+@functools.cache
+def _upsert(
+    dialect_name: str,
+    table: Table,
+    keys: tuple[str, ...],
+    update: tuple[str, ...],
+    returning: tuple[str, ...],
+    constants: tuple[tuple[str, Any], ...],
+    _columns: tuple[str, ...],
+) -> Any:
+    """Built once per shape: it runs for every dataset and job an event names."""
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    statement = dialect_insert(table)
+    changes: dict[str, Any] = {column: statement.excluded[column] for column in update}
+    changes.update(constants)
+    return statement.on_conflict_do_update(index_elements=list(keys), set_=changes).returning(
+        *(table.c[c] for c in returning)
+    )

@@ -37,6 +37,17 @@ class Store:
                 yield connection
 
     @contextmanager
+    def one_statement(self) -> Iterator[Connection]:
+        """For a change made by exactly one statement, which is atomic by itself: on PostgreSQL it
+        runs in autocommit (no ``BEGIN``/``COMMIT`` round trips); elsewhere it is a :meth:`write`."""
+        if not dialect.autocommits_single_statements(self.engine):
+            with self.write() as connection:
+                yield connection
+            return
+        with self.engine.connect() as connection:
+            yield connection.execution_options(isolation_level="AUTOCOMMIT")
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         """One read-only transaction: a consistent snapshot that never blocks writers."""
         with self.engine.connect() as connection, connection.begin():

@@ -229,8 +229,25 @@ lineage_events = Table(
     Column("received_at", UtcDateTime, nullable=False),
     # SHA-256 of the canonical JSON: a repeated event is stored once.
     Column("event_key", String(64)),
+    # The journal is projected onto the lineage model in id order (services/projection.py):
+    # set once the event was projected, or found impossible to project (then with the reason).
+    Column("applied_at", UtcDateTime),
+    Column("projection_error", Text),
     Index(None, "event_time"),
     Index("uq_lineage_events_event_key", "event_key", unique=True),
+    # The backlog and the failures stay small, so their partial indexes stay small too.
+    Index(
+        "ix_lineage_events_pending",
+        "id",
+        postgresql_where=text("applied_at IS NULL"),
+        sqlite_where=text("applied_at IS NULL"),
+    ),
+    Index(
+        "ix_lineage_events_failed",
+        "id",
+        postgresql_where=text("projection_error IS NOT NULL"),
+        sqlite_where=text("projection_error IS NOT NULL"),
+    ),
 )
 
 tags = Table(

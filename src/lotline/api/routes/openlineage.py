@@ -1,4 +1,9 @@
-"""``POST /lineage`` and ``/lineage/batch`` (OpenLineage 2-0-x), and ``GET /events/lineage``."""
+"""``POST /lineage`` and ``/lineage/batch`` (OpenLineage 2-0-x), ``GET /lineage/status`` and
+``GET /events/lineage``.
+
+A POST validates its events and journals them in one statement, then answers; the projector
+applies them afterwards (``services/projection.py``), woken here.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,12 @@ from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
-from sqlalchemy.exc import DBAPIError
 from starlette.concurrency import run_in_threadpool
 
-from lotline.api.deps import Page, Services, metrics
+from lotline.api.deps import Page, Services, metrics, wake_projector
 from lotline.api.dto import Json
 from lotline.api.guards import MAX_BODY_BYTES, BodyTooLarge
 from lotline.domain.errors import InvalidInput, LotlineError
-from lotline.services import Lineage
 
 router = APIRouter(tags=["openlineage"])
 MAX_BATCH = 1000
@@ -48,44 +51,37 @@ async def _json_body(request: Request) -> Any:
 
 @router.post("/lineage", status_code=201, openapi_extra={"requestBody": _EVENT_BODY})
 async def post_event(request: Request, lineage: Services) -> Response:
+    """Journaled (201) once valid; the lineage model shows it after projection (see /lineage/status)."""
     event = await _json_body(request)
     if not isinstance(event, dict):
         raise InvalidInput("the body must be one OpenLineage event (a JSON object); batches: /lineage/batch.")
     try:
-        fresh = await run_in_threadpool(lineage.openlineage.ingest, event)
+        fresh = await run_in_threadpool(lineage.openlineage.accept, event)
     except LotlineError:
         metrics(request).count_events("rejected")
         raise
-    metrics(request).count_events("applied" if fresh else "duplicate")
+    metrics(request).count_events("accepted" if fresh else "duplicate")
+    if fresh:
+        wake_projector(request)
     return Response(status_code=201)
 
 
 @router.post("/lineage/batch", openapi_extra={"requestBody": _BATCH_BODY})
 async def post_batch(request: Request, lineage: Services) -> Json:
-    """Each event is its own transaction; the answer says which ones failed and whether to retry."""
+    """Good events are journaled together (one statement); the answer lists the refused ones."""
     events = await _json_body(request)
     if not isinstance(events, list):
         raise InvalidInput("the body must be a JSON array of OpenLineage events.")
     if len(events) > MAX_BATCH:
         raise InvalidInput(f"a batch holds at most {MAX_BATCH} events, got {len(events)}.")
-    return await run_in_threadpool(_ingest_all, lineage, events, request)
-
-
-def _ingest_all(lineage: Lineage, events: list[Any], request: Request) -> Json:
-    failed: list[Json] = []
-    for index, event in enumerate(events):
-        try:
-            if not isinstance(event, dict):
-                raise InvalidInput("an event must be a JSON object.")
-            fresh = lineage.openlineage.ingest(event)
-            metrics(request).count_events("applied" if fresh else "duplicate")
-        except LotlineError as error:
-            failed.append({"index": index, "reason": error.message, "retriable": False})
-        except DBAPIError as error:
-            # A dropped connection or a deadlock: nothing was written, the client may retry.
-            failed.append({"index": index, "reason": str(error.orig).splitlines()[0], "retriable": True})
-    metrics(request).count_events("rejected", len(failed))
-    retriable = sum(1 for f in failed if f["retriable"])
+    accepted = await run_in_threadpool(lineage.openlineage.accept_batch, events)
+    counter = metrics(request)
+    counter.count_events("accepted", accepted.fresh)
+    counter.count_events("duplicate", accepted.duplicates)
+    counter.count_events("rejected", len(accepted.refused))
+    if accepted.fresh:
+        wake_projector(request)
+    failed = [{"index": index, "reason": reason, "retriable": False} for index, reason in accepted.refused]
     status = "success" if not failed else "failure" if len(failed) == len(events) else "partial_success"
     return {
         "status": status,
@@ -93,11 +89,18 @@ def _ingest_all(lineage: Lineage, events: list[Any], request: Request) -> Json:
             "received": len(events),
             "successful": len(events) - len(failed),
             "failed": len(failed),
-            "retriable": retriable,
-            "non_retriable": len(failed) - retriable,
+            "retriable": 0,
+            "non_retriable": len(failed),
         },
         "failed_events": failed,
     }
+
+
+@router.get("/lineage/status")
+def projection_status(lineage: Services) -> Json:
+    """How far projection has got (a lotline extension; Marquez has no such endpoint)."""
+    status = lineage.projection.status()
+    return {"pending": status.pending, "failed": status.failed, "lastAppliedId": status.last_applied_id}
 
 
 @router.get("/events/lineage")

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.dialect import locks_rows, upsert_returning
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
 from lotline.store.types import json_or_empty
 
@@ -28,42 +28,43 @@ def upsert_dataset(
     facets: dict[str, Any] | None,
     now: datetime,
 ) -> uuid.UUID:
-    """Create the dataset or update its metadata. Never creates a version (SPEC §3 rule 5)."""
-    insert_ignoring_conflicts(
-        connection,
-        datasets,
-        [
-            {
-                "id": uuid.uuid4(),
-                "namespace_id": namespace_id,
-                "name": name,
-                "type": type_,
-                "physical_name": physical_name or name,
-                "source_id": source_id,
-                "description": description,
-                "facets": facets or {},
-                "created_at": now,
-                "updated_at": now,
-            }
-        ],
-        ["namespace_id", "name"],
-    )
-    # Writing a soft-deleted dataset brings it back, as in Marquez.
-    changes: dict[str, object] = {"type": type_, "updated_at": now, "deleted_at": None}
+    """Create the dataset or update its metadata, in one statement (a second one only when new
+    facets change the stored ones). Never creates a version (SPEC §3 rule 5)."""
+    changes = ["type", "updated_at"]
     for column, value in (
         ("physical_name", physical_name),
         ("source_id", source_id),
         ("description", description),
     ):
         if value is not None:
-            changes[column] = value
-    key = (datasets.c.namespace_id == namespace_id) & (datasets.c.name == name)
+            changes.append(column)
+    row = upsert_returning(
+        connection,
+        datasets,
+        {
+            "id": uuid.uuid4(),
+            "namespace_id": namespace_id,
+            "name": name,
+            "type": type_,
+            "physical_name": physical_name or name,
+            "source_id": source_id,
+            "description": description,
+            "facets": facets or {},
+            "created_at": now,
+            "updated_at": now,
+        },
+        ["namespace_id", "name"],
+        changes,
+        ["id", "facets"],
+        # Writing a soft-deleted dataset brings it back, as in Marquez.
+        constants={"deleted_at": None},
+    )
     if facets:
-        current = connection.execute(select(datasets.c.facets).where(key)).scalar()
-        changes["facets"] = {**json_or_empty(current), **facets}
-    dataset_id: uuid.UUID = connection.execute(
-        update(datasets).where(key).values(changes).returning(datasets.c.id)
-    ).scalar_one()
+        stored = json_or_empty(row.facets)
+        merged = {**stored, **facets}
+        if merged != stored:
+            connection.execute(update(datasets).where(datasets.c.id == row.id).values(facets=merged))
+    dataset_id: uuid.UUID = row.id
     return dataset_id
 
 
@@ -102,6 +103,29 @@ def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID |
     ).scalar()
 
 
+_VERSION_BASIS = (
+    select(
+        namespaces.c.name.label("namespace"),
+        datasets.c.name,
+        dataset_fields.c.name.label("field"),
+        dataset_fields.c.type,
+        dataset_fields.c.description,
+    )
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
+    .where(datasets.c.id == bindparam("p_dataset_id"))
+    .order_by(dataset_fields.c.position)
+)
+
+
+def version_basis(connection: Connection, dataset_id: uuid.UUID) -> tuple[DatasetRef, tuple[FieldSpec, ...]]:
+    """What a new version of the dataset is made of: its name (for the version's id) and its
+    fields now, in one statement (built once: it runs for every version)."""
+    rows = connection.execute(_VERSION_BASIS, {"p_dataset_id": dataset_id}).all()
+    fields = tuple(FieldSpec(r.field, r.type, r.description) for r in rows if r.field is not None)
+    return DatasetRef(rows[0].namespace, rows[0].name), fields
+
+
 def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
     rows = connection.execute(
         select(datasets.c.id, namespaces.c.name.label("namespace"), datasets.c.name)
@@ -117,14 +141,17 @@ def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
         connection.execute(select(datasets.c.id).where(datasets.c.id == dataset_id).with_for_update())
 
 
+_NEXT_VERSION_NUMBER = (
+    update(datasets)
+    .where(datasets.c.id == bindparam("p_dataset_id"))
+    .values(last_version_number=datasets.c.last_version_number + 1)
+    .returning(datasets.c.last_version_number)
+)
+
+
 def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
     """Allocate the dataset's next version number; the row lock it takes lasts until commit."""
-    number: int = connection.execute(
-        update(datasets)
-        .where(datasets.c.id == dataset_id)
-        .values(last_version_number=datasets.c.last_version_number + 1)
-        .returning(datasets.c.last_version_number)
-    ).scalar_one()
+    number: int = connection.execute(_NEXT_VERSION_NUMBER, {"p_dataset_id": dataset_id}).scalar_one()
     return number
 
 

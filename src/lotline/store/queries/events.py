@@ -1,59 +1,140 @@
-"""Raw OpenLineage events as received, stored once each."""
+"""The OpenLineage journal: raw events as received, stored once each, projected in id order."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, and_, func, select, true
+from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, true, update
 
 from lotline.domain.model import JsonObject, Page
-from lotline.store.dialect import insert_ignoring_conflicts
+from lotline.domain.openlineage import JournalStatus
+from lotline.store.dialect import Listener, insert_new_rows, notify, try_exclusive_lock
 from lotline.store.schema import lineage_events
 
+#: Key of the advisory lock that lets one projector at a time apply the journal (PostgreSQL).
+PROJECTOR_LOCK = 0x6C6F746C696E65  # "lotline"
+#: Channel on which a process tells projectors that events are waiting (PostgreSQL).
+CHANNEL = "lotline_lineage_events"
 
-def insert_event(
-    connection: Connection,
-    *,
-    event_key: str,
-    event_type: str | None,
-    event_time: datetime,
-    run_id: uuid.UUID | None,
-    job_namespace: str | None,
-    job_name: str | None,
-    payload: JsonObject,
-    now: datetime,
-) -> bool:
-    """Store the event unless the identical event is already stored; True if it is new."""
-    before = connection.execute(
-        select(lineage_events.c.id).where(lineage_events.c.event_key == event_key)
-    ).first()
-    if before is not None:
-        return False
-    insert_ignoring_conflicts(
-        connection,
-        lineage_events,
-        [
-            {
-                "event_key": event_key,
-                "event_type": event_type,
-                "event_time": event_time,
-                "run_id": run_id,
-                "job_namespace": job_namespace,
-                "job_name": job_name,
-                "payload": payload,
-                "received_at": now,
-            }
-        ],
-        ["event_key"],
+
+@dataclass(frozen=True)
+class JournalEntry:
+    event_key: str
+    event_type: str | None
+    event_time: datetime
+    run_id: uuid.UUID | None
+    job_namespace: str | None
+    job_name: str | None
+    payload: JsonObject
+
+
+@dataclass(frozen=True)
+class PendingEvent:
+    id: int
+    payload: JsonObject
+
+
+def append(connection: Connection, entries: Sequence[JournalEntry], now: datetime) -> int:
+    """Journal the events in one statement, in the order given; returns how many were new (an
+    event identical to one already journaled is stored once)."""
+    rows = [
+        {
+            "event_key": e.event_key,
+            "event_type": e.event_type,
+            "event_time": e.event_time,
+            "run_id": e.run_id,
+            "job_namespace": e.job_namespace,
+            "job_name": e.job_name,
+            "payload": e.payload,
+            "received_at": now,
+        }
+        for e in entries
+    ]
+    return len(insert_new_rows(connection, lineage_events, rows, ["event_key"], "id"))
+
+
+def _pending() -> ColumnElement[bool]:
+    return lineage_events.c.applied_at.is_(None)
+
+
+def lock_projection(connection: Connection, *, wait: bool) -> bool:
+    """The projector's lock for this transaction; False if another holds it and ``wait`` is False."""
+    return try_exclusive_lock(connection, PROJECTOR_LOCK, wait=wait)
+
+
+def wake_projectors(connection: Connection) -> None:
+    notify(connection, CHANNEL)
+
+
+def pending(connection: Connection, limit: int, upto: int | None = None) -> list[PendingEvent]:
+    """The oldest events not projected yet, in journal order."""
+    condition = _pending() if upto is None else and_(_pending(), lineage_events.c.id <= upto)
+    rows = connection.execute(
+        select(lineage_events.c.id, lineage_events.c.payload)
+        .where(condition)
+        .order_by(lineage_events.c.id)
+        .limit(limit)
+    ).all()
+    return [PendingEvent(r.id, dict(r.payload)) for r in rows]
+
+
+def last_pending_id(connection: Connection) -> int | None:
+    """The newest unprojected event's id, or None when the journal is fully projected (an index-only
+    look at the partial index, cheap enough to ask before every read)."""
+    found: int | None = connection.execute(select(func.max(lineage_events.c.id)).where(_pending())).scalar()
+    return found
+
+
+def mark_applied(connection: Connection, ids: Sequence[int], now: datetime) -> None:
+    """Fenced: every event must still be pending, else another projector applied it too."""
+    if not ids:
+        return
+    result = connection.execute(
+        update(lineage_events).where(lineage_events.c.id.in_(ids), _pending()).values(applied_at=now)
     )
-    return True
+    if result.rowcount != len(ids):
+        raise RuntimeError(f"{len(ids) - result.rowcount} journaled events were projected twice")
+
+
+def mark_failed(connection: Connection, event_id: int, error: str, now: datetime) -> None:
+    result = connection.execute(
+        update(lineage_events)
+        .where(lineage_events.c.id == event_id, _pending())
+        .values(applied_at=now, projection_error=error)
+    )
+    if result.rowcount != 1:
+        raise RuntimeError(f"journaled event {event_id} was projected twice")
+
+
+def status(connection: Connection) -> JournalStatus:
+    pending_count = connection.execute(select(func.count()).where(_pending())).scalar_one()
+    failed = connection.execute(
+        select(func.count()).where(lineage_events.c.projection_error.is_not(None))
+    ).scalar_one()
+    last_applied = connection.execute(
+        select(func.max(lineage_events.c.id)).where(lineage_events.c.applied_at.is_not(None))
+    ).scalar()
+    return JournalStatus(pending_count, failed, last_applied)
+
+
+def failures(connection: Connection, limit: int) -> list[tuple[int, str]]:
+    """The most recent events that could not be projected, with the reason."""
+    rows = connection.execute(
+        select(lineage_events.c.id, lineage_events.c.projection_error)
+        .where(lineage_events.c.projection_error.is_not(None))
+        .order_by(lineage_events.c.id.desc())
+        .limit(limit)
+    ).all()
+    return [(r.id, r.projection_error) for r in rows]
 
 
 def list_events(
     connection: Connection, before: datetime | None, after: datetime | None, limit: int, offset: int
 ) -> Page[JsonObject]:
-    """Newest first by event time, as Marquez lists them."""
+    """Newest first by event time, as Marquez lists them (projected or not: the journal is the record)."""
     conditions: list[ColumnElement[bool]] = []
     if before is not None:
         conditions.append(lineage_events.c.event_time <= before)
@@ -69,3 +150,8 @@ def list_events(
     ).all()
     total = connection.execute(select(func.count()).select_from(lineage_events).where(condition)).scalar_one()
     return Page([dict(r.payload) for r in rows], total)
+
+
+def listen(engine: Engine) -> Listener:
+    """A connection of its own that hears when events are journaled elsewhere (PostgreSQL)."""
+    return Listener(engine, CHANNEL)

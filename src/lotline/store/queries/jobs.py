@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, select, update
 
 from lotline.domain.model import DatasetRef, Job, JobVersion, JsonObject, Page
-from lotline.store.dialect import insert_ignoring_conflicts
+from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
 from lotline.store.schema import datasets, job_version_io, job_versions, jobs, namespaces
 from lotline.store.types import json_or_empty
 
@@ -26,18 +26,26 @@ def upsert_job(
     type_: str,
     description: str | None,
     now: datetime,
-) -> uuid.UUID:
-    ensure_job(connection, namespace_id, name, type_, now)
-    changes: dict[str, object] = {"type": type_, "updated_at": now}
-    if description is not None:
-        changes["description"] = description
-    job_id: uuid.UUID = connection.execute(
-        update(jobs)
-        .where(jobs.c.namespace_id == namespace_id, jobs.c.name == name)
-        .values(changes)
-        .returning(jobs.c.id)
-    ).scalar_one()
-    return job_id
+) -> Row[Any]:
+    """Create the job or update its type and description, in one statement; the row's ``id``,
+    ``facets`` and ``current_version_id`` as they are now."""
+    changes = ["type", "updated_at"] + (["description"] if description is not None else [])
+    return upsert_returning(
+        connection,
+        jobs,
+        {
+            "id": uuid.uuid4(),
+            "namespace_id": namespace_id,
+            "name": name,
+            "type": type_,
+            "description": description,
+            "created_at": now,
+            "updated_at": now,
+        },
+        ["namespace_id", "name"],
+        changes,
+        ["id", "facets", "current_version_id"],
+    )
 
 
 def ensure_job(
@@ -65,13 +73,14 @@ def ensure_job(
     return found
 
 
-def merge_job_facets(connection: Connection, job_id: uuid.UUID, facets: JsonObject) -> None:
-    if not facets:
-        return
-    current = connection.execute(select(jobs.c.facets).where(jobs.c.id == job_id)).scalar()
-    connection.execute(
-        update(jobs).where(jobs.c.id == job_id).values(facets={**json_or_empty(current), **facets})
-    )
+def merge_job_facets(connection: Connection, job: Row[Any], facets: JsonObject) -> JsonObject:
+    """Later facets of one name replace earlier ones; writes only when that changes anything.
+    ``job`` is a row with the job's ``id`` and stored ``facets``; returns the merged facets."""
+    stored = json_or_empty(job.facets)
+    merged = {**stored, **facets}
+    if merged != stored:
+        connection.execute(update(jobs).where(jobs.c.id == job.id).values(facets=merged))
+    return merged
 
 
 def job_facets(connection: Connection, job_ids: list[uuid.UUID]) -> dict[uuid.UUID, JsonObject]:

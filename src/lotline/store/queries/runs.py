@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, func, insert, select, update
+from sqlalchemy import Connection, Row, Table, bindparam, func, insert, literal, select, union_all, update
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
 from lotline.domain.runs import RunState
@@ -24,6 +24,8 @@ from lotline.store.schema import (
 )
 from lotline.store.types import json_or_empty
 
+_INSERT_RUN = insert(runs).returning(runs)
+
 
 def insert_run(
     connection: Connection,
@@ -38,36 +40,46 @@ def insert_run(
     args: JsonObject,
     facets: JsonObject,
     now: datetime,
-) -> None:
-    connection.execute(
-        insert(runs).values(
-            id=run_id,
-            job_id=job_id,
-            job_version_id=job_version_id,
-            parent_run_id=parent_run_id,
-            lot=lot,
-            state=RunState.NEW.value,
-            nominal_start_time=nominal_start_time,
-            nominal_end_time=nominal_end_time,
-            args=args,
-            facets=facets,
-            created_at=now,
-            updated_at=now,
-        )
-    )
+) -> Row[Any]:
+    """The new run (state NEW, with its NEW transition); its row as inserted."""
+    row = connection.execute(
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "job_id": job_id,
+            "job_version_id": job_version_id,
+            "parent_run_id": parent_run_id,
+            "lot": lot,
+            "state": RunState.NEW.value,
+            "nominal_start_time": nominal_start_time,
+            "nominal_end_time": nominal_end_time,
+            "args": args,
+            "facets": facets,
+            "created_at": now,
+            "updated_at": now,
+        },
+    ).one()
     insert_transition(connection, run_id, RunState.NEW, now, now)
+    return row
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
     return connection.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
 
 
+# The statements run for every event and transition are built once (bind parameters named
+# ``p_…``): building a statement and its cache key costs more CPU than the round trip.
+_RUN = select(runs).where(runs.c.id == bindparam("p_run_id"))
+_LOCKED_RUN = _RUN.with_for_update()
+_SET_STATE = update(runs).where(runs.c.id == bindparam("p_run_id"), runs.c.state == bindparam("p_expected"))
+_INSERT_TRANSITION = insert(run_transitions)
+_SET_JOB_VERSION = update(runs).where(runs.c.id == bindparam("p_run_id"))
+
+
 def lock_run(connection: Connection, run_id: uuid.UUID) -> Row[Any] | None:
     """The run's row, locked until commit so that concurrent transitions of one run serialize."""
-    query = select(runs).where(runs.c.id == run_id)
-    if locks_rows(connection):
-        query = query.with_for_update()
-    return connection.execute(query).first()
+    query = _LOCKED_RUN if locks_rows(connection) else _RUN
+    return connection.execute(query, {"p_run_id": run_id}).first()
 
 
 def set_state(
@@ -85,9 +97,7 @@ def set_state(
         changes["started_at"] = at
     elif target.is_terminal:
         changes["ended_at"] = at
-    result = connection.execute(
-        update(runs).where(runs.c.id == run_id, runs.c.state == expected.value).values(changes)
-    )
+    result = connection.execute(_SET_STATE, {"p_run_id": run_id, "p_expected": expected.value, **changes})
     if result.rowcount != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
     insert_transition(connection, run_id, target, at, now)
@@ -97,7 +107,8 @@ def insert_transition(
     connection: Connection, run_id: uuid.UUID, state: RunState, at: datetime, now: datetime
 ) -> None:
     connection.execute(
-        insert(run_transitions).values(run_id=run_id, state=state.value, transitioned_at=at, recorded_at=now)
+        _INSERT_TRANSITION,
+        {"run_id": run_id, "state": state.value, "transitioned_at": at, "recorded_at": now},
     )
 
 
@@ -105,7 +116,7 @@ def set_job_version(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID, now: datetime
 ) -> None:
     connection.execute(
-        update(runs).where(runs.c.id == run_id).values(job_version_id=job_version_id, updated_at=now)
+        _SET_JOB_VERSION, {"p_run_id": run_id, "job_version_id": job_version_id, "updated_at": now}
     )
 
 
@@ -148,18 +159,25 @@ def declared_datasets(connection: Connection, table: Table, run_id: uuid.UUID) -
     return set(rows.scalars())
 
 
+_UNVERSIONED = {
+    table.name: select(table.c.id, table.c.dataset_id, table.c.lot)
+    .where(table.c.run_id == bindparam("p_run_id"), table.c.dataset_version_id.is_(None))
+    .order_by(table.c.dataset_id, table.c.lot)
+    for table in (run_inputs, run_outputs)
+}
+_PIN = {
+    table.name: update(table).where(table.c.id == bindparam("p_id")) for table in (run_inputs, run_outputs)
+}
+
+
 def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
     """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return connection.execute(
-        select(table.c.id, table.c.dataset_id, table.c.lot)
-        .where(table.c.run_id == run_id, table.c.dataset_version_id.is_(None))
-        .order_by(table.c.dataset_id, table.c.lot)
-    ).all()
+    return connection.execute(_UNVERSIONED[table.name], {"p_run_id": run_id}).all()
 
 
 def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
-    connection.execute(update(table).where(table.c.id == io_id).values(dataset_version_id=version_id))
+    connection.execute(_PIN[table.name], {"p_id": io_id, "dataset_version_id": version_id})
 
 
 def _io_of(
@@ -254,24 +272,28 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
     return _load(connection, rows)
 
 
-def merge_run_facets(connection: Connection, run_id: uuid.UUID, facets: JsonObject, now: datetime) -> None:
-    """Later facets of one name replace earlier ones; others accumulate (caller holds the run lock)."""
-    if not facets:
-        return
-    current = connection.execute(select(runs.c.facets).where(runs.c.id == run_id)).scalar()
-    connection.execute(
-        update(runs)
-        .where(runs.c.id == run_id)
-        .values(facets={**json_or_empty(current), **facets}, updated_at=now)
+def merge_run_facets(connection: Connection, run: Row[Any], facets: JsonObject, now: datetime) -> None:
+    """Later facets of one name replace earlier ones; others accumulate. ``run`` is the run's row,
+    locked by the caller; nothing is written when the facets change nothing."""
+    stored = json_or_empty(run.facets)
+    merged = {**stored, **facets}
+    if merged != stored:
+        connection.execute(update(runs).where(runs.c.id == run.id).values(facets=merged, updated_at=now))
+
+
+_RUN_IO = union_all(
+    *(
+        select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
+            table.c.run_id == bindparam("p_run_id")
+        )
+        for table in (run_inputs, run_outputs)
     )
+)
 
 
 def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
-    """The datasets a run has reported reading and writing so far (any lot)."""
-    inputs = connection.execute(
-        select(run_inputs.c.dataset_id).where(run_inputs.c.run_id == run_id)
-    ).scalars()
-    outputs = connection.execute(
-        select(run_outputs.c.dataset_id).where(run_outputs.c.run_id == run_id)
-    ).scalars()
-    return sorted(set(inputs)), sorted(set(outputs))
+    """The datasets a run has reported reading and writing so far (any lot), in one statement."""
+    rows = connection.execute(_RUN_IO, {"p_run_id": run_id}).all()
+    inputs = {r.dataset_id for r in rows if r.is_input}
+    outputs = {r.dataset_id for r in rows if not r.is_input}
+    return sorted(inputs), sorted(outputs)

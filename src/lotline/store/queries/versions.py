@@ -6,11 +6,20 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from lotline.domain.model import DatasetVersion, FieldSpec, Page
 from lotline.domain.versions import UNPARTITIONED, VersionState
 from lotline.store.schema import dataset_versions, datasets, namespaces
+
+_INSERT_VERSION = insert(dataset_versions)
+_CURRENT = (
+    dataset_versions.c.dataset_id == bindparam("p_dataset_id"),
+    dataset_versions.c.lot == bindparam("p_lot"),
+    dataset_versions.c.state == VersionState.CURRENT.value,
+)
+_SUPERSEDE = update(dataset_versions).where(*_CURRENT).values(state=VersionState.SUPERSEDED.value)
+_CURRENT_ID = select(dataset_versions.c.id).where(*_CURRENT)
 
 
 def insert_version(
@@ -26,39 +35,29 @@ def insert_version(
     now: datetime,
 ) -> None:
     connection.execute(
-        insert(dataset_versions).values(
-            id=version_id,
-            dataset_id=dataset_id,
-            version_number=number,
-            lot=lot,
-            run_id=run_id,
-            state=state.value,
-            created_at=now,
-            fields=[{"name": f.name, "type": f.type, "description": f.description} for f in fields],
-        )
+        _INSERT_VERSION,
+        {
+            "id": version_id,
+            "dataset_id": dataset_id,
+            "version_number": number,
+            "lot": lot,
+            "run_id": run_id,
+            "state": state.value,
+            "created_at": now,
+            "fields": [{"name": f.name, "type": f.type, "description": f.description} for f in fields],
+        },
     )
 
 
 def supersede_current(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:
-    connection.execute(
-        update(dataset_versions)
-        .where(
-            dataset_versions.c.dataset_id == dataset_id,
-            dataset_versions.c.lot == lot,
-            dataset_versions.c.state == VersionState.CURRENT.value,
-        )
-        .values(state=VersionState.SUPERSEDED.value)
-    )
+    connection.execute(_SUPERSEDE, {"p_dataset_id": dataset_id, "p_lot": lot})
 
 
 def current_version_id(connection: Connection, dataset_id: uuid.UUID, lot: str) -> uuid.UUID | None:
-    return connection.execute(
-        select(dataset_versions.c.id).where(
-            dataset_versions.c.dataset_id == dataset_id,
-            dataset_versions.c.lot == lot,
-            dataset_versions.c.state == VersionState.CURRENT.value,
-        )
+    found: uuid.UUID | None = connection.execute(
+        _CURRENT_ID, {"p_dataset_id": dataset_id, "p_lot": lot}
     ).scalar()
+    return found
 
 
 def has_any_version(connection: Connection, dataset_id: uuid.UUID, lot: str) -> bool:

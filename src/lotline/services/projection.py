@@ -1,0 +1,507 @@
+"""Projection of the OpenLineage journal onto the lineage model (SPEC §6), one projector at a time.
+
+Accepted events are only journaled (``services/openlineage.py``); here they are applied in
+journal order, so the events of one run apply in the order they were received. A group of up
+to ``group_size`` events is one transaction that starts by taking the projector lock (an
+advisory lock on PostgreSQL, the database write lock on SQLite) and ends by marking its events
+applied, so an event is applied exactly once whatever the number of projecting processes, and
+a crash leaves every event either applied with all its effects or still pending.
+
+Each event runs in a savepoint: one that cannot be applied (a run reported under another job,
+a parent cycle) is marked with its reason and skipped, and never holds up the events after it.
+
+Within a group, ids of namespaces, datasets and jobs are cached and metadata that an earlier
+event of the group already wrote is not written again; versioning is ``services/recording.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
+
+from lotline.domain.errors import Conflict, LotlineError
+from lotline.domain.model import DatasetRef, FieldSpec, JsonObject
+from lotline.domain.openlineage import (
+    ACTIONS,
+    TERMINAL_EVENTS,
+    EventKind,
+    JournalStatus,
+    OlDataset,
+    OlEvent,
+    OlJob,
+    parse_event,
+)
+from lotline.domain.runs import RunState, plan_transition
+from lotline.domain.versions import job_version_id
+from lotline.services.recording import apply_transition, record_run_io
+from lotline.store.engine import Store
+from lotline.store.queries import catalog, datasets, events, jobs, runs
+from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+GROUP_SIZE = 500
+#: A group stops taking events after this long, so that it never holds locks for long (on
+#: SQLite its write lock also holds up the POSTs that journal new events).
+GROUP_SECONDS = 0.5
+#: An event whose projection keeps failing on database errors that look passing (a lost
+#: connection, a deadlock) is marked failed after this many tries, so it cannot block the rest.
+MAX_TRANSIENT_TRIES = 5
+MAX_ERROR_LENGTH = 2000
+
+
+@dataclass(frozen=True)
+class Drained:
+    """What one drain did: the ids of the events it applied and of those it marked failed."""
+
+    applied: tuple[int, ...] = ()
+    failed: tuple[int, ...] = ()
+    #: True when another projector held the lock (only when asked not to wait for it).
+    busy: bool = False
+    #: True when a group was rolled back on a database error that may pass (tried again later).
+    stalled: bool = False
+
+    def __add__(self, other: Drained) -> Drained:
+        return Drained(
+            self.applied + other.applied,
+            self.failed + other.failed,
+            self.busy or other.busy,
+            self.stalled or other.stalled,
+        )
+
+
+class ProjectionService:
+    """Applies the journal; shared by the server's background projector, reads that must see
+    recent events, and ``lotline project``."""
+
+    def __init__(
+        self, store: Store, group_size: int = GROUP_SIZE, group_seconds: float = GROUP_SECONDS
+    ) -> None:
+        self._store = store
+        self.group_size = group_size
+        self.group_seconds = group_seconds
+        self._transient_tries: dict[int, int] = {}
+        self._lock = threading.Lock()
+        #: Events this process projected, and marked failed, since it started (for /metrics).
+        self.applied_total = 0
+        self.failed_total = 0
+
+    def status(self) -> JournalStatus:
+        with self._store.read() as connection:
+            return events.status(connection)
+
+    def failures(self, limit: int = 100) -> list[tuple[int, str]]:
+        with self._store.read() as connection:
+            return events.failures(connection, limit)
+
+    def last_pending_id(self) -> int | None:
+        """The newest event not projected yet (one look at a small partial index)."""
+        with self._store.read() as connection:
+            return events.last_pending_id(connection)
+
+    def drain(
+        self,
+        *,
+        wait: bool = True,
+        upto: int | None = None,
+        max_events: int | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+        deadline: float | None = None,
+    ) -> Drained:
+        """Apply pending events group by group until none is left (or none up to ``upto``).
+
+        ``wait=False`` gives up at once when another projector holds the lock (``busy``);
+        ``should_stop``, ``max_events`` and ``deadline`` (a ``time.monotonic()`` value) end the
+        drain between groups, leaving the rest pending.
+        """
+        done = Drained()
+        while not should_stop() and (deadline is None or time.monotonic() < deadline):
+            room = self.group_size
+            if max_events is not None:
+                room = min(room, max_events - len(done.applied) - len(done.failed))
+            if room <= 0:
+                break
+            group = self._group(wait=wait, upto=upto, limit=room, should_stop=should_stop)
+            done += group
+            if group.busy or group.stalled or not (group.applied or group.failed):
+                break
+        return done
+
+    def catch_up(self, seconds: float) -> int:
+        """Project every event journaled before this call (waiting for the lock if another projector
+        has it), for at most about ``seconds``; returns how many of them are still pending."""
+        upto = self.last_pending_id()
+        if upto is None:
+            return 0
+        self.drain(wait=True, upto=upto, deadline=time.monotonic() + seconds)
+        with self._store.read() as connection:
+            pending = events.pending(connection, 1, upto)
+        return 0 if not pending else self.status().pending
+
+    def wake_others(self) -> None:
+        """Tell projectors in other processes that events are waiting (PostgreSQL NOTIFY; a read
+        transaction, so that on SQLite, where there is no one to tell, it takes no write lock)."""
+        with self._store.read() as connection:
+            events.wake_projectors(connection)
+
+    def _group(self, *, wait: bool, upto: int | None, limit: int, should_stop: Callable[[], bool]) -> Drained:
+        try:
+            with self._store.write() as connection:
+                if not events.lock_projection(connection, wait=wait):
+                    return Drained(busy=True)
+                if should_stop():  # asked to stop while waiting for the lock
+                    return Drained()
+                found = events.pending(connection, limit, upto)
+                if not found:
+                    return Drained()
+                try:
+                    # Usually no event fails: apply the group without a savepoint per event ...
+                    with connection.begin_nested():
+                        done = _Group(connection, self._transient_tries, careful=False).apply(
+                            found, self.group_seconds
+                        )
+                except Exception:
+                    # ... and when one does, undo the group and apply it again event by event.
+                    done = _Group(connection, self._transient_tries).apply(found, self.group_seconds)
+        except _Transient as transient:
+            # The group was rolled back and runs again later; a poison event cannot loop forever.
+            with self._lock:
+                tries = self._transient_tries.get(transient.event_id, 0) + 1
+                self._transient_tries[transient.event_id] = tries
+            log.warning("projecting event %s failed (try %s): %s", transient.event_id, tries, transient)
+            return Drained(stalled=True)
+        with self._lock:
+            self.applied_total += len(done.applied)
+            self.failed_total += len(done.failed)
+            for event_id in done.applied + done.failed:
+                self._transient_tries.pop(event_id, None)
+        return done
+
+
+class _Transient(Exception):
+    def __init__(self, event_id: int, reason: str) -> None:
+        super().__init__(reason)
+        self.event_id = event_id
+        self.reason = reason
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, LotlineError):
+        return error.message[:MAX_ERROR_LENGTH]
+    if isinstance(error, StatementError) and error.orig is not None:
+        return f"{type(error.orig).__name__}: {str(error.orig).splitlines()[0]}"[:MAX_ERROR_LENGTH]
+    return f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
+
+
+@dataclass
+class _Group:
+    """One projection transaction: its connection, its time, and what it already knows."""
+
+    connection: Connection
+    transient_tries: dict[int, int]
+    #: Each event in a savepoint of its own, so that one that fails is undone alone; when False,
+    #: the first failure raises and the caller undoes the whole group.
+    careful: bool = True
+    now: datetime = field(default_factory=utcnow)
+    namespaces: dict[str, uuid.UUID] = field(default_factory=dict)
+    sources: dict[str, uuid.UUID] = field(default_factory=dict)
+    #: (namespace, name) -> dataset id, and what this group last wrote to the dataset.
+    datasets: dict[tuple[str, str], uuid.UUID] = field(default_factory=dict)
+    dataset_state: dict[uuid.UUID, _Written] = field(default_factory=dict)
+    refs: dict[uuid.UUID, DatasetRef] = field(default_factory=dict)
+    #: (namespace, name) -> the job's row as this group knows it (id, facets, current version).
+    jobs: dict[tuple[str, str], _JobState] = field(default_factory=dict)
+
+    def apply(self, found: Sequence[events.PendingEvent], seconds: float) -> Drained:
+        started = time.monotonic()
+        applied: list[int] = []
+        failed: list[int] = []
+        for pending in found:
+            if (applied or failed) and time.monotonic() - started > seconds:
+                break
+            error = self._apply_one(pending)
+            if error is None:
+                applied.append(pending.id)
+            else:
+                events.mark_failed(self.connection, pending.id, error, self.now)
+                failed.append(pending.id)
+        events.mark_applied(self.connection, applied, self.now)
+        return Drained(tuple(applied), tuple(failed))
+
+    def _apply_one(self, pending: events.PendingEvent) -> str | None:
+        """None when applied; the reason when the event cannot be applied (its effects undone)."""
+        if not self.careful:
+            _apply(self, parse_event(pending.payload))
+            return None
+        for attempt in (1, 2):
+            try:
+                with self.connection.begin_nested():
+                    _apply(self, parse_event(pending.payload))
+                return None
+            except IntegrityError as error:
+                # A concurrent REST write created the same row first: the second try sees it.
+                self._forget()
+                if attempt == 2:
+                    return _reason(error)
+            except DataError as error:  # a value the database refuses: it always will
+                self._forget()
+                return _reason(error)
+            except DBAPIError as error:
+                self._forget()
+                tries = self.transient_tries.get(pending.id, 0)
+                if error.connection_invalidated or tries + 1 < MAX_TRANSIENT_TRIES:
+                    raise _Transient(pending.id, _reason(error)) from error
+                return _reason(error)
+            except Exception as error:  # a rule says no (LotlineError), or a bug: record, go on
+                self._forget()
+                if not isinstance(error, LotlineError):
+                    log.exception("projecting journaled event %s failed", pending.id)
+                return _reason(error)
+        return None
+
+    def _forget(self) -> None:
+        """A rolled-back savepoint may have created rows this cache points at."""
+        self.namespaces.clear()
+        self.sources.clear()
+        self.datasets.clear()
+        self.dataset_state.clear()
+        self.refs.clear()
+        self.jobs.clear()
+
+    # -- catalog entries, each written at most once per group unless it changes ---------------
+    def namespace(self, name: str) -> uuid.UUID:
+        found = self.namespaces.get(name)
+        if found is None:
+            found = self.namespaces[name] = catalog.ensure_namespace(self.connection, name, self.now)
+        return found
+
+    def source(self, name: str, uri: str | None) -> uuid.UUID:
+        found = self.sources.get(name)
+        if found is None:
+            found = catalog.source_id(self.connection, name)
+            if found is None:
+                kind = uri.split(":", 1)[0].upper() if uri and ":" in uri else "UNKNOWN"
+                catalog.upsert_source(self.connection, name, kind[:64] or "UNKNOWN", uri, None, self.now)
+                found = catalog.source_id(self.connection, name)
+                assert found is not None
+            self.sources[name] = found
+        return found
+
+    def dataset(self, dataset: OlDataset) -> uuid.UUID:
+        source_id = self.source(*dataset.source) if dataset.source is not None else None
+        key = (dataset.namespace, dataset.name)
+        found = self.datasets.get(key)
+        if found is not None and self.dataset_state[found].covers(source_id, dataset):
+            return found  # this group already wrote all of it
+        found = datasets.upsert_dataset(
+            self.connection,
+            self.namespace(dataset.namespace),
+            dataset.name,
+            type_="DB_TABLE",
+            physical_name=None,
+            source_id=source_id,
+            description=None,
+            facets=dataset.facets,
+            now=self.now,
+        )
+        if dataset.fields is not None and datasets.fields_of(self.connection, found) != dataset.fields:
+            datasets.replace_fields(self.connection, found, dataset.fields)
+        written = self.dataset_state.get(found) or _Written()
+        self.dataset_state[found] = written.add(source_id, dataset)
+        self.datasets[key] = found
+        self.refs[found] = DatasetRef(*key)
+        return found
+
+    def dataset_ids(self, found: Sequence[OlDataset]) -> list[uuid.UUID]:
+        # Sorted, so that concurrent writers lock dataset rows in one order (no deadlocks).
+        ordered = sorted(found, key=lambda d: (d.namespace, d.name))
+        ids = {(d.namespace, d.name): self.dataset(d) for d in ordered}
+        return [ids[(d.namespace, d.name)] for d in found]
+
+    def dataset_refs(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
+        missing = [d for d in ids if d not in self.refs]
+        if missing:
+            self.refs.update(datasets.dataset_refs(self.connection, missing))
+        return {d: self.refs[d] for d in ids}
+
+    def job(self, job: OlJob) -> _JobState:
+        key = (job.namespace, job.name)
+        known = self.jobs.get(key)
+        if (
+            known is not None
+            and known.type == job.type
+            and job.description in (None, known.description)
+            and _contains(known.facets, job.facets)
+        ):
+            return known
+        row = jobs.upsert_job(
+            self.connection,
+            self.namespace(job.namespace),
+            job.name,
+            type_=job.type,
+            description=job.description,
+            now=self.now,
+        )
+        facets = jobs.merge_job_facets(self.connection, row, job.facets) if job.facets else row.facets or {}
+        description = job.description if job.description is not None else known.description if known else None
+        known = self.jobs[key] = _JobState(row.id, facets, row.current_version_id, job.type, description)
+        return known
+
+    def set_job_version(
+        self, state: _JobState, job: OlJob, inputs: Sequence[uuid.UUID], outputs: Sequence[uuid.UUID]
+    ) -> uuid.UUID:
+        refs = self.dataset_refs([*inputs, *outputs])
+        version = job_version_id(
+            job.namespace,
+            job.name,
+            job.location,
+            [f"{refs[d].namespace}:{refs[d].name}" for d in inputs],
+            [f"{refs[d].namespace}:{refs[d].name}" for d in outputs],
+        )
+        if version != state.current_version_id:  # the id is derived from the content: same id, same version
+            jobs.set_current_version(
+                self.connection,
+                state.id,
+                version,
+                location=job.location,
+                inputs=inputs,
+                outputs=outputs,
+                now=self.now,
+            )
+            state.current_version_id = version
+        return version
+
+
+@dataclass
+class _JobState:
+    id: uuid.UUID
+    facets: JsonObject
+    current_version_id: uuid.UUID | None
+    type: str
+    description: str | None
+
+
+@dataclass(frozen=True)
+class _Written:
+    """What a group has written to one dataset so far."""
+
+    source_id: uuid.UUID | None = None
+    facets: JsonObject = field(default_factory=dict)
+    fields: tuple[FieldSpec, ...] | None = None
+
+    def covers(self, source_id: uuid.UUID | None, dataset: OlDataset) -> bool:
+        return (
+            source_id in (None, self.source_id)
+            and _contains(self.facets, dataset.facets)
+            and dataset.fields in (None, self.fields)
+        )
+
+    def add(self, source_id: uuid.UUID | None, dataset: OlDataset) -> _Written:
+        return _Written(
+            source_id if source_id is not None else self.source_id,
+            {**self.facets, **dataset.facets},
+            dataset.fields if dataset.fields is not None else self.fields,
+        )
+
+
+def _contains(facets: JsonObject, new: JsonObject) -> bool:
+    return all(name in facets and facets[name] == value for name, value in new.items())
+
+
+def _apply(group: _Group, event: OlEvent) -> None:
+    if event.kind is EventKind.DATASET:
+        assert event.dataset is not None
+        group.dataset(event.dataset)
+        return
+    assert event.job is not None
+    inputs = group.dataset_ids(event.inputs)
+    outputs = group.dataset_ids(event.outputs)
+    job = group.job(event.job)
+    if event.kind is EventKind.JOB:
+        group.set_job_version(job, event.job, inputs, outputs)
+        return
+    _run_event(group, event, job, inputs, outputs)
+
+
+def _run_event(
+    group: _Group, event: OlEvent, job: _JobState, inputs: Sequence[uuid.UUID], outputs: Sequence[uuid.UUID]
+) -> None:
+    assert event.run_id is not None and event.job is not None
+    connection, now = group.connection, group.now
+    run = runs.lock_run(connection, event.run_id)
+    if run is None:
+        # No job version yet: the run's inputs and outputs are what its events report.
+        run = runs.insert_run(
+            connection,
+            run_id=event.run_id,
+            job_id=job.id,
+            job_version_id=None,
+            parent_run_id=None,
+            lot="",
+            nominal_start_time=event.nominal_start,
+            nominal_end_time=event.nominal_end,
+            args={},
+            facets={},
+            now=now,
+        )
+    elif run.job_id != job.id:
+        raise Conflict(
+            f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
+        )
+    if event.run_facets:
+        runs.merge_run_facets(connection, run, event.run_facets, now)
+    if event.parent is not None:
+        _link_parent(group, run.id, event)
+    state = RunState(run.state)
+    if state.is_terminal:
+        return  # a late event never reopens a finished run
+    record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
+    record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
+    # The locked row, as long as it says what the run's state and job version are.
+    fresh: Row[Any] | None = run
+    if event.event_type in TERMINAL_EVENTS:
+        all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
+        version = group.set_job_version(job, event.job, all_inputs, all_outputs)
+        if run.job_version_id != version:
+            runs.set_job_version(connection, run.id, version, now)
+            fresh = None
+    for action in ACTIONS[event.event_type]:
+        if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
+            state = apply_transition(connection, run.id, action, event.event_time, locked=fresh)
+            fresh = None
+
+
+def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:
+    """The parent facet links child to parent; an unknown parent run is created (NEW) for it."""
+    parent = event.parent
+    assert parent is not None
+    connection, now = group.connection, group.now
+    if not runs.run_exists(connection, parent.run_id):
+        namespace_id = group.namespace(parent.job_namespace)
+        parent_job = jobs.ensure_job(connection, namespace_id, parent.job_name, "BATCH", now)
+        runs.insert_run(
+            connection,
+            run_id=parent.run_id,
+            job_id=parent_job,
+            job_version_id=None,
+            parent_run_id=None,
+            lot="",
+            nominal_start_time=None,
+            nominal_end_time=None,
+            args={},
+            facets={},
+            now=now,
+        )
+    if run_id in runs.ancestors(connection, parent.run_id):
+        raise Conflict(f"Run {parent.run_id} descends from run {run_id}: parents cannot form a cycle.")
+    runs.set_parent(connection, run_id, parent.run_id, now)

@@ -1,0 +1,214 @@
+"""The server's projector: a process of its own that drains the journal whenever events arrive.
+
+It is woken by every accepted POST of the server that started it (``wake``: a cross-process
+event), on PostgreSQL also by ``NOTIFY`` from other processes, and otherwise polls slowly, in
+case a wake-up was missed. When another process's projector holds the lock it tells that one
+(NOTIFY) and tries again shortly, so events are never left waiting for the slow poll. ``stop``
+lets the group in progress commit and leaves the rest of the journal pending for the next start.
+
+Why a process and not a thread of the server: projection is many short database round trips,
+and after each one a thread must win the GIL back from the request threads; under load a
+projector thread got ~13 events/s applied while the same code in its own process gets its full
+rate (docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from typing import Protocol
+
+from lotline.services.projection import ProjectionService
+from lotline.store.engine import Store
+from lotline.store.queries import events
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 5.0
+BUSY_RETRY_SECONDS = 0.25
+ERROR_BACKOFF_SECONDS = 1.0
+LISTEN_TIMEOUT_SECONDS = 0.5
+
+
+class Flag(Protocol):
+    """What ``threading.Event`` and ``multiprocessing.Event`` have in common."""
+
+    def set(self) -> None: ...
+    def clear(self) -> None: ...
+    def is_set(self) -> bool: ...
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+class BackgroundProjector:
+    """The projector's loop, run by threads of the calling process (see ``ProjectorProcess``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        projection: ProjectionService,
+        poll_seconds: float = POLL_SECONDS,
+        *,
+        wake: Flag | None = None,
+        stopping: Flag | None = None,
+        idle: Flag | None = None,
+    ) -> None:
+        self._store = store
+        self._projection = projection
+        self._poll_seconds = poll_seconds
+        self._wake: Flag = wake or threading.Event()
+        self._stopping: Flag = stopping or threading.Event()
+        self._idle: Flag = idle or threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        self._wake.set()  # whatever is pending from before the start goes first
+        self._threads = [threading.Thread(target=self.run, name="lotline-projector", daemon=True)]
+        for thread in self._threads:
+            thread.start()
+
+    def wake(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until a drain has found nothing left to project (False if ``timeout`` passed first)."""
+        return self._idle.wait(timeout)
+
+    def request_stop(self) -> None:
+        """Stop after the group in progress, without waiting for it (see :meth:`stop`)."""
+        self._stopping.set()
+        self._wake.set()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self.request_stop()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    def run(self) -> None:
+        """The loop, until stopped; also LISTENs on PostgreSQL (a thread with its own connection)."""
+        listener = None
+        if self._store.backend == "postgresql":
+            listener = threading.Thread(target=self._listen, name="lotline-listener", daemon=True)
+            listener.start()
+        try:
+            self._loop()
+        finally:
+            self._stopping.set()
+            if listener is not None:
+                listener.join(LISTEN_TIMEOUT_SECONDS * 4)
+
+    def _loop(self) -> None:
+        delay = 0.0
+        while not self._stopping.is_set():
+            if delay:
+                self._stopping.wait(delay)
+            self._wake.wait(self._poll_seconds)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            delay = 0.0
+            try:
+                drained = self._projection.drain(wait=False, should_stop=self._stopping.is_set)
+            except Exception:
+                log.exception("the background projector failed; it tries again")
+                delay = ERROR_BACKOFF_SECONDS
+                self._wake.set()
+                continue
+            if drained.busy:
+                self._notify_holder()
+                delay = BUSY_RETRY_SECONDS
+                self._wake.set()
+            elif drained.stalled:
+                delay = ERROR_BACKOFF_SECONDS
+                self._wake.set()
+            elif not self._stopping.is_set() and not self._wake.is_set():
+                self._idle.set()
+
+    def _notify_holder(self) -> None:
+        """Another process is projecting: make sure it looks again once it is done."""
+        try:
+            self._projection.wake_others()
+        except Exception:
+            log.exception("could not notify the other projector")
+
+    def _listen(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                listener = events.listen(self._store.engine)
+            except Exception:
+                log.exception("cannot LISTEN for journaled events; polling only for now")
+                self._stopping.wait(ERROR_BACKOFF_SECONDS * 5)
+                continue
+            try:
+                while not self._stopping.is_set():
+                    if listener.wait(LISTEN_TIMEOUT_SECONDS):
+                        self._wake.set()
+            except Exception:
+                log.exception("lost the LISTEN connection; reconnecting")
+                self._stopping.wait(ERROR_BACKOFF_SECONDS)
+            finally:
+                listener.close()
+
+
+class ProjectorProcess:
+    """``lotline serve``'s projector: ``BackgroundProjector`` in a spawned process of its own."""
+
+    def __init__(self, db_url: str, poll_seconds: float = POLL_SECONDS) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._wake = context.Event()
+        self._stopping = context.Event()
+        self._idle = context.Event()
+        self._process = context.Process(
+            target=_run_projector,
+            args=(db_url, poll_seconds, self._wake, self._stopping, self._idle, os.getpid()),
+            name="lotline-projector",
+        )
+
+    def start(self) -> None:
+        self._process.start()
+
+    def wake(self) -> None:
+        """Events were journaled (cheap: a cross-process event, no database round trip)."""
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """The group in progress commits; the rest of the journal stays pending."""
+        self._stopping.set()
+        self._wake.set()
+        self._process.join(timeout)
+        if self._process.is_alive():
+            log.warning("the projector did not stop within %.0f s; terminating it", timeout)
+            self._process.terminate()
+            self._process.join(timeout)
+        self._process.close()
+
+
+def _run_projector(
+    db_url: str, poll_seconds: float, wake: Flag, stopping: Flag, idle: Flag, parent: int
+) -> None:
+    from lotline.services import open_lineage
+
+    logging.basicConfig(level=logging.INFO)
+    lineage = open_lineage(db_url)
+    orphaned = threading.Thread(target=_stop_when_orphaned, args=(parent, stopping, wake), daemon=True)
+    orphaned.start()
+    try:
+        BackgroundProjector(
+            lineage.store, lineage.projection, poll_seconds, wake=wake, stopping=stopping, idle=idle
+        ).run()
+    finally:
+        lineage.close()
+
+
+def _stop_when_orphaned(parent: int, stopping: Flag, wake: Flag) -> None:
+    """A server killed without a shutdown must not leave its projector running."""
+    while not stopping.wait(1.0):
+        if os.getppid() != parent:
+            stopping.set()
+            wake.set()

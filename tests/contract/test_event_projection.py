@@ -1,0 +1,168 @@
+"""The OpenLineage journal and its projector, on both databases: accepted events change nothing
+until projected; projection keeps each run's order, applies each event once, records and skips
+what cannot be applied, and several projecting processes never apply an event twice."""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+
+import pytest
+
+from lotline.domain.errors import InvalidInput, NotFound
+from lotline.domain.openlineage import run_uuid
+from lotline.domain.runs import RunState
+from lotline.services import Lineage
+from lotline.services.projection import ProjectionService
+from lotline.services.projector import BackgroundProjector
+from lotline.store.queries import events
+from support.ol import run_event, run_history
+from support.workers import drain_journal
+
+NS = "journal"
+
+
+def _run(lineage: Lineage, run_id: str) -> object:
+    return lineage.runs.get_run(run_uuid(run_id))
+
+
+def test_accepted_events_wait_in_the_journal_and_apply_in_the_order_received(lineage: Lineage) -> None:
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    a, b = run_history(NS, "a", first, steps=3), run_history(NS, "b", second, steps=3)
+    interleaved = [e for pair in zip(a, b, strict=True) for e in pair]
+    assert lineage.openlineage.accept_batch(interleaved).fresh == len(interleaved)
+
+    assert lineage.projection.status().pending == len(interleaved)
+    with pytest.raises(NotFound):
+        lineage.runs.get_run(run_uuid(first))  # journaled, not projected yet
+
+    drained = lineage.projection.drain()
+    assert list(drained.applied) == sorted(drained.applied)  # journal order
+    assert (len(drained.applied), drained.failed) == (len(interleaved), ())
+    for run_id in (first, second):
+        run = lineage.runs.get_run(run_uuid(run_id))
+        assert run.state is RunState.COMPLETED  # the late FAIL came after COMPLETE
+        assert run.facets["step"]["n"] == 3  # the last step's facet, not an earlier one
+        assert [t.state for t in run.transitions] == [RunState.NEW, RunState.RUNNING, RunState.COMPLETED]
+        assert [o.version_number for o in run.outputs] == [1]
+    status = lineage.projection.status()
+    assert (status.pending, status.failed, status.last_applied_id) == (0, 0, max(drained.applied))
+
+
+def test_repeated_events_are_journaled_once_and_applied_once(lineage: Lineage) -> None:
+    run_id = str(uuid.uuid4())
+    start, complete, _ = run_history(NS, "job", run_id, steps=0)
+    assert lineage.openlineage.accept(start) is True
+    assert lineage.openlineage.accept(start) is False
+    accepted = lineage.openlineage.accept_batch([complete, start, complete])
+    assert (accepted.fresh, accepted.duplicates, accepted.refused) == (1, 2, ())
+    assert len(lineage.projection.drain().applied) == 2
+    run = lineage.runs.get_run(run_uuid(run_id))
+    assert run.state is RunState.COMPLETED
+    # The same event again after projection: stored once, nothing to apply.
+    assert lineage.openlineage.accept(complete) is False
+    assert lineage.projection.drain().applied == ()
+    assert lineage.openlineage.list_events().total_count == 2
+
+
+def test_bad_events_are_refused_before_the_journal(lineage: Lineage) -> None:
+    good = run_event(NS, "job", str(uuid.uuid4()), "START")
+    with pytest.raises(InvalidInput):
+        lineage.openlineage.accept({**good, "eventTime": "yesterday"})
+    accepted = lineage.openlineage.accept_batch([good, {**good, "eventType": "EXPLODE"}, "nope"])
+    assert (accepted.fresh, [i for i, _ in accepted.refused]) == (1, [1, 2])
+    assert lineage.projection.status().pending == 1
+
+
+def test_an_event_that_cannot_be_applied_is_recorded_and_skipped(lineage: Lineage) -> None:
+    run_id = str(uuid.uuid4())
+    journal = [
+        run_event(NS, "owner", run_id, "START"),
+        # The same run under another job, naming a new namespace and dataset: refused as a whole.
+        run_event("elsewhere", "thief", run_id, "COMPLETE", second=1, outputs=("loot",)),
+        # The next events of the group still apply, and may create what the refused one named.
+        run_event("elsewhere", "honest", str(uuid.uuid4()), "START", inputs=("loot",)),
+        run_event(NS, "owner", run_id, "COMPLETE", second=2, outputs=("out",)),
+    ]
+    lineage.openlineage.accept_batch(journal)
+
+    drained = lineage.projection.drain()
+
+    assert (len(drained.applied), len(drained.failed)) == (3, 1)
+    [(failed_id, reason)] = lineage.projection.failures()
+    assert failed_id == drained.failed[0]
+    assert "belongs to another job" in reason
+    with pytest.raises(NotFound):
+        lineage.catalog.get_job("elsewhere", "thief")  # nothing of the refused event was kept
+    assert lineage.catalog.get_dataset("elsewhere", "loot").name == "loot"
+    assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
+    status = lineage.projection.status()
+    assert (status.pending, status.failed) == (0, 1)
+    assert lineage.projection.drain().failed == ()  # a failed event is not tried again
+
+
+def test_a_bounded_or_stopped_drain_leaves_the_rest_pending_and_consistent(lineage: Lineage) -> None:
+    run_ids = [str(uuid.uuid4()) for _ in range(4)]
+    for i, run_id in enumerate(run_ids):
+        lineage.openlineage.accept_batch(run_history(NS, f"job{i}", run_id, steps=1))
+    total = lineage.projection.status().pending
+    small = ProjectionService(lineage.store, group_size=3)
+
+    assert len(small.drain(max_events=5).applied) == 5
+    groups = 0
+
+    def after_one_group() -> bool:
+        nonlocal groups
+        groups += 1
+        return groups > 2  # checked before the group and once more after taking the lock
+
+    assert len(small.drain(should_stop=after_one_group).applied) == 3
+    assert lineage.projection.status().pending == total - 8
+    lineage.projection.drain()
+    assert [lineage.runs.get_run(run_uuid(r)).state for r in run_ids] == [RunState.COMPLETED] * 4
+
+
+def test_stopping_the_background_projector_leaves_the_backlog_for_the_next_start(lineage: Lineage) -> None:
+    run_id = str(uuid.uuid4())
+    lineage.openlineage.accept_batch(run_history(NS, "job", run_id, steps=2))
+    projector = BackgroundProjector(lineage.store, lineage.projection, poll_seconds=0.05)
+    with lineage.store.write() as connection:  # another projector holds the lock ...
+        assert events.lock_projection(connection, wait=True)
+        projector.start()
+        projector.request_stop()  # ... while this one is asked to stop
+    projector.stop()
+    assert lineage.projection.status().pending == 5  # still pending: not lost, not half-applied
+
+    restarted = BackgroundProjector(lineage.store, lineage.projection, poll_seconds=0.05)
+    restarted.start()
+    try:
+        assert restarted.wait_idle(timeout=60)
+    finally:
+        restarted.stop()
+    assert lineage.projection.status().pending == 0
+    assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
+
+
+def test_processes_draining_at_once_apply_every_event_exactly_once(
+    lineage: Lineage, backend_url: str
+) -> None:
+    run_ids = [str(uuid.uuid4()) for _ in range(6)]
+    for i, run_id in enumerate(run_ids):
+        lineage.openlineage.accept_batch(run_history(NS, f"job{i % 2}", run_id, steps=2))
+    journaled = lineage.projection.status().pending
+    context = multiprocessing.get_context("spawn")
+    workers = 3
+    barrier = context.Manager().Barrier(workers)
+    with context.Pool(workers) as pool:
+        results = pool.starmap(drain_journal, [(backend_url, 2, barrier)] * workers)
+
+    applied = [event_id for result in results for event_id in result]
+    assert len(applied) == len(set(applied)) == journaled  # none twice, none left out
+    assert lineage.projection.status().pending == 0
+    for run_id in run_ids:
+        run = lineage.runs.get_run(run_uuid(run_id))
+        assert (run.state, run.facets["step"]["n"]) == (RunState.COMPLETED, 2)
+    # Both jobs' runs wrote their output in turn: versions 1..3 each.
+    for job in ("job0", "job1"):
+        versions = lineage.versions.list_versions(NS, f"{job}-out")
+        assert sorted(v.number for v in versions.items) == [1, 2, 3]
