@@ -44,11 +44,29 @@ def apply_transition(
     if plan.changes:
         runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at or now, now=now)
         if plan.target is RunState.RUNNING:
-            declare_job_io(connection, row, now)
-            pin_inputs(connection, run_id, now)
+            _started(connection, run_id, row.job_version_id, row.lot, now)
         if mints_output_versions(plan.current, plan.target):
             mint_outputs(connection, run_id, plan.target, now)
     return plan.target
+
+
+def start_new_run(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, at: datetime
+) -> None:
+    """``apply_transition(START)`` for a run this very transaction created, so still NEW and seen by
+    nobody else: the same transition and rules, without reading back and locking what was just written."""
+    now = utcnow()
+    plan = plan_transition(RunState.NEW, RunAction.START)
+    runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at, now=now)
+    _started(connection, run_id, job_version_id, lot, now)
+
+
+def _started(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, now: datetime
+) -> None:
+    """What starting a run implies: its job's declared inputs/outputs become its own, inputs are pinned."""
+    declare_job_io(connection, run_id, job_version_id, lot, now)
+    pin_inputs(connection, run_id, now)
 
 
 def record_run_io(
@@ -70,27 +88,27 @@ def record_run_io(
         pin_inputs(connection, run.id, now)
 
 
-def declare_job_io(connection: Connection, run: Row[Any], now: datetime) -> None:
+def declare_job_io(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, now: datetime
+) -> None:
     """At start, the inputs and outputs of the run's job version become the run's own (lot: the run's).
 
     A dataset the run already declared keeps the lots it was declared with: a run whose input lots
     differ from its own lot (twelve PT5M lots making one PT1H lot) must not also read the PT1H lot.
     """
-    declared = {
-        table: runs.declared_datasets(connection, table, run.id) for table in (run_inputs, run_outputs)
-    }
-    for dataset_id, role in jobs.version_io(connection, run.job_version_id):
+    for dataset_id, role in runs.undeclared_version_io(connection, run_id, job_version_id):
         table = run_inputs if role == jobs.INPUT else run_outputs
-        if dataset_id not in declared[table]:
-            runs.add_io(connection, table, run.id, [(dataset_id, run.lot)], now)
+        runs.add_io(connection, table, run_id, [(dataset_id, lot)], now)
 
 
 def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
-    """Rule 2: each input is pinned to its current version now, and never changes afterwards."""
-    for io in runs.unversioned_io(connection, run_inputs, run_id):
-        version_id = versions.current_version_id(connection, io.dataset_id, io.lot)
-        if version_id is None:
-            version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
+    """Rule 2: each input is pinned to its current version now, and never changes afterwards.
+
+    One statement pins every input that has a current version; an input without one gets rule 1,
+    one at a time in dataset order (it locks the dataset).
+    """
+    for io in runs.pin_inputs_to_current(connection, run_id):
+        version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
             runs.pin_io(connection, run_inputs, io.id, version_id)
 
@@ -130,8 +148,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        ref = datasets.dataset_refs(connection, [io.dataset_id])[io.dataset_id]
-        version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
+        version_id = output_version_id(io.namespace, io.name, io.lot, run_id)
         versions.insert_version(
             connection,
             version_id=version_id,

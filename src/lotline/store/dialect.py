@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import ConnectionPoolEntry
+
+T = TypeVar("T")
 
 #: Execution option that marks a connection whose transaction will write.
 WRITE_OPTION = "lotline_write"
@@ -68,11 +71,14 @@ def insert_ignoring_conflicts(
     connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str]
 ) -> None:
     """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
-    if not rows:
-        return
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    statement = dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    connection.execute(statement, list(rows))
+    if rows:
+        connection.execute(_insert_ignoring(connection.dialect.name, table, tuple(keys)), list(rows))
+
+
+@functools.cache
+def _insert_ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
 
 
 def locks_rows(connection: Connection) -> bool:
@@ -84,3 +90,21 @@ def single_writer(engine: Engine) -> bool:
     """Whether writers queue for one database-wide lock (SQLite): then an idle worker should look for
     work in a read transaction first, instead of taking the write lock only to find nothing."""
     return engine.dialect.name == "sqlite"
+
+
+def per_dialect(build: Callable[[Connection], T]) -> Callable[[Connection], T]:
+    """Build a statement once per dialect and reuse it (bound values go in as parameters).
+
+    Statements are immutable and memoize their compiled-cache key; building one per call costs more
+    Python time than a short query costs the database, on the paths every lot takes.
+    """
+    built: dict[str, T] = {}
+
+    def get(connection: Connection) -> T:
+        name = connection.dialect.name
+        found = built.get(name)
+        if found is None:
+            found = built[name] = build(connection)
+        return found
+
+    return get

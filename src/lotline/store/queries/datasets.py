@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
@@ -85,12 +85,15 @@ def replace_fields(connection: Connection, dataset_id: uuid.UUID, fields: Sequen
         )
 
 
+_FIELDS = (
+    select(dataset_fields.c.name, dataset_fields.c.type, dataset_fields.c.description)
+    .where(dataset_fields.c.dataset_id == bindparam("b_id"))
+    .order_by(dataset_fields.c.position)
+)
+
+
 def fields_of(connection: Connection, dataset_id: uuid.UUID) -> tuple[FieldSpec, ...]:
-    rows = connection.execute(
-        select(dataset_fields.c.name, dataset_fields.c.type, dataset_fields.c.description)
-        .where(dataset_fields.c.dataset_id == dataset_id)
-        .order_by(dataset_fields.c.position)
-    ).all()
+    rows = connection.execute(_FIELDS, {"b_id": dataset_id}).all()
     return tuple(FieldSpec(r.name, r.type, r.description) for r in rows)
 
 
@@ -119,13 +122,16 @@ def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
 
 def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
     """Allocate the dataset's next version number; the row lock it takes lasts until commit."""
-    number: int = connection.execute(
-        update(datasets)
-        .where(datasets.c.id == dataset_id)
-        .values(last_version_number=datasets.c.last_version_number + 1)
-        .returning(datasets.c.last_version_number)
-    ).scalar_one()
+    number: int = connection.execute(_NEXT_VERSION_NUMBER, {"b_id": dataset_id}).scalar_one()
     return number
+
+
+_NEXT_VERSION_NUMBER = (
+    update(datasets)
+    .where(datasets.c.id == bindparam("b_id"))
+    .values(last_version_number=datasets.c.last_version_number + 1)
+    .returning(datasets.c.last_version_number)
+)
 
 
 def _current_version_subquery(column: Any) -> Any:

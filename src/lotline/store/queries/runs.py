@@ -7,14 +7,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, func, insert, select, update
+from sqlalchemy import Connection, Row, Table, bindparam, exists, func, insert, select, update
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
 from lotline.domain.runs import RunState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.domain.versions import VersionState
+from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
     dataset_versions,
     datasets,
+    job_version_io,
     jobs,
     namespaces,
     run_inputs,
@@ -40,22 +42,49 @@ def insert_run(
     now: datetime,
 ) -> None:
     connection.execute(
-        insert(runs).values(
-            id=run_id,
-            job_id=job_id,
-            job_version_id=job_version_id,
-            parent_run_id=parent_run_id,
-            lot=lot,
-            state=RunState.NEW.value,
-            nominal_start_time=nominal_start_time,
-            nominal_end_time=nominal_end_time,
-            args=args,
-            facets=facets,
-            created_at=now,
-            updated_at=now,
-        )
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "job_id": job_id,
+            "job_version_id": job_version_id,
+            "parent_run_id": parent_run_id,
+            "lot": lot,
+            "state": RunState.NEW.value,
+            "nominal_start_time": nominal_start_time,
+            "nominal_end_time": nominal_end_time,
+            "args": args,
+            "facets": facets,
+            "created_at": now,
+            "updated_at": now,
+        },
     )
     insert_transition(connection, run_id, RunState.NEW, now, now)
+
+
+# The statements every run takes are built once (see ``dialect.per_dialect``); values go in as parameters.
+_INSERT_RUN = insert(runs)
+_INSERT_TRANSITION = insert(run_transitions)
+
+
+@per_dialect
+def _lock_run(connection: Connection) -> Any:
+    query = select(runs).where(runs.c.id == bindparam("b_id"))
+    return query.with_for_update() if locks_rows(connection) else query
+
+
+def _set_state(moment: str | None) -> Any:
+    changes: dict[str, Any] = {"state": bindparam("b_state"), "updated_at": bindparam("b_now")}
+    if moment is not None:
+        changes[moment] = bindparam("b_at")
+    return (
+        update(runs)
+        .where(runs.c.id == bindparam("b_id"), runs.c.state == bindparam("b_expected"))
+        .values(changes)
+    )
+
+
+#: By the moment a transition records on the run row: its start, its end, or neither.
+_SET_STATE = {moment: _set_state(moment) for moment in ("started_at", "ended_at", None)}
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -64,10 +93,7 @@ def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
 
 def lock_run(connection: Connection, run_id: uuid.UUID) -> Row[Any] | None:
     """The run's row, locked until commit so that concurrent transitions of one run serialize."""
-    query = select(runs).where(runs.c.id == run_id)
-    if locks_rows(connection):
-        query = query.with_for_update()
-    return connection.execute(query).first()
+    return connection.execute(_lock_run(connection), {"b_id": run_id}).first()
 
 
 def set_state(
@@ -80,13 +106,10 @@ def set_state(
     now: datetime,
 ) -> None:
     """Fenced state change: applies only if the run is still in ``expected``."""
-    changes: dict[str, object] = {"state": target.value, "updated_at": now}
-    if target is RunState.RUNNING:
-        changes["started_at"] = at
-    elif target.is_terminal:
-        changes["ended_at"] = at
+    moment = "started_at" if target is RunState.RUNNING else "ended_at" if target.is_terminal else None
     result = connection.execute(
-        update(runs).where(runs.c.id == run_id, runs.c.state == expected.value).values(changes)
+        _SET_STATE[moment],
+        {"b_id": run_id, "b_expected": expected.value, "b_state": target.value, "b_now": now, "b_at": at},
     )
     if result.rowcount != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
@@ -97,7 +120,8 @@ def insert_transition(
     connection: Connection, run_id: uuid.UUID, state: RunState, at: datetime, now: datetime
 ) -> None:
     connection.execute(
-        insert(run_transitions).values(run_id=run_id, state=state.value, transitioned_at=at, recorded_at=now)
+        _INSERT_TRANSITION,
+        {"run_id": run_id, "state": state.value, "transitioned_at": at, "recorded_at": now},
     )
 
 
@@ -142,24 +166,95 @@ def add_io(
     )
 
 
-def declared_datasets(connection: Connection, table: Table, run_id: uuid.UUID) -> set[uuid.UUID]:
-    """Datasets a run already declared as inputs or outputs, at any lot."""
-    rows = connection.execute(select(table.c.dataset_id).where(table.c.run_id == run_id).distinct())
-    return set(rows.scalars())
+def undeclared_version_io(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None
+) -> list[tuple[uuid.UUID, str]]:
+    """(dataset id, role) of the job version's inputs/outputs that the run has not declared at any lot."""
+    if job_version_id is None:
+        return []
+    rows = connection.execute(_UNDECLARED, {"b_run": run_id, "b_version": job_version_id}).all()
+    return [(r.dataset_id, r.role) for r in rows]
 
 
-def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
-    """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
-    concurrent runs lock datasets in the same order (no deadlocks)."""
-    return connection.execute(
-        select(table.c.id, table.c.dataset_id, table.c.lot)
-        .where(table.c.run_id == run_id, table.c.dataset_version_id.is_(None))
+def _undeclared() -> Any:
+    io = job_version_io
+    declared = [
+        exists().where(
+            io.c.role == role, table.c.run_id == bindparam("b_run"), table.c.dataset_id == io.c.dataset_id
+        )
+        for role, table in (("INPUT", run_inputs), ("OUTPUT", run_outputs))
+    ]
+    return (
+        select(io.c.dataset_id, io.c.role)
+        .where(io.c.job_version_id == bindparam("b_version"), ~declared[0], ~declared[1])
+        .order_by(io.c.role, io.c.dataset_id)
+    )
+
+
+_UNDECLARED = _undeclared()
+
+
+def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Any]:
+    """Declared inputs or outputs of a run not yet tied to a version, with their dataset's namespace
+    and name, ordered by dataset id so that concurrent runs lock datasets in the same order."""
+    return connection.execute(_UNVERSIONED[table.name], {"b_run": run_id}).all()
+
+
+def _unversioned(table: Table) -> Any:
+    return (
+        select(
+            table.c.id, table.c.dataset_id, table.c.lot, namespaces.c.name.label("namespace"), datasets.c.name
+        )
+        .join(datasets, datasets.c.id == table.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(table.c.run_id == bindparam("b_run"), table.c.dataset_version_id.is_(None))
         .order_by(table.c.dataset_id, table.c.lot)
-    ).all()
+    )
+
+
+_UNVERSIONED = {table.name: _unversioned(table) for table in (run_inputs, run_outputs)}
+_PIN = {
+    table.name: update(table)
+    .where(table.c.id == bindparam("b_id"))
+    .values(dataset_version_id=bindparam("b_version"))
+    for table in (run_inputs, run_outputs)
+}
+
+
+def _pin_to_current() -> Any:
+    current = (
+        select(dataset_versions.c.id)
+        .where(
+            dataset_versions.c.dataset_id == run_inputs.c.dataset_id,
+            dataset_versions.c.lot == run_inputs.c.lot,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+        .scalar_subquery()
+    )
+    return (
+        update(run_inputs)
+        .where(run_inputs.c.run_id == bindparam("b_run"), run_inputs.c.dataset_version_id.is_(None))
+        .values(dataset_version_id=current)
+        .returning(
+            run_inputs.c.id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
+        )
+    )
+
+
+_PIN_TO_CURRENT = _pin_to_current()
+
+
+def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[Any]:
+    """Tie each unpinned input of a run to its (dataset, lot)'s current version, in one statement.
+
+    Returns the inputs that have no current version (still unpinned), ordered by dataset id and lot.
+    """
+    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id}).all()
+    return sorted((r for r in rows if r.dataset_version_id is None), key=lambda r: (r.dataset_id, r.lot))
 
 
 def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
-    connection.execute(update(table).where(table.c.id == io_id).values(dataset_version_id=version_id))
+    connection.execute(_PIN[table.name], {"b_id": io_id, "b_version": version_id})
 
 
 def _io_of(

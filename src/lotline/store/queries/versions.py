@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from lotline.domain.model import DatasetVersion, FieldSpec, Page
 from lotline.domain.versions import UNPARTITIONED, VersionState
@@ -26,29 +26,34 @@ def insert_version(
     now: datetime,
 ) -> None:
     connection.execute(
-        insert(dataset_versions).values(
-            id=version_id,
-            dataset_id=dataset_id,
-            version_number=number,
-            lot=lot,
-            run_id=run_id,
-            state=state.value,
-            created_at=now,
-            fields=[{"name": f.name, "type": f.type, "description": f.description} for f in fields],
-        )
+        _INSERT,
+        {
+            "id": version_id,
+            "dataset_id": dataset_id,
+            "version_number": number,
+            "lot": lot,
+            "run_id": run_id,
+            "state": state.value,
+            "created_at": now,
+            "fields": [{"name": f.name, "type": f.type, "description": f.description} for f in fields],
+        },
     )
+
+
+_INSERT = insert(dataset_versions)
+_SUPERSEDE = (
+    update(dataset_versions)
+    .where(
+        dataset_versions.c.dataset_id == bindparam("b_dataset"),
+        dataset_versions.c.lot == bindparam("b_lot"),
+        dataset_versions.c.state == VersionState.CURRENT.value,
+    )
+    .values(state=VersionState.SUPERSEDED.value)
+)
 
 
 def supersede_current(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:
-    connection.execute(
-        update(dataset_versions)
-        .where(
-            dataset_versions.c.dataset_id == dataset_id,
-            dataset_versions.c.lot == lot,
-            dataset_versions.c.state == VersionState.CURRENT.value,
-        )
-        .values(state=VersionState.SUPERSEDED.value)
-    )
+    connection.execute(_SUPERSEDE, {"b_dataset": dataset_id, "b_lot": lot})
 
 
 def current_version_id(connection: Connection, dataset_id: uuid.UUID, lot: str) -> uuid.UUID | None:
