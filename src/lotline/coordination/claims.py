@@ -128,18 +128,22 @@ def _hinted(reg: Registration, hints: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(lot for lot in lots if lot is not None))
 
 
-def next_candidate(connection: Connection, reg: Registration, now: datetime) -> Candidate | None:
+def next_candidate(
+    connection: Connection, reg: Registration, now: datetime, guard: frontier.Guard | None = None
+) -> Candidate | None:
     """The first eligible lot that the job's work list points at, or None. Jobs without inputs
     take named lots only.
 
     Hints taken are deleted (in this transaction): a hint for a lot that is not eligible is gone
     until the event that could make the lot eligible raises it again (an input lot becoming READY,
     the job's output failing or being reopened). Eligible lots not chosen get their hint back.
+    With a ``guard`` (a cached ``reg``), None also means that the cache may be stale (see
+    ``frontier.pop``).
     """
     if not reg.inputs:
         return None
     batch = 1 if reg.mapping is None else MAPPED_BATCH
-    while hints := frontier.pop(connection, reg.job_id, batch):
+    while hints := frontier.pop(connection, reg.job_id, batch, guard):
         lots = _hinted(reg, hints)
         rows = _Rows(connection, reg, lots)
         eligible = [lot for lot in lots if rows.blocker(lot) is None]

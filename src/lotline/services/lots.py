@@ -32,11 +32,10 @@ from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
-from lotline.services.recording import apply_transition, start_new_run
+from lotline.services.recording import apply_transition, create_started_run
 from lotline.store.dialect import single_writer
 from lotline.store.engine import Store
-from lotline.store.queries import data_status, datasets, frontier, jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries import data_status, datasets, frontier, jobs
 from lotline.store.types import utcnow
 
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -50,13 +49,13 @@ class _LostRace(Exception):
 
 @dataclass(frozen=True)
 class _Registered:
-    """A registered job as a worker needs it per claim; ``stamp`` is the registration's updated_at."""
+    """A registered job as a worker needs it per claim, cached per service: ``guard`` (the
+    registration's updated_at and the job's current version) tells whether it is still current."""
 
     job_id: uuid.UUID
-    stamp: datetime
+    guard: frontier.Guard
     registration: Registration
     names: dict[uuid.UUID, str]
-    version_id: uuid.UUID | None
 
 
 class LotService:
@@ -148,17 +147,21 @@ class LotService:
         if row.registered is None:
             raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
         known = self._registered.get((namespace, job))
-        if known is None or known.job_id != row.id or known.stamp != row.updated_at:
+        if known is None or known.job_id != row.id or known.guard.stamp != row.updated_at:
             reg = registration(connection, row.id)
             assert reg is not None
             refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
-            known = _Registered(row.id, row.updated_at, reg, {d: ref.name for d, ref in refs.items()}, None)
-            self._registered[(namespace, job)] = known
-        return replace(
-            known,
-            registration=replace(known.registration, held=bool(row.held)),
-            version_id=row.current_version_id,
+            names = {d: ref.name for d, ref in refs.items()}
+        else:
+            reg, names = known.registration, known.names
+        known = _Registered(
+            row.id,
+            frontier.Guard(row.updated_at, row.current_version_id),
+            replace(reg, held=bool(row.held)),
+            names,
         )
+        self._registered[(namespace, job)] = known
+        return known
 
     def _claim_once(
         self,
@@ -169,43 +172,59 @@ class LotService:
         lot: str | None,
         lease: timedelta,
     ) -> LotClaim | None:
+        cached = self._registered.get((namespace, job)) if lot is None else None
+        if cached is not None and not cached.registration.held:
+            # The common case: the search itself checks that the cached registration is current.
+            candidate = claims.next_candidate(connection, cached.registration, utcnow(), cached.guard)
+            if candidate is not None:
+                return self._start(connection, cached, candidate, owner, namespace, job, lease)
         found = self._job(connection, namespace, job)
         reg = found.registration
         if reg.held:
             if lot is not None:
                 raise Conflict(f"Job {namespace}:{job} is on hold; release it first.")
             return None
-        now = utcnow()
         if lot is not None:
-            candidate: claims.Candidate | None = claims.named_candidate(connection, reg, lot)
+            candidate = claims.named_candidate(connection, reg, lot)
+        elif cached is not None and found.guard == cached.guard and not cached.registration.held:
+            return None  # the guarded search above was current and found nothing
         else:
-            candidate = claims.next_candidate(connection, reg, now)
+            candidate = claims.next_candidate(connection, reg, utcnow())
         if candidate is None:
             return None
+        return self._start(connection, found, candidate, owner, namespace, job, lease)
+
+    def _start(
+        self,
+        connection: Connection,
+        found: _Registered,
+        candidate: claims.Candidate,
+        owner: str,
+        namespace: str,
+        job: str,
+        lease: timedelta,
+    ) -> LotClaim:
+        """Create and start the claim's run, then take the lot (``_LostRace`` if another worker won)."""
+        reg = found.registration
+        # The run starts now, after the check: the take succeeds only if the lot is still as the check
+        # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
+        now = utcnow()
         run_id = uuid.uuid4()
-        runs.insert_run(
+        create_started_run(
             connection,
             run_id=run_id,
             job_id=found.job_id,
-            job_version_id=found.version_id,
-            parent_run_id=None,
+            job_version_id=found.guard.version_id,
             lot=candidate.lot,
-            nominal_start_time=None,
-            nominal_end_time=None,
-            args={},
-            facets={},
-            now=now,
+            inputs=candidate.inputs,
+            outputs=[(reg.output_dataset_id, candidate.lot)],
+            at=now,
         )
         expires = now + lease
         if not claims.take(
             connection, reg, candidate, owner=owner, run_id=run_id, lease_expires_at=expires, now=now
         ):
             raise _LostRace(candidate.lot)
-        runs.add_io(connection, run_inputs, run_id, candidate.inputs, now)
-        runs.add_io(connection, run_outputs, run_id, [(reg.output_dataset_id, candidate.lot)], now)
-        # The run starts once the lot is ours: on PostgreSQL ``take`` may have waited for the previous
-        # attempt's transaction to end, and recorded run intervals must show no overlap.
-        start_new_run(connection, run_id, found.version_id, candidate.lot, utcnow())
         names = found.names
         return LotClaim(
             namespace=namespace,

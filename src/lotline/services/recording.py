@@ -50,14 +50,36 @@ def apply_transition(
     return plan.target
 
 
-def start_new_run(
-    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, at: datetime
+def create_started_run(
+    connection: Connection,
+    *,
+    run_id: uuid.UUID,
+    job_id: uuid.UUID,
+    job_version_id: uuid.UUID | None,
+    lot: str,
+    inputs: Sequence[tuple[uuid.UUID, str]],
+    outputs: Sequence[tuple[uuid.UUID, str]],
+    at: datetime,
 ) -> None:
-    """``apply_transition(START)`` for a run this very transaction created, so still NEW and seen by
-    nobody else: the same transition and rules, without reading back and locking what was just written."""
+    """Create a run that starts at once (a lot claim's): its NEW and START transitions recorded
+    together, its inputs and outputs declared, then what START implies (``apply_transition``'s
+    rules: the job's declared I/O, inputs pinned) — without writing the run twice or reading it back.
+
+    ``at`` must not precede anything the run waited for: the caller takes it once the run may start.
+    """
     now = utcnow()
     plan = plan_transition(RunState.NEW, RunAction.START)
-    runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at, now=now)
+    runs.insert_started_run(
+        connection,
+        run_id=run_id,
+        job_id=job_id,
+        job_version_id=job_version_id,
+        lot=lot,
+        transitions=[(plan.current, now), (plan.target, at)],
+        now=now,
+    )
+    runs.add_io(connection, run_inputs, run_id, inputs, now)
+    runs.add_io(connection, run_outputs, run_id, outputs, now)
     _started(connection, run_id, job_version_id, lot, now)
 
 
@@ -144,11 +166,14 @@ def _create_input_version(
 def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, now: datetime) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
-    for io in runs.unversioned_io(connection, run_outputs, run_id):
+    for io in runs.outputs_to_version(connection, run_id):
+        version_id = output_version_id(io.namespace, io.name, io.lot, run_id)
+        # The number takes the dataset row's lock, which every writer of the dataset queues for until
+        # this transaction commits: take it as late as possible. Superseding needs it (it serializes
+        # two runs making the same lot current).
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        version_id = output_version_id(io.namespace, io.name, io.lot, run_id)
         versions.insert_version(
             connection,
             version_id=version_id,
@@ -157,7 +182,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             lot=io.lot,
             run_id=run_id,
             state=state,
-            fields=datasets.fields_of(connection, io.dataset_id),
+            fields=io.fields,
             now=now,
         )
         runs.pin_io(connection, run_outputs, io.id, version_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from sqlalchemy import Connection, String, Uuid, bindparam, delete, exists, sele
 
 from lotline.domain.coordination import INPUT_LOCKED, Role, Status
 from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
-from lotline.store.schema import data_status, lot_frontier, lot_job_inputs
+from lotline.store.schema import data_status, jobs, lot_frontier, lot_job_inputs, lot_jobs
 from lotline.store.types import UtcDateTime
 
 ft = lot_frontier
@@ -44,11 +45,21 @@ def _now() -> Any:
     return bindparam("b_now", type_=UtcDateTime)
 
 
-@per_dialect
-def _pop(connection: Connection) -> Any:
-    first = select(ft.c.lot).where(ft.c.job_id == _job()).order_by(ft.c.lot).limit(bindparam("b_limit"))
+def _build_pop(connection: Connection, guarded: bool) -> Any:
+    first = select(ft.c.lot).where(ft.c.job_id == _job())
+    if guarded:
+        first = first.where(
+            exists().where(
+                lot_jobs.c.job_id == _job(),
+                ~lot_jobs.c.held,
+                lot_jobs.c.updated_at == bindparam("b_stamp", type_=UtcDateTime),
+                jobs.c.id == lot_jobs.c.job_id,
+                jobs.c.current_version_id.is_not_distinct_from(bindparam("b_version", type_=Uuid)),
+            )
+        )
+    first = first.order_by(ft.c.lot).limit(bindparam("b_limit"))
     if locks_rows(connection):
-        first = first.with_for_update(skip_locked=True)
+        first = first.with_for_update(of=ft, skip_locked=True)
     # A materialized CTE picks the rows once. As a plain ``IN (subquery)`` PostgreSQL may rescan the
     # subquery per deleted row; each rescan skips the rows this statement already deleted and picks
     # the next ones, so ``LIMIT 1`` would delete the whole list.
@@ -56,13 +67,31 @@ def _pop(connection: Connection) -> Any:
     return delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(select(picked.c.lot))).returning(ft.c.lot)
 
 
-def pop(connection: Connection, job_id: uuid.UUID, limit: int) -> list[str]:
+_pop = per_dialect(lambda connection: _build_pop(connection, guarded=False))
+_pop_guarded = per_dialect(lambda connection: _build_pop(connection, guarded=True))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the caller believes of the job: its registration's ``updated_at`` and current version."""
+
+    stamp: datetime
+    version_id: uuid.UUID | None
+
+
+def pop(connection: Connection, job_id: uuid.UUID, limit: int, guard: Guard | None = None) -> list[str]:
     """Take (delete) the job's first ``limit`` hints, in lot order; hints others hold are skipped.
 
-    The deletion is part of the caller's transaction: if it rolls back, the hints are back.
+    With a ``guard``, nothing is taken unless the job is not on hold and its registration and current
+    version are still the ones the caller has cached. The deletion is part of the caller's
+    transaction: if it rolls back, the hints are back.
     """
-    found = connection.execute(_pop(connection), {"b_job": job_id, "b_limit": limit}).scalars()
-    return sorted(found)
+    params: dict[str, Any] = {"b_job": job_id, "b_limit": limit}
+    statement = _pop(connection)
+    if guard is not None:
+        params |= {"b_stamp": guard.stamp, "b_version": guard.version_id}
+        statement = _pop_guarded(connection)
+    return sorted(connection.execute(statement, params).scalars())
 
 
 @per_dialect

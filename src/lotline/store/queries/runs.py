@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, Table, bindparam, exists, func, insert, select, update
 
-from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
+from lotline.domain.model import FieldSpec, JsonObject, Page, Run, RunIO, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
+    dataset_fields,
     dataset_versions,
     datasets,
     job_version_io,
@@ -59,6 +61,45 @@ def insert_run(
         },
     )
     insert_transition(connection, run_id, RunState.NEW, now, now)
+
+
+def insert_started_run(
+    connection: Connection,
+    *,
+    run_id: uuid.UUID,
+    job_id: uuid.UUID,
+    job_version_id: uuid.UUID | None,
+    lot: str,
+    transitions: Sequence[tuple[RunState, datetime]],
+    now: datetime,
+) -> None:
+    """A run created in its last state of ``transitions`` (started at that one's time), with them all."""
+    state, started_at = transitions[-1]
+    connection.execute(
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "job_id": job_id,
+            "job_version_id": job_version_id,
+            "parent_run_id": None,
+            "lot": lot,
+            "state": state.value,
+            "started_at": started_at,
+            "nominal_start_time": None,
+            "nominal_end_time": None,
+            "args": {},
+            "facets": {},
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    connection.execute(
+        _INSERT_TRANSITION,
+        [
+            {"run_id": run_id, "state": s.value, "transitioned_at": at, "recorded_at": now}
+            for s, at in transitions
+        ],
+    )
 
 
 # The statements every run takes are built once (see ``dialect.per_dialect``); values go in as parameters.
@@ -194,25 +235,48 @@ def _undeclared() -> Any:
 _UNDECLARED = _undeclared()
 
 
-def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Any]:
-    """Declared inputs or outputs of a run not yet tied to a version, with their dataset's namespace
-    and name, ordered by dataset id so that concurrent runs lock datasets in the same order."""
-    return connection.execute(_UNVERSIONED[table.name], {"b_run": run_id}).all()
+@dataclass(frozen=True)
+class OutputToVersion:
+    """A declared output of a run without its version yet, with what its version records."""
+
+    id: int
+    dataset_id: uuid.UUID
+    lot: str
+    namespace: str
+    name: str
+    fields: tuple[FieldSpec, ...]
 
 
-def _unversioned(table: Table) -> Any:
-    return (
-        select(
-            table.c.id, table.c.dataset_id, table.c.lot, namespaces.c.name.label("namespace"), datasets.c.name
-        )
-        .join(datasets, datasets.c.id == table.c.dataset_id)
-        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(table.c.run_id == bindparam("b_run"), table.c.dataset_version_id.is_(None))
-        .order_by(table.c.dataset_id, table.c.lot)
+_TO_VERSION = (
+    select(
+        run_outputs.c.id,
+        run_outputs.c.dataset_id,
+        run_outputs.c.lot,
+        namespaces.c.name.label("namespace"),
+        datasets.c.name,
+        dataset_fields.c.name.label("field"),
+        dataset_fields.c.type,
+        dataset_fields.c.description,
     )
+    .join(datasets, datasets.c.id == run_outputs.c.dataset_id)
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
+    .where(run_outputs.c.run_id == bindparam("b_run"), run_outputs.c.dataset_version_id.is_(None))
+    .order_by(run_outputs.c.dataset_id, run_outputs.c.lot, dataset_fields.c.position)
+)
 
 
-_UNVERSIONED = {table.name: _unversioned(table) for table in (run_inputs, run_outputs)}
+def outputs_to_version(connection: Connection, run_id: uuid.UUID) -> list[OutputToVersion]:
+    """A run's unversioned outputs with their dataset's namespace, name and fields, in one read,
+    ordered by dataset id so that concurrent runs lock datasets in the same order."""
+    found: dict[int, OutputToVersion] = {}
+    for r in connection.execute(_TO_VERSION, {"b_run": run_id}):
+        known = found.get(r.id) or OutputToVersion(r.id, r.dataset_id, r.lot, r.namespace, r.name, ())
+        field = () if r.field is None else (FieldSpec(r.field, r.type, r.description),)
+        found[r.id] = replace(known, fields=known.fields + field)
+    return list(found.values())
+
+
 _PIN = {
     table.name: update(table)
     .where(table.c.id == bindparam("b_id"))
