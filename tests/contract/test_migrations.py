@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from conftest import PgDatabases
+from lotline.services import Lineage
 from lotline.store import migrate
 from lotline.store.engine import SchemaNotCurrent, Store, open_store
 from lotline.store.schema import metadata
@@ -112,3 +114,76 @@ def test_an_unmigrated_server_database_is_refused_with_the_fix(pg_databases: PgD
     url = pg_databases.create(f"unmigrated_{uuid.uuid4().hex[:6]}")
     with pytest.raises(SchemaNotCurrent, match="lotline db upgrade"):
         open_store(url)
+
+
+def test_the_work_list_migration_fills_it_from_the_data_status_table(empty_url: str) -> None:
+    """0004 gives every registered consumer a hint for each READY input lot it has not taken."""
+    store = Store(empty_url)
+    try:
+        with store.write() as connection:
+            migrate.upgrade(connection, "0003")
+        lineage = Lineage.over(store)
+        lineage.catalog.upsert_namespace("ns")
+        for dataset in ("A", "B"):
+            lineage.catalog.upsert_dataset("ns", dataset)
+        ids = {d: _dataset_id(store, d) for d in ("A", "B")}
+        jobs = {j: _job_id(store, lineage, j) for j in ("ingest", "consume")}
+        now = datetime.now(UTC)
+        t = metadata.tables
+        with store.write() as connection:
+            connection.execute(
+                t["lot_jobs"].insert(),
+                [
+                    {
+                        "job_id": jobs["ingest"],
+                        "output_dataset_id": ids["A"],
+                        "created_at": now,
+                        "updated_at": now,
+                    },
+                    {
+                        "job_id": jobs["consume"],
+                        "output_dataset_id": ids["B"],
+                        "created_at": now,
+                        "updated_at": now,
+                    },
+                ],
+            )
+            connection.execute(
+                t["lot_job_inputs"].insert(), {"job_id": jobs["consume"], "dataset_id": ids["A"]}
+            )
+            rows = [(ids["A"], lot, jobs["ingest"], "OUTPUT", "READY") for lot in ("1", "2", "3", "4")] + [
+                (ids["A"], "1", jobs["consume"], "INPUT", "DONE"),
+                (ids["A"], "2", jobs["consume"], "INPUT", "RUNNING"),
+                (ids["A"], "3", jobs["consume"], "INPUT", "ERROR"),
+                (ids["A"], "5", jobs["ingest"], "OUTPUT", "RUNNING"),
+            ]
+            connection.execute(
+                t["data_status"].insert(),
+                [
+                    {"dataset_id": d, "lot": lot, "job_id": j, "role": role, "status": status}
+                    | {"created_at": now, "updated_at": now}
+                    for d, lot, j, role, status in rows
+                ],
+            )
+        store.upgrade()
+        with store.read() as connection:
+            hints = connection.execute(sa.select(t["lot_frontier"].c.job_id, t["lot_frontier"].c.lot)).all()
+        assert sorted((j, lot) for j, lot in hints) == [(jobs["consume"], "3"), (jobs["consume"], "4")]
+    finally:
+        store.dispose()
+
+
+def _dataset_id(store: Store, name: str) -> uuid.UUID:
+    with store.read() as connection:
+        found: uuid.UUID = connection.execute(
+            sa.select(metadata.tables["datasets"].c.id).where(metadata.tables["datasets"].c.name == name)
+        ).scalar_one()
+    return found
+
+
+def _job_id(store: Store, lineage: Lineage, name: str) -> uuid.UUID:
+    lineage.catalog.upsert_job("ns", name)
+    jobs = metadata.tables["jobs"]
+    with store.read() as connection:
+        found: uuid.UUID = connection.execute(sa.select(jobs.c.id).where(jobs.c.name == name)).scalar_one()
+    return found

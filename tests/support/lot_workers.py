@@ -42,7 +42,12 @@ def claim_from_json(text: str) -> LotClaim:
 
 
 def _retrying(action: Any, stats: dict[str, int]) -> Any:
-    """Run ``action`` until the database answers; a Conflict is an answer too (returned, not raised)."""
+    """Run ``action`` until the database answers; a Conflict is an answer too (returned, not raised).
+
+    A connection error (the server restarting) fails the transaction, which changed nothing or
+    committed: the caller's next step finds out which. The engine's pool has already thrown away
+    the broken connections, and ``pool_pre_ping`` checks the others, so the retry reconnects.
+    """
     while True:
         try:
             return action()
@@ -87,14 +92,17 @@ def work(
                 claim = found
                 break
         if claim is None:
-            ready = _retrying(lambda: lots.status(namespace, job=final_job), stats)
-            if not isinstance(ready, Conflict) and sum(r.status is Status.READY for r in ready) == total:
+            counts = _retrying(lambda: lots.counts(namespace, final_job), stats)
+            if isinstance(counts, dict) and counts.get(Status.READY, 0) == total:
                 break
             time.sleep(rng.uniform(0.05, 0.15))  # idle: let the busy ones have the database
             continue
         stats["claims"] += 1
         if stats["claims"] - 1 == victim_after:
-            Path(out_dir, f"{worker_id}.claim.json").write_text(claim_to_json(claim))
+            # Written whole, then renamed: the test kills this process as soon as the file exists.
+            scratch = Path(out_dir, f"{worker_id}.claim.tmp")
+            scratch.write_text(claim_to_json(claim))
+            scratch.replace(Path(out_dir, f"{worker_id}.claim.json"))
             time.sleep(DEADLINE_S)  # holding the claim until SIGKILL
         if stats["claims"] % 5 == 0:
             _retrying(lambda claim=claim: lots.heartbeat(claim, lease), stats)

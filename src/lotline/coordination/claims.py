@@ -1,7 +1,9 @@
 """Claiming a (job, lot), keeping it alive, and ending it — each fenced against lost races.
 
-A claim is one transaction: find an eligible lot, then write OUTPUT RUNNING (a conditional upsert
-that only one worker can win) and the INPUT RUNNING read locks, with owner, attempt and lease.
+A claim is one transaction: take the job's next hints from its work list (``lot_frontier``), read
+everything eligibility depends on in one query, then write OUTPUT RUNNING and the INPUT RUNNING
+read locks in one conditional upsert that only one worker can win. The search never looks at lots
+the job has already done, so it costs the same whatever the job's history.
 """
 
 from __future__ import annotations
@@ -10,30 +12,79 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection
 
 from lotline.coordination.registry import Registration
-from lotline.domain.coordination import CLAIMABLE_OUTPUT, Status
+from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.domain.errors import Conflict
 from lotline.store.queries import data_status as q
-from lotline.store.queries import datasets
+from lotline.store.queries import datasets, frontier
 
-#: How many READY input lots a mapped job looks at per claim to find a complete group.
-MAPPED_SCAN = 20_000
+#: Hints a mapped job takes at a time (twelve PT5M input lots make one PT1H output lot).
+MAPPED_BATCH = 16
+#: While hints lead to no eligible lot, each round takes twice as many, up to this.
+MAX_BATCH = 256
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """An eligible output lot and the input lots (dataset id, lot) that make it up."""
+    """An eligible output lot, the input lots (dataset id, lot) that make it up, and the attempt."""
 
     lot: str
     inputs: tuple[tuple[uuid.UUID, str], ...]
+    #: The claim's attempt number: the output row's attempt + 1 (1 for a lot never claimed).
+    attempt: int
 
 
-def _inputs_of(reg: Registration, lot: str) -> tuple[tuple[uuid.UUID, str], ...]:
+def input_lots(reg: Registration, lot: str) -> tuple[tuple[uuid.UUID, str], ...]:
     lots = [lot] if reg.mapping is None else reg.mapping.input_lots(lot)
     return tuple((d, input_lot) for d in reg.inputs for input_lot in lots)
+
+
+@dataclass(frozen=True)
+class _Blocker:
+    """Why (job, lot) is not eligible: its ``output`` row, an ``input`` lot not READY, or a ``lock``."""
+
+    kind: str
+    dataset_id: uuid.UUID
+    lot: str
+    row: Any
+
+
+class _Rows:
+    """The rows eligibility depends on, from one read (``q.claim_rows``)."""
+
+    def __init__(self, connection: Connection, reg: Registration, lots: Sequence[str]) -> None:
+        self.reg = reg
+        self.inputs = {lot: input_lots(reg, lot) for lot in lots}
+        wanted = set(lots) | {input_lot for pairs in self.inputs.values() for _, input_lot in pairs}
+        rows = q.claim_rows(connection, reg.job_id, [*reg.inputs, reg.output_dataset_id], sorted(wanted))
+        self.outputs = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.OUTPUT.value}
+        self.locks = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.INPUT.value}
+
+    def blocker(self, lot: str) -> _Blocker | None:
+        """SPEC §4 "Eligible", checked in the order the reasons are reported."""
+        reg = self.reg
+        output = self.outputs.get((reg.output_dataset_id, lot))
+        if output is not None and Status(output.status) not in CLAIMABLE_OUTPUT:
+            return _Blocker("output", reg.output_dataset_id, lot, output)
+        for dataset_id in reg.inputs:
+            lots = [input_lot for d, input_lot in self.inputs[lot] if d == dataset_id]
+            for input_lot in lots:
+                produced = self.outputs.get((dataset_id, input_lot))
+                if produced is None or produced.status != Status.READY.value:
+                    return _Blocker("input", dataset_id, input_lot, produced)
+            for input_lot in lots:
+                lock = self.locks.get((dataset_id, input_lot))
+                if lock is not None and Status(lock.status) in INPUT_LOCKED:
+                    return _Blocker("lock", dataset_id, input_lot, lock)
+        return None
+
+    def candidate(self, lot: str) -> Candidate:
+        output = self.outputs.get((self.reg.output_dataset_id, lot))
+        return Candidate(lot, self.inputs[lot], 1 if output is None else output.attempt + 1)
 
 
 def _label(connection: Connection, dataset_id: uuid.UUID) -> str:
@@ -41,56 +92,70 @@ def _label(connection: Connection, dataset_id: uuid.UUID) -> str:
     return f"{ref.namespace}:{ref.name}"
 
 
-def why_not_eligible(connection: Connection, reg: Registration, lot: str) -> str | None:
-    """Why (job, lot) may not be claimed now, or None if it may (SPEC §4 "Eligible")."""
-    output = q.output_row(connection, reg.output_dataset_id, lot)
-    if output is not None and Status(output.status) not in CLAIMABLE_OUTPUT:
-        state = Status(output.status)
+def _reason(connection: Connection, blocker: _Blocker) -> str:
+    shown = _label(connection, blocker.dataset_id)
+    row = blocker.row
+    if blocker.kind == "output":
+        state = Status(row.status)
         detail = {
-            Status.RUNNING: f"is being produced (attempt {output.attempt} by {output.owner})",
+            Status.RUNNING: f"is being produced (attempt {row.attempt} by {row.owner})",
             Status.READY: "is already READY; invalidate it to produce it again",
             Status.HOLD: "is on HOLD; release it first",
         }.get(state, f"is {state.value}")
-        return f"output {_label(connection, reg.output_dataset_id)} lot {lot} {detail}."
-    inputs = _inputs_of(reg, lot)
-    for dataset_id in reg.inputs:
-        lots = [input_lot for d, input_lot in inputs if d == dataset_id]
-        statuses = q.output_statuses(connection, dataset_id, lots)
-        for input_lot in lots:
-            found = statuses.get(input_lot)
-            if found is not Status.READY:
-                shown = "not produced" if found is None else found.value
-                return f"input {_label(connection, dataset_id)} lot {input_lot} is {shown}, not READY."
-        locked = q.input_locks(connection, reg.job_id, dataset_id, lots)
-        if locked:
-            shown = _label(connection, dataset_id)
-            return f"this job already holds input {shown} lot {locked[0]} (RUNNING or DONE)."
-    return None
+        return f"output {shown} lot {blocker.lot} {detail}."
+    if blocker.kind == "input":
+        found = "not produced" if row is None else row.status
+        return f"input {shown} lot {blocker.lot} is {found}, not READY."
+    return f"this job already holds input {shown} lot {blocker.lot} (RUNNING or DONE)."
 
 
 def named_candidate(connection: Connection, reg: Registration, lot: str) -> Candidate:
-    reason = why_not_eligible(connection, reg, lot)
-    if reason is not None:
-        raise Conflict(f"Lot {lot} is not eligible: {reason}")
-    return Candidate(lot, _inputs_of(reg, lot))
+    rows = _Rows(connection, reg, [lot])
+    blocker = rows.blocker(lot)
+    if blocker is not None:
+        raise Conflict(f"Lot {lot} is not eligible: {_reason(connection, blocker)}")
+    candidate = rows.candidate(lot)
+    if reg.inputs:
+        frontier.drop(connection, reg.job_id, [lot, *{input_lot for _, input_lot in candidate.inputs}])
+    return candidate
 
 
-def next_candidate(connection: Connection, reg: Registration, skip: Sequence[str]) -> Candidate | None:
-    """The first eligible output lot in lot order, or None. Jobs without inputs need a named lot."""
+def _hinted(reg: Registration, hints: Sequence[str]) -> list[str]:
+    """The output lots that hints stand for, in hint order, each once."""
+    if reg.mapping is None:
+        return list(hints)
+    lots = (reg.mapping.hinted_lot(hint) for hint in hints)
+    return list(dict.fromkeys(lot for lot in lots if lot is not None))
+
+
+def next_candidate(
+    connection: Connection, reg: Registration, now: datetime, guard: frontier.Guard | None = None
+) -> Candidate | None:
+    """The first eligible lot that the job's work list points at, or None. Jobs without inputs
+    take named lots only.
+
+    Hints taken are deleted (in this transaction): a hint for a lot that is not eligible is gone
+    until the event that could make the lot eligible raises it again (an input lot becoming READY,
+    the job's output failing or being reopened). Eligible lots not chosen get their hint back.
+    With a ``guard`` (a cached ``reg``), None also means that the cache may be stale (see
+    ``frontier.pop``).
+    """
     if not reg.inputs:
         return None
-    if reg.mapping is None:
-        lot = q.next_same_lot(connection, reg.job_id, reg.inputs, reg.output_dataset_id, skip)
-        return None if lot is None else Candidate(lot, _inputs_of(reg, lot))
-    mapping = reg.mapping
-    seen: set[str] = set(skip)
-    for input_lot in q.unconsumed_ready_lots(connection, reg.job_id, reg.inputs[0], MAPPED_SCAN):
-        lot = mapping.output_lot(input_lot)
-        if lot is None or lot in seen:
-            continue
-        seen.add(lot)
-        if why_not_eligible(connection, reg, lot) is None:
-            return Candidate(lot, _inputs_of(reg, lot))
+    batch = 1 if reg.mapping is None else MAPPED_BATCH
+    while hints := frontier.pop(connection, reg.job_id, batch, guard):
+        lots = _hinted(reg, hints)
+        rows = _Rows(connection, reg, lots)
+        eligible = [lot for lot in lots if rows.blocker(lot) is None]
+        if eligible:
+            chosen = rows.candidate(eligible[0])
+            frontier.raise_for_job(connection, reg.job_id, eligible[1:], now)
+            if reg.mapping is not None:
+                frontier.drop(connection, reg.job_id, [chosen.lot, *{lot for _, lot in chosen.inputs}])
+            return chosen
+        if len(hints) < batch:
+            return None
+        batch = min(2 * batch, MAX_BATCH)
     return None
 
 
@@ -103,35 +168,19 @@ def take(
     run_id: uuid.UUID,
     lease_expires_at: datetime,
     now: datetime,
-) -> int | None:
-    """Write the claim's rows; returns its attempt number, or None if another worker won the lot.
-
-    The caller must roll back (a savepoint) when this returns None: the run it created for the
-    claim would otherwise remain.
-    """
-    attempt = q.take_output(
+) -> bool:
+    """Write the claim's rows; False if another worker won the lot (the caller must roll back)."""
+    return q.take_claim(
         connection,
-        dataset_id=reg.output_dataset_id,
-        lot=candidate.lot,
         job_id=reg.job_id,
+        output=(reg.output_dataset_id, candidate.lot),
+        inputs=candidate.inputs,
+        attempt=candidate.attempt,
         owner=owner,
         run_id=run_id,
         lease_expires_at=lease_expires_at,
         now=now,
     )
-    if attempt is None or not candidate.inputs:
-        return attempt
-    taken = q.take_inputs(
-        connection,
-        job_id=reg.job_id,
-        lots=candidate.inputs,
-        owner=owner,
-        attempt=attempt,
-        run_id=run_id,
-        lease_expires_at=lease_expires_at,
-        now=now,
-    )
-    return attempt if taken == len(candidate.inputs) else None
 
 
 @dataclass(frozen=True)
@@ -170,20 +219,33 @@ def heartbeat(connection: Connection, fence: Fence, lease_expires_at: datetime, 
 
 
 def finish(connection: Connection, fence: Fence, *, success: bool, now: datetime) -> None:
-    """Success: OUTPUT READY, INPUTs DONE. Failure: OUTPUT ERROR, INPUTs ERROR. Fenced."""
+    """Success: OUTPUT READY, INPUTs DONE. Failure: OUTPUT ERROR, INPUTs ERROR. Fenced: a Conflict
+    (raised inside the caller's transaction, which it rolls back) if the claim is no longer live."""
     output, inputs = (Status.READY, Status.DONE) if success else (Status.ERROR, Status.ERROR)
-    if not q.finish_output(
+    if not q.finish_claim(
         connection,
-        dataset_id=fence.dataset_id,
-        lot=fence.lot,
         job_id=fence.job_id,
+        run_id=fence.run_id,
         owner=fence.owner,
         attempt=fence.attempt,
-        status=output,
+        output=output,
+        inputs=inputs,
         now=now,
     ):
         raise _lost(fence, "complete" if success else "fail")
-    q.set_claim_inputs(connection, fence.job_id, fence.run_id, inputs, now)
+
+
+def announce(connection: Connection, fence: Fence, *, success: bool, now: datetime) -> None:
+    """Hint whoever may now take work: on success the lot's consumers, on failure the job itself.
+
+    Call it after the run's output version was minted: minting locks the output dataset's row,
+    which registration also locks before it fills a new consumer's work list, so a consumer
+    registered meanwhile either sees the lot READY or is seen here.
+    """
+    if success:
+        frontier.raise_for_consumers(connection, fence.dataset_id, fence.lot, now)
+    else:
+        frontier.raise_for_job(connection, fence.job_id, [fence.lot], now)
 
 
 def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.UUID]:
@@ -194,5 +256,6 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.U
             connection, row.dataset_id, row.lot, expected=Status.RUNNING, status=Status.ERROR, now=now
         )
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
+        frontier.raise_for_job(connection, row.job_id, [row.lot], now)
         failed.append(row.run_id)
     return failed

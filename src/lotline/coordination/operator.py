@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from lotline.domain.coordination import ArcAction, ArcState, Status, arc_state, plan_arc
+from lotline.domain.coordination import CLAIMABLE_OUTPUT, ArcAction, ArcState, Status, arc_state, plan_arc
 from lotline.domain.errors import Conflict
 from lotline.store.queries import data_status as q
-from lotline.store.queries import versions
+from lotline.store.queries import datasets, frontier, versions
 
 
 def arc_of(row: Any) -> ArcState:
@@ -58,10 +58,10 @@ def invalidate(
         d, lot_, job_id, run_id = queue.popleft()
         if (d, lot_) in done.reopened:
             continue
-        if not q.set_output_status(
-            connection, d, lot_, expected=Status.READY, status=Status.RESUBMIT, now=now
-        ):
-            q.reopen_held(connection, d, lot_, now)
+        if q.set_output_status(connection, d, lot_, expected=Status.READY, status=Status.RESUBMIT, now=now):
+            frontier.raise_for_job(connection, job_id, [lot_], now)
+        else:
+            q.reopen_held(connection, d, lot_, now)  # its release will hint the producer
         q.set_claim_inputs(connection, job_id, run_id, Status.ERROR, now)
         versions.supersede_current(connection, d, lot_)
         done.reopened.append((d, lot_))
@@ -80,6 +80,7 @@ def invalidate(
                     status=Status.ERROR,
                     now=now,
                 )
+                frontier.raise_for_job(connection, consumer.job_id, [output.lot], now)
                 done.revoked_runs.append(consumer.run_id)
             elif status is Status.READY or (
                 status is Status.HOLD and output.held_status == Status.READY.value
@@ -118,9 +119,15 @@ def release_lot(connection: Connection, dataset_id: uuid.UUID, lot: str, now: da
         raise Conflict(f"Lot {lot} is not on hold.", current=None if row is None else row.status)
     if row.held_status is None:
         q.delete_output(connection, dataset_id, lot)
+        frontier.raise_for_job(connection, row.job_id, [lot], now)
         return None
     restored = Status(row.held_status)
     q.set_output_status(connection, dataset_id, lot, expected=Status.HOLD, status=restored, now=now)
+    if restored is Status.READY:
+        datasets.lock_dataset(connection, dataset_id)  # see claims.announce: registration holds it too
+        frontier.raise_for_consumers(connection, dataset_id, lot, now)
+    elif restored in CLAIMABLE_OUTPUT:
+        frontier.raise_for_job(connection, row.job_id, [lot], now)
     return restored
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import Connection
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.store.queries import data_status as q
+from lotline.store.queries import datasets, frontier
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ def register(
     q.upsert_lot_job(
         connection, job_id, output_dataset_id, list(inputs), None if mapping is None else str(mapping), now
     )
+    # Completions lock their output dataset's row before they hint its consumers; holding the input
+    # rows here means a lot that becomes READY meanwhile is either in the refill or hints this job.
+    for dataset_id in sorted(inputs):
+        datasets.lock_dataset(connection, dataset_id)
+    frontier.refill(connection, job_id, inputs, now)
 
 
 def registration(connection: Connection, job_id: uuid.UUID) -> Registration | None:

@@ -158,6 +158,13 @@ class LotMapping:
             return None
         return str(output_lot_for(parsed, self.output))
 
+    def hinted_lot(self, lot: str) -> str | None:
+        """The output lot a work-list hint stands for: an input lot's output lot, or an output lot itself."""
+        parsed = parse_lot(lot)
+        if isinstance(parsed, IntervalLot) and parsed.interval == self.output:
+            return lot
+        return self.output_lot(lot)
+
     def input_lots(self, output_lot: str) -> list[str]:
         """Every input lot that makes up ``output_lot``, in time order."""
         parsed = parse_lot(output_lot)

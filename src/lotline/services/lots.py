@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,11 +32,10 @@ from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
-from lotline.services.recording import apply_transition
+from lotline.services.recording import apply_transition, create_started_run
 from lotline.store.dialect import single_writer
 from lotline.store.engine import Store
-from lotline.store.queries import data_status, datasets, jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries import data_status, datasets, frontier, jobs
 from lotline.store.types import utcnow
 
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -47,9 +47,21 @@ class _LostRace(Exception):
     """Another worker took the lot between our search and our write: roll back and look again."""
 
 
+@dataclass(frozen=True)
+class _Registered:
+    """A registered job as a worker needs it per claim, cached per service: ``guard`` (the
+    registration's updated_at and the job's current version) tells whether it is still current."""
+
+    job_id: uuid.UUID
+    guard: frontier.Guard
+    registration: Registration
+    names: dict[uuid.UUID, str]
+
+
 class LotService:
     def __init__(self, store: Store) -> None:
         self._store = store
+        self._registered: dict[tuple[str, str], _Registered] = {}
 
     # -- registering jobs ---------------------------------------------------------------------
     def register_job(
@@ -109,26 +121,49 @@ class LotService:
         if lease <= timedelta(0):
             raise InvalidInput(f"lease must be positive, got {lease}.")
         wanted = None if lot is None else _common.lot_key(lot)
-        skip: list[str] = []
         if wanted is None and not self._may_find_work(namespace, job):
             return None
         for _ in range(MAX_RACES):
             try:
                 with self._store.write() as connection:
-                    return self._claim_once(connection, owner, namespace, job, wanted, lease, skip)
-            except _LostRace as lost:
+                    return self._claim_once(connection, owner, namespace, job, wanted, lease)
+            except _LostRace:
                 if wanted is not None:
                     raise Conflict(f"Lot {wanted} was just claimed by another worker.") from None
-                skip.append(str(lost))
         return None
 
     def _may_find_work(self, namespace: str, job: str) -> bool:
-        """Where writers serialize (SQLite), look for an eligible lot without the write lock first."""
+        """Where writers serialize (SQLite), look for hints without the write lock first."""
         if not single_writer(self._store.engine):
             return True
         with self._store.read() as connection:
-            _, reg = _registered(connection, namespace, job)
-            return not reg.held and claims.next_candidate(connection, reg, ()) is not None
+            found = self._job(connection, namespace, job)
+            return not found.registration.held and frontier.has_hints(connection, found.registration.job_id)
+
+    def _job(self, connection: Connection, namespace: str, job: str) -> _Registered:
+        """The registered job, from one read; its inputs and dataset names are re-read only when its
+        registration changed since this service last looked (workers claim the same jobs all day)."""
+        row = data_status.registered_job(connection, namespace, validate_name("Job", job))
+        if row is None:
+            raise NotFound("Job", f"{namespace}:{job}")
+        if row.registered is None:
+            raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+        known = self._registered.get((namespace, job))
+        if known is None or known.job_id != row.id or known.guard.stamp != row.updated_at:
+            reg = registration(connection, row.id)
+            assert reg is not None
+            refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
+            names = {d: ref.name for d, ref in refs.items()}
+        else:
+            reg, names = known.registration, known.names
+        known = _Registered(
+            row.id,
+            frontier.Guard(row.updated_at, row.current_version_id),
+            replace(reg, held=bool(row.held)),
+            names,
+        )
+        self._registered[(namespace, job)] = known
+        return known
 
     def _claim_once(
         self,
@@ -138,56 +173,71 @@ class LotService:
         job: str,
         lot: str | None,
         lease: timedelta,
-        skip: Sequence[str],
     ) -> LotClaim | None:
-        job_row, reg = _registered(connection, namespace, job)
+        cached = self._registered.get((namespace, job)) if lot is None else None
+        if cached is not None and not cached.registration.held:
+            # The common case: the search itself checks that the cached registration is current.
+            candidate = claims.next_candidate(connection, cached.registration, utcnow(), cached.guard)
+            if candidate is not None:
+                return self._start(connection, cached, candidate, owner, namespace, job, lease)
+        found = self._job(connection, namespace, job)
+        reg = found.registration
         if reg.held:
             if lot is not None:
                 raise Conflict(f"Job {namespace}:{job} is on hold; release it first.")
             return None
         if lot is not None:
-            candidate: claims.Candidate | None = claims.named_candidate(connection, reg, lot)
+            candidate = claims.named_candidate(connection, reg, lot)
+        elif cached is not None and found.guard == cached.guard and not cached.registration.held:
+            return None  # the guarded search above was current and found nothing
         else:
-            candidate = claims.next_candidate(connection, reg, skip)
+            candidate = claims.next_candidate(connection, reg, utcnow())
         if candidate is None:
             return None
+        return self._start(connection, found, candidate, owner, namespace, job, lease)
+
+    def _start(
+        self,
+        connection: Connection,
+        found: _Registered,
+        candidate: claims.Candidate,
+        owner: str,
+        namespace: str,
+        job: str,
+        lease: timedelta,
+    ) -> LotClaim:
+        """Create and start the claim's run, then take the lot (``_LostRace`` if another worker won)."""
+        reg = found.registration
+        # The run starts now, after the check: the take succeeds only if the lot is still as the check
+        # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
         now = utcnow()
         run_id = uuid.uuid4()
-        runs.insert_run(
+        create_started_run(
             connection,
             run_id=run_id,
-            job_id=job_row.id,
-            job_version_id=job_row.current_version_id,
-            parent_run_id=None,
+            job_id=found.job_id,
+            job_version_id=found.guard.version_id,
             lot=candidate.lot,
-            nominal_start_time=None,
-            nominal_end_time=None,
-            args={},
-            facets={},
-            now=now,
+            inputs=candidate.inputs,
+            outputs=[(reg.output_dataset_id, candidate.lot)],
+            at=now,
         )
         expires = now + lease
-        attempt = claims.take(
+        if not claims.take(
             connection, reg, candidate, owner=owner, run_id=run_id, lease_expires_at=expires, now=now
-        )
-        if attempt is None:
+        ):
             raise _LostRace(candidate.lot)
-        runs.add_io(connection, run_inputs, run_id, candidate.inputs, now)
-        runs.add_io(connection, run_outputs, run_id, [(reg.output_dataset_id, candidate.lot)], now)
-        # The run starts once the lot is ours: on PostgreSQL ``take`` may have waited for the previous
-        # attempt's transaction to end, and recorded run intervals must show no overlap.
-        apply_transition(connection, run_id, RunAction.START, utcnow())
-        refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
+        names = found.names
         return LotClaim(
             namespace=namespace,
             job=job,
-            dataset=refs[reg.output_dataset_id].name,
+            dataset=names[reg.output_dataset_id],
             lot=candidate.lot,
-            input_lots=tuple((refs[d].name, input_lot) for d, input_lot in candidate.inputs),
+            input_lots=tuple((names[d], input_lot) for d, input_lot in candidate.inputs),
             owner=owner,
-            job_id=job_row.id,
+            job_id=found.job_id,
             dataset_id=reg.output_dataset_id,
-            attempt=attempt,
+            attempt=candidate.attempt,
             run_id=run_id,
             lease_expires_at=expires,
         )
@@ -212,11 +262,13 @@ class LotService:
     def _finish(self, claim: LotClaim, *, success: bool, at: datetime | None) -> None:
         _common.check_aware("at", at)
         now = utcnow()
+        fence = _fence(claim)
         with self._store.write() as connection:
-            claims.finish(connection, _fence(claim), success=success, now=now)
+            claims.finish(connection, fence, success=success, now=now)
             apply_transition(
                 connection, claim.run_id, RunAction.COMPLETE if success else RunAction.FAIL, at or now
             )
+            claims.announce(connection, fence, success=success, now=now)
 
     def reap(self, limit: int = 100) -> int:
         """Fail claims whose lease expired (ERROR, run FAILED) so their lots become eligible again."""
@@ -285,6 +337,12 @@ class LotService:
             job_row, reg = _registered(connection, namespace, job)
             row = data_status.lot_row(connection, reg.output_dataset_id, stored_lot, job_row.id)
             return operator.arc_of(row)
+
+    def counts(self, namespace: str, job: str) -> dict[Status, int]:
+        """How many of the job's output lots are in each status: progress in one small read."""
+        with self._store.read() as connection:
+            found = self._job(connection, namespace, job)
+            return {Status(s): n for s, n in data_status.output_counts(connection, found.job_id).items()}
 
     def status(
         self,

@@ -51,11 +51,51 @@ def apply_transition(
     if plan.changes:
         runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at or now, now=now)
         if plan.target is RunState.RUNNING:
-            declare_job_io(connection, row, now)
-            pin_inputs(connection, run_id, now)
+            _started(connection, run_id, row.job_version_id, row.lot, now)
         if mints_output_versions(plan.current, plan.target):
             mint_outputs(connection, run_id, plan.target, now)
     return plan.target
+
+
+def create_started_run(
+    connection: Connection,
+    *,
+    run_id: uuid.UUID,
+    job_id: uuid.UUID,
+    job_version_id: uuid.UUID | None,
+    lot: str,
+    inputs: Sequence[tuple[uuid.UUID, str]],
+    outputs: Sequence[tuple[uuid.UUID, str]],
+    at: datetime,
+) -> None:
+    """Create a run that starts at once (a lot claim's): its NEW and START transitions recorded
+    together, its inputs and outputs declared, then what START implies (``apply_transition``'s
+    rules: the job's declared I/O, inputs pinned) — without writing the run twice or reading it back.
+
+    ``at`` must not precede anything the run waited for: the caller takes it once the run may start.
+    """
+    now = utcnow()
+    plan = plan_transition(RunState.NEW, RunAction.START)
+    runs.insert_started_run(
+        connection,
+        run_id=run_id,
+        job_id=job_id,
+        job_version_id=job_version_id,
+        lot=lot,
+        transitions=[(plan.current, now), (plan.target, at)],
+        now=now,
+    )
+    runs.add_io(connection, run_inputs, run_id, inputs, now)
+    runs.add_io(connection, run_outputs, run_id, outputs, now)
+    _started(connection, run_id, job_version_id, lot, now)
+
+
+def _started(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, now: datetime
+) -> None:
+    """What starting a run implies: its job's declared inputs/outputs become its own, inputs are pinned."""
+    declare_job_io(connection, run_id, job_version_id, lot, now)
+    pin_inputs(connection, run_id, now)
 
 
 def record_run_io(
@@ -77,27 +117,27 @@ def record_run_io(
         pin_inputs(connection, run.id, now)
 
 
-def declare_job_io(connection: Connection, run: Row[Any], now: datetime) -> None:
+def declare_job_io(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, now: datetime
+) -> None:
     """At start, the inputs and outputs of the run's job version become the run's own (lot: the run's).
 
     A dataset the run already declared keeps the lots it was declared with: a run whose input lots
     differ from its own lot (twelve PT5M lots making one PT1H lot) must not also read the PT1H lot.
     """
-    declared = {
-        table: runs.declared_datasets(connection, table, run.id) for table in (run_inputs, run_outputs)
-    }
-    for dataset_id, role in jobs.version_io(connection, run.job_version_id):
+    for dataset_id, role in runs.undeclared_version_io(connection, run_id, job_version_id):
         table = run_inputs if role == jobs.INPUT else run_outputs
-        if dataset_id not in declared[table]:
-            runs.add_io(connection, table, run.id, [(dataset_id, run.lot)], now)
+        runs.add_io(connection, table, run_id, [(dataset_id, lot)], now)
 
 
 def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
-    """Rule 2: each input is pinned to its current version now, and never changes afterwards."""
-    for io in runs.unversioned_io(connection, run_inputs, run_id):
-        version_id = versions.current_version_id(connection, io.dataset_id, io.lot)
-        if version_id is None:
-            version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
+    """Rule 2: each input is pinned to its current version now, and never changes afterwards.
+
+    One statement pins every input that has a current version; an input without one gets rule 1,
+    one at a time in dataset order (it locks the dataset).
+    """
+    for io in runs.pin_inputs_to_current(connection, run_id):
+        version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
             runs.pin_io(connection, run_inputs, io.id, version_id)
 
@@ -134,6 +174,9 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
     for io in runs.unversioned_io(connection, run_outputs, run_id):
+        # The number takes the dataset row's lock, which every writer of the dataset queues for until
+        # this transaction commits: take it as late as possible. Superseding needs it (it serializes
+        # two runs making the same lot current).
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)

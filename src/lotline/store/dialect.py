@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, Table, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.pool import ConnectionPoolEntry
+
+T = TypeVar("T")
 
 #: Execution option that marks a connection whose transaction will write.
 WRITE_OPTION = "lotline_write"
@@ -216,3 +218,21 @@ def _upsert(
     return statement.on_conflict_do_update(index_elements=list(keys), set_=changes).returning(
         *(table.c[c] for c in returning)
     )
+
+
+def per_dialect(build: Callable[[Connection], T]) -> Callable[[Connection], T]:
+    """Build a statement once per dialect and reuse it (bound values go in as parameters).
+
+    Statements are immutable and memoize their compiled-cache key; building one per call costs more
+    Python time than a short query costs the database, on the paths every lot takes.
+    """
+    built: dict[str, T] = {}
+
+    def get(connection: Connection) -> T:
+        name = connection.dialect.name
+        found = built.get(name)
+        if found is None:
+            found = built[name] = build(connection)
+        return found
+
+    return get

@@ -326,3 +326,17 @@ data_status = Table(
     Index(None, "status", "lease_expires_at"),
     Index(None, "job_id", "role", "status"),
 )
+
+# The claim search's work list: (job, lot) pairs that may have become eligible since the job last
+# looked (a lot of one of its inputs became READY, or its own output was failed or reopened). For a
+# mapped job the lot is an input lot or an output lot; the search maps it to the output lot. Rows
+# are hints: the search checks eligibility and deletes what it looked at, so the list holds pending
+# work, not history, and the search costs the same after 200 lots or 200,000.
+lot_frontier = Table(
+    "lot_frontier",
+    metadata,
+    Column("job_id", ForeignKey("lot_jobs.job_id"), primary_key=True),
+    Column("lot", String(LOT), primary_key=True),
+    # Set by every upsert: raising a hint must update (and so wait for) a row a searcher holds.
+    Column("touched_at", UtcDateTime, nullable=False),
+)

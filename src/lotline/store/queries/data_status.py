@@ -7,18 +7,29 @@ lost race or a late worker changes nothing.
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, exists, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
-from lotline.store.dialect import locks_rows, upsert_insert
+from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, datasets, jobs, lot_job_inputs, lot_jobs, namespaces
 
 ds = data_status
@@ -29,6 +40,28 @@ _INPUT_LOCKED = [s.value for s in INPUT_LOCKED]
 # -- the registry -------------------------------------------------------------------------------
 def lot_job(connection: Connection, job_id: uuid.UUID) -> Row[Any] | None:
     return connection.execute(select(lot_jobs).where(lot_jobs.c.job_id == job_id)).first()
+
+
+_REGISTERED = (
+    select(
+        jobs.c.id,
+        jobs.c.current_version_id,
+        lot_jobs.c.job_id.label("registered"),
+        lot_jobs.c.held,
+        lot_jobs.c.updated_at,
+        lot_jobs.c.output_dataset_id,
+        lot_jobs.c.lot_mapping,
+    )
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .outerjoin(lot_jobs, lot_jobs.c.job_id == jobs.c.id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.name == bindparam("b_job"))
+)
+
+
+def registered_job(connection: Connection, namespace: str, job: str) -> Any:
+    """A job by name with its registration (``registered`` is None if it has none) and its current
+    version: what a worker needs per claim, in one read. ``updated_at`` changes with the registration."""
+    return connection.execute(_REGISTERED, {"b_namespace": namespace, "b_job": job}).first()
 
 
 def producer_of(connection: Connection, dataset_id: uuid.UUID) -> uuid.UUID | None:
@@ -85,126 +118,23 @@ def job_label(connection: Connection, job_id: uuid.UUID) -> str:
     return f"{row.namespace}:{row.name}"
 
 
-def consumers_of(connection: Connection, dataset_id: uuid.UUID) -> list[uuid.UUID]:
-    rows = connection.execute(
-        select(lot_job_inputs.c.job_id).where(lot_job_inputs.c.dataset_id == dataset_id)
-    )
-    return list(rows.scalars())
-
-
 # -- finding work --------------------------------------------------------------------------------
-_candidate = ds.alias("candidate")
-_blocking = ds.alias("blocking")
+_CLAIM_ROWS = select(
+    ds.c.dataset_id, ds.c.lot, ds.c.job_id, ds.c.role, ds.c.status, ds.c.attempt, ds.c.owner
+).where(
+    ds.c.dataset_id.in_(bindparam("b_datasets", expanding=True)),
+    ds.c.lot.in_(bindparam("b_lots", expanding=True)),
+    or_(ds.c.role == Role.OUTPUT.value, ds.c.job_id == bindparam("b_job")),
+)
 
 
-@functools.cache
-def _alias(name: str) -> Any:
-    """Aliases of the status table are built once: building them per query costs more than the query."""
-    return ds.alias(name)
-
-
-def _ready(dataset_id: Any, lot: Any, index: int) -> ColumnElement[bool]:
-    """An OUTPUT row of (dataset, lot) is READY: consumers may read it."""
-    other = _alias(f"ready_{index}")
-    return exists().where(
-        other.c.dataset_id == dataset_id,
-        other.c.lot == lot,
-        other.c.role == Role.OUTPUT.value,
-        other.c.status == Status.READY.value,
-    )
-
-
-def _output_blocked(output_dataset_id: uuid.UUID, lot: Any) -> ColumnElement[bool]:
-    """The job's output lot has a row that is not ERROR/RESUBMIT: somebody holds or has produced it."""
-    return exists().where(
-        _blocking.c.dataset_id == output_dataset_id,
-        _blocking.c.lot == lot,
-        _blocking.c.role == Role.OUTPUT.value,
-        _blocking.c.status.not_in(_CLAIMABLE),
-    )
-
-
-def _input_locked(job_id: uuid.UUID, dataset_id: Any, lot: Any, index: int = 0) -> ColumnElement[bool]:
-    """The job's own read lock on an input lot (INPUT RUNNING/DONE)."""
-    mine = _alias(f"mine_{index}")
-    return exists().where(
-        mine.c.dataset_id == dataset_id,
-        mine.c.lot == lot,
-        mine.c.job_id == job_id,
-        mine.c.status.in_(_INPUT_LOCKED),
-    )
-
-
-def next_same_lot(
-    connection: Connection,
-    job_id: uuid.UUID,
-    inputs: Sequence[uuid.UUID],
-    output_dataset_id: uuid.UUID,
-    skip: Sequence[str],
-) -> str | None:
-    """The first eligible lot of a job whose output lot = input lot (SPEC §4 "Eligible").
-
-    On PostgreSQL the first input's READY row is locked ``FOR UPDATE SKIP LOCKED``, so concurrent
-    workers of one job spread over different lots instead of queueing on the same one.
-    """
-    first = _candidate
-    conditions = [
-        first.c.dataset_id == inputs[0],
-        first.c.role == Role.OUTPUT.value,
-        first.c.status == Status.READY.value,
-        ~_output_blocked(output_dataset_id, first.c.lot),
-        *[~_input_locked(job_id, d, first.c.lot, i) for i, d in enumerate(inputs)],
-        *[_ready(d, first.c.lot, i) for i, d in enumerate(inputs[1:])],
-    ]
-    if skip:
-        conditions.append(first.c.lot.not_in(skip))
-    query = select(first.c.lot).where(*conditions).order_by(first.c.lot).limit(1)
-    if locks_rows(connection):
-        query = query.with_for_update(of=first, skip_locked=True)
-    return connection.execute(query).scalar()
-
-
-def unconsumed_ready_lots(
-    connection: Connection, job_id: uuid.UUID, dataset_id: uuid.UUID, limit: int
-) -> list[str]:
-    """READY lots of an input that the job holds no read lock on, in lot order (mapped jobs)."""
-    query = (
-        select(ds.c.lot)
-        .where(
-            ds.c.dataset_id == dataset_id,
-            ds.c.role == Role.OUTPUT.value,
-            ds.c.status == Status.READY.value,
-            ~_input_locked(job_id, dataset_id, ds.c.lot),
-        )
-        .order_by(ds.c.lot)
-        .limit(limit)
-    )
-    return list(connection.execute(query).scalars())
-
-
-def output_statuses(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, Status]:
-    """Status of the OUTPUT row of each lot that has one."""
-    rows = connection.execute(
-        select(ds.c.lot, ds.c.status).where(
-            ds.c.dataset_id == dataset_id, ds.c.role == Role.OUTPUT.value, ds.c.lot.in_(lots)
-        )
-    )
-    return {r.lot: Status(r.status) for r in rows}
-
-
-def input_locks(
-    connection: Connection, job_id: uuid.UUID, dataset_id: uuid.UUID, lots: Sequence[str]
-) -> list[str]:
-    """The lots among ``lots`` on which the job holds its read lock."""
-    rows = connection.execute(
-        select(ds.c.lot).where(
-            ds.c.dataset_id == dataset_id,
-            ds.c.job_id == job_id,
-            ds.c.lot.in_(lots),
-            ds.c.status.in_(_INPUT_LOCKED),
-        )
-    )
-    return list(rows.scalars())
+def claim_rows(
+    connection: Connection, job_id: uuid.UUID, dataset_ids: Sequence[uuid.UUID], lots: Sequence[str]
+) -> list[Any]:
+    """Everything eligibility looks at, in one read: the OUTPUT rows of ``dataset_ids`` x ``lots``
+    (the inputs' producers and the job's own output) and the job's own INPUT rows on them."""
+    params = {"b_datasets": list(dataset_ids), "b_lots": list(lots), "b_job": job_id}
+    return list(connection.execute(_CLAIM_ROWS, params).all())
 
 
 def output_row(connection: Connection, dataset_id: uuid.UUID, lot: str) -> Row[Any] | None:
@@ -216,79 +146,61 @@ def output_row(connection: Connection, dataset_id: uuid.UUID, lot: str) -> Row[A
 
 
 # -- claiming and finishing ---------------------------------------------------------------------
-def take_output(
+@per_dialect
+def _take(connection: Connection) -> Any:
+    statement = upsert_insert(connection, ds)
+    new = statement.excluded
+    # Literal comparisons, not IN: an IN list becomes an "expanding" parameter, which executemany refuses.
+    claimable = or_(
+        and_(
+            ds.c.role == Role.OUTPUT.value,
+            or_(*[ds.c.status == status for status in _CLAIMABLE]),
+            ds.c.attempt == new.attempt - 1,
+        ),
+        and_(ds.c.role == Role.INPUT.value, ds.c.status == Status.ERROR.value),
+    )
+    changes = ("status", "owner", "attempt", "run_id", "lease_expires_at", "data_removed_at", "updated_at")
+    return statement.on_conflict_do_update(
+        index_elements=["dataset_id", "lot", "job_id"],
+        set_={column: getattr(new, column) for column in changes},
+        where=claimable,
+    ).returning(ds.c.role)
+
+
+def take_claim(
     connection: Connection,
     *,
-    dataset_id: uuid.UUID,
-    lot: str,
     job_id: uuid.UUID,
+    output: tuple[uuid.UUID, str],
+    inputs: Sequence[tuple[uuid.UUID, str]],
+    attempt: int,
     owner: str,
     run_id: uuid.UUID,
     lease_expires_at: datetime,
     now: datetime,
-) -> int | None:
-    """Write OUTPUT RUNNING if the lot has no row or an ERROR/RESUBMIT one; returns the attempt.
+) -> bool:
+    """Write OUTPUT RUNNING and the INPUT RUNNING read locks of one claim in one statement.
 
-    This conditional upsert is the mutex: whatever a concurrent worker saw, only one of them
-    finds the row absent or claimable, the others get ``None`` and move on.
+    This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
+    RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
+    (released). False, with some rows perhaps written, if any row was not takeable: the caller
+    must roll back.
     """
     claim = {
-        "status": Status.RUNNING.value,
-        "owner": owner,
-        "run_id": run_id,
-        "lease_expires_at": lease_expires_at,
-        "data_removed_at": None,
-        "updated_at": now,
-    }
-    statement = upsert_insert(connection, ds).values(
-        dataset_id=dataset_id,
-        lot=lot,
-        job_id=job_id,
-        role=Role.OUTPUT.value,
-        attempt=1,
-        created_at=now,
-        **claim,
-    )
-    statement = statement.on_conflict_do_update(
-        index_elements=["dataset_id", "lot", "job_id"],
-        set_={**claim, "attempt": ds.c.attempt + 1},
-        where=and_(ds.c.role == Role.OUTPUT.value, ds.c.status.in_(_CLAIMABLE)),
-    ).returning(ds.c.attempt)
-    attempt: int | None = connection.execute(statement).scalar()
-    return attempt
-
-
-def take_inputs(
-    connection: Connection,
-    *,
-    job_id: uuid.UUID,
-    lots: Sequence[tuple[uuid.UUID, str]],
-    owner: str,
-    attempt: int,
-    run_id: uuid.UUID,
-    lease_expires_at: datetime,
-    now: datetime,
-) -> int:
-    """Write INPUT RUNNING rows (the job-local read locks); a row exists only as ERROR (released)."""
-    claim = {
+        "job_id": job_id,
         "status": Status.RUNNING.value,
         "owner": owner,
         "attempt": attempt,
         "run_id": run_id,
         "lease_expires_at": lease_expires_at,
+        "data_removed_at": None,
+        "created_at": now,
         "updated_at": now,
     }
-    rows = [
-        {"dataset_id": d, "lot": lot, "job_id": job_id, "role": Role.INPUT.value, "created_at": now, **claim}
-        for d, lot in lots
-    ]
-    statement = upsert_insert(connection, ds).values(rows)
-    statement = statement.on_conflict_do_update(
-        index_elements=["dataset_id", "lot", "job_id"],
-        set_=claim,
-        where=and_(ds.c.role == Role.INPUT.value, ds.c.status == Status.ERROR.value),
-    ).returning(ds.c.lot)
-    return len(connection.execute(statement).all())
+    rows = [{"dataset_id": output[0], "lot": output[1], "role": Role.OUTPUT.value, **claim}]
+    rows += [{"dataset_id": d, "lot": lot, "role": Role.INPUT.value, **claim} for d, lot in inputs]
+    taken = connection.execute(_take(connection), rows).all()
+    return len(taken) == len(rows)
 
 
 def _live_claim(
@@ -333,24 +245,59 @@ def extend_lease(
     return matched == 1
 
 
-def finish_output(
+_FINISH = (
+    update(ds)
+    .where(
+        ds.c.job_id == bindparam("b_job"),
+        ds.c.run_id == bindparam("b_run"),
+        or_(
+            ds.c.role == Role.INPUT.value,
+            and_(
+                ds.c.owner == bindparam("b_owner"),
+                ds.c.attempt == bindparam("b_attempt"),
+                ds.c.status == Status.RUNNING.value,
+                ds.c.lease_expires_at > bindparam("b_now"),
+            ),
+        ),
+    )
+    .values(
+        status=case((ds.c.role == Role.OUTPUT.value, bindparam("b_output")), else_=bindparam("b_input")),
+        lease_expires_at=None,
+        updated_at=bindparam("b_now"),
+    )
+    .returning(ds.c.role)
+)
+
+
+def finish_claim(
     connection: Connection,
     *,
-    dataset_id: uuid.UUID,
-    lot: str,
     job_id: uuid.UUID,
+    run_id: uuid.UUID,
     owner: str,
     attempt: int,
-    status: Status,
+    output: Status,
+    inputs: Status,
     now: datetime,
 ) -> bool:
-    """Fenced end of a claim (READY or ERROR); False if the caller no longer holds a live claim."""
-    matched = connection.execute(
-        update(ds)
-        .where(_live_claim(dataset_id, lot, job_id, owner, attempt, now))
-        .values(status=status.value, lease_expires_at=None, updated_at=now)
-    ).rowcount
-    return matched == 1
+    """Fenced end of a claim: its OUTPUT row to ``output`` and its INPUT rows to ``inputs``.
+
+    False if the OUTPUT row is no longer this owner's live attempt (lease run out, reaped, failed,
+    invalidated, taken over); its INPUT rows may then have been written, so the caller must roll back.
+    """
+    roles = connection.execute(
+        _FINISH,
+        {
+            "b_job": job_id,
+            "b_run": run_id,
+            "b_owner": owner,
+            "b_attempt": attempt,
+            "b_now": now,
+            "b_output": output.value,
+            "b_input": inputs.value,
+        },
+    ).scalars()
+    return Role.OUTPUT.value in set(roles)
 
 
 def set_claim_inputs(
@@ -537,6 +484,18 @@ def count_status_rows(connection: Connection, where: StatusFilter) -> int:
     query = select(func.count()).select_from(ds.join(datasets, datasets.c.id == ds.c.dataset_id))
     count: int = connection.execute(_filtered(query, where)).scalar_one()
     return count
+
+
+_COUNTS = (
+    select(ds.c.status, func.count())
+    .where(ds.c.job_id == bindparam("b_job"), ds.c.role == Role.OUTPUT.value)
+    .group_by(ds.c.status)
+)
+
+
+def output_counts(connection: Connection, job_id: uuid.UUID) -> dict[str, int]:
+    """How many of the job's output lots are in each status."""
+    return {status: count for status, count in connection.execute(_COUNTS, {"b_job": job_id}).all()}
 
 
 def lot_row(connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID) -> Row[Any] | None:

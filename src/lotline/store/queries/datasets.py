@@ -86,12 +86,15 @@ def replace_fields(connection: Connection, dataset_id: uuid.UUID, fields: Sequen
         )
 
 
+_FIELDS = (
+    select(dataset_fields.c.name, dataset_fields.c.type, dataset_fields.c.description)
+    .where(dataset_fields.c.dataset_id == bindparam("b_id"))
+    .order_by(dataset_fields.c.position)
+)
+
+
 def fields_of(connection: Connection, dataset_id: uuid.UUID) -> tuple[FieldSpec, ...]:
-    rows = connection.execute(
-        select(dataset_fields.c.name, dataset_fields.c.type, dataset_fields.c.description)
-        .where(dataset_fields.c.dataset_id == dataset_id)
-        .order_by(dataset_fields.c.position)
-    ).all()
+    rows = connection.execute(_FIELDS, {"b_id": dataset_id}).all()
     return tuple(FieldSpec(r.name, r.type, r.description) for r in rows)
 
 

@@ -119,18 +119,6 @@ def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | Non
     ).first()
 
 
-def version_io(connection: Connection, version_id: uuid.UUID | None) -> list[tuple[uuid.UUID, str]]:
-    """(dataset id, role) pairs of one job version, in a stable order."""
-    if version_id is None:
-        return []
-    rows = connection.execute(
-        select(job_version_io.c.dataset_id, job_version_io.c.role)
-        .where(job_version_io.c.job_version_id == version_id)
-        .order_by(job_version_io.c.role, job_version_io.c.dataset_id)
-    ).all()
-    return [(r.dataset_id, r.role) for r in rows]
-
-
 def _refs(connection: Connection, version_id: uuid.UUID | None) -> tuple[tuple[DatasetRef, ...], ...]:
     if version_id is None:
         return (), ()

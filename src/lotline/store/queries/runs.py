@@ -7,14 +7,28 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table, bindparam, func, insert, literal, select, union_all, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Table,
+    bindparam,
+    exists,
+    func,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
 from lotline.domain.runs import RunState
+from lotline.domain.versions import VersionState
 from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
 from lotline.store.schema import (
     dataset_versions,
     datasets,
+    job_version_io,
     jobs,
     namespaces,
     run_inputs,
@@ -61,6 +75,45 @@ def insert_run(
     ).one()
     insert_transition(connection, run_id, RunState.NEW, now, now)
     return row
+
+
+def insert_started_run(
+    connection: Connection,
+    *,
+    run_id: uuid.UUID,
+    job_id: uuid.UUID,
+    job_version_id: uuid.UUID | None,
+    lot: str,
+    transitions: Sequence[tuple[RunState, datetime]],
+    now: datetime,
+) -> None:
+    """A run created in its last state of ``transitions`` (started at that one's time), with them all."""
+    state, started_at = transitions[-1]
+    connection.execute(
+        _INSERT_RUN,
+        {
+            "id": run_id,
+            "job_id": job_id,
+            "job_version_id": job_version_id,
+            "parent_run_id": None,
+            "lot": lot,
+            "state": state.value,
+            "started_at": started_at,
+            "nominal_start_time": None,
+            "nominal_end_time": None,
+            "args": {},
+            "facets": {},
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+    connection.execute(
+        _INSERT_TRANSITION,
+        [
+            {"run_id": run_id, "state": s.value, "transitioned_at": at, "recorded_at": now}
+            for s, at in transitions
+        ],
+    )
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -153,10 +206,14 @@ def add_io(
     )
 
 
-def declared_datasets(connection: Connection, table: Table, run_id: uuid.UUID) -> set[uuid.UUID]:
-    """Datasets a run already declared as inputs or outputs, at any lot."""
-    rows = connection.execute(select(table.c.dataset_id).where(table.c.run_id == run_id).distinct())
-    return set(rows.scalars())
+def undeclared_version_io(
+    connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None
+) -> list[tuple[uuid.UUID, str]]:
+    """(dataset id, role) of the job version's inputs/outputs that the run has not declared at any lot."""
+    if job_version_id is None:
+        return []
+    rows = connection.execute(_UNDECLARED, {"b_run": run_id, "b_version": job_version_id}).all()
+    return [(r.dataset_id, r.role) for r in rows]
 
 
 _UNVERSIONED = {
@@ -178,6 +235,56 @@ def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> S
 
 def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
     connection.execute(_PIN[table.name], {"p_id": io_id, "dataset_version_id": version_id})
+
+
+def _undeclared() -> Any:
+    io = job_version_io
+    declared = [
+        exists().where(
+            io.c.role == role, table.c.run_id == bindparam("b_run"), table.c.dataset_id == io.c.dataset_id
+        )
+        for role, table in (("INPUT", run_inputs), ("OUTPUT", run_outputs))
+    ]
+    return (
+        select(io.c.dataset_id, io.c.role)
+        .where(io.c.job_version_id == bindparam("b_version"), ~declared[0], ~declared[1])
+        .order_by(io.c.role, io.c.dataset_id)
+    )
+
+
+_UNDECLARED = _undeclared()
+
+
+def _pin_to_current() -> Any:
+    current = (
+        select(dataset_versions.c.id)
+        .where(
+            dataset_versions.c.dataset_id == run_inputs.c.dataset_id,
+            dataset_versions.c.lot == run_inputs.c.lot,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+        .scalar_subquery()
+    )
+    return (
+        update(run_inputs)
+        .where(run_inputs.c.run_id == bindparam("b_run"), run_inputs.c.dataset_version_id.is_(None))
+        .values(dataset_version_id=current)
+        .returning(
+            run_inputs.c.id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
+        )
+    )
+
+
+_PIN_TO_CURRENT = _pin_to_current()
+
+
+def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[Any]:
+    """Tie each unpinned input of a run to its (dataset, lot)'s current version, in one statement.
+
+    Returns the inputs that have no current version (still unpinned), ordered by dataset id and lot.
+    """
+    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id}).all()
+    return sorted((r for r in rows if r.dataset_version_id is None), key=lambda r: (r.dataset_id, r.lot))
 
 
 def _io_of(

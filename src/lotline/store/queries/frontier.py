@@ -1,0 +1,178 @@
+"""The claim search's work list (``lot_frontier``): hints that a (job, lot) may have become eligible.
+
+Raising a hint is an upsert that *updates* an existing row, so on PostgreSQL it waits for a
+searcher that holds the row and, if the searcher deleted it, inserts it again: a hint raised while
+a searcher looks at the lot is never lost. Searchers take hints with ``FOR UPDATE SKIP LOCKED``, so
+concurrent workers of one job spread over different lots.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, String, Uuid, bindparam, delete, exists, select
+
+from lotline.domain.coordination import INPUT_LOCKED, Role, Status
+from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
+from lotline.store.schema import data_status, jobs, lot_frontier, lot_job_inputs, lot_jobs
+from lotline.store.types import UtcDateTime
+
+ft = lot_frontier
+_LOCKED = [s.value for s in INPUT_LOCKED]
+
+
+def _upsert(connection: Connection, rows: Any) -> Any:
+    """INSERT … SELECT ``rows`` (job_id, lot, touched_at) that updates ``touched_at`` of existing hints."""
+    statement = upsert_insert(connection, ft).from_select(["job_id", "lot", "touched_at"], rows)
+    return statement.on_conflict_do_update(
+        index_elements=["job_id", "lot"], set_={"touched_at": statement.excluded.touched_at}
+    )
+
+
+def _job() -> Any:
+    return bindparam("b_job", type_=Uuid)
+
+
+def _lot() -> Any:
+    return bindparam("b_lot", type_=String)
+
+
+def _now() -> Any:
+    return bindparam("b_now", type_=UtcDateTime)
+
+
+def _build_pop(connection: Connection, guarded: bool) -> Any:
+    first = select(ft.c.lot).where(ft.c.job_id == _job())
+    if guarded:
+        first = first.where(
+            exists().where(
+                lot_jobs.c.job_id == _job(),
+                ~lot_jobs.c.held,
+                lot_jobs.c.updated_at == bindparam("b_stamp", type_=UtcDateTime),
+                jobs.c.id == lot_jobs.c.job_id,
+                jobs.c.current_version_id.is_not_distinct_from(bindparam("b_version", type_=Uuid)),
+            )
+        )
+    first = first.order_by(ft.c.lot).limit(bindparam("b_limit"))
+    if locks_rows(connection):
+        first = first.with_for_update(of=ft, skip_locked=True)
+    # A materialized CTE picks the rows once. As a plain ``IN (subquery)`` PostgreSQL may rescan the
+    # subquery per deleted row; each rescan skips the rows this statement already deleted and picks
+    # the next ones, so ``LIMIT 1`` would delete the whole list.
+    picked = first.cte("picked").prefix_with("MATERIALIZED")
+    return delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(select(picked.c.lot))).returning(ft.c.lot)
+
+
+_pop = per_dialect(lambda connection: _build_pop(connection, guarded=False))
+_pop_guarded = per_dialect(lambda connection: _build_pop(connection, guarded=True))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """What the caller believes of the job: its registration's ``updated_at`` and current version."""
+
+    stamp: datetime
+    version_id: uuid.UUID | None
+
+
+def pop(connection: Connection, job_id: uuid.UUID, limit: int, guard: Guard | None = None) -> list[str]:
+    """Take (delete) the job's first ``limit`` hints, in lot order; hints others hold are skipped.
+
+    With a ``guard``, nothing is taken unless the job is not on hold and its registration and current
+    version are still the ones the caller has cached. The deletion is part of the caller's
+    transaction: if it rolls back, the hints are back.
+    """
+    params: dict[str, Any] = {"b_job": job_id, "b_limit": limit}
+    statement = _pop(connection)
+    if guard is not None:
+        params |= {"b_stamp": guard.stamp, "b_version": guard.version_id}
+        statement = _pop_guarded(connection)
+    return sorted(connection.execute(statement, params).scalars())
+
+
+@per_dialect
+def _raise_for_consumers(connection: Connection) -> Any:
+    consumers = (
+        select(lot_job_inputs.c.job_id, _lot(), _now())
+        .where(lot_job_inputs.c.dataset_id == bindparam("b_dataset", type_=Uuid))
+        .order_by(lot_job_inputs.c.job_id)
+    )
+    return _upsert(connection, consumers)
+
+
+def raise_for_consumers(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> None:
+    """(dataset, lot) became READY: every job that reads the dataset may now take the lot."""
+    connection.execute(
+        _raise_for_consumers(connection), {"b_dataset": dataset_id, "b_lot": lot, "b_now": now}
+    )
+
+
+@per_dialect
+def _raise_for_job(connection: Connection) -> Any:
+    # A job without inputs takes named lots only: it never searches, so it gets no hints.
+    hint = select(_job(), _lot(), _now()).where(exists().where(lot_job_inputs.c.job_id == _job()))
+    return _upsert(connection, hint)
+
+
+def raise_for_job(connection: Connection, job_id: uuid.UUID, lots: Sequence[str], now: datetime) -> None:
+    """The job may take these lots again (its output failed or was reopened, or it put a hint back)."""
+    if lots:
+        connection.execute(
+            _raise_for_job(connection), [{"b_job": job_id, "b_lot": lot, "b_now": now} for lot in lots]
+        )
+
+
+@per_dialect
+def _backfill(connection: Connection) -> Any:
+    produced, mine = data_status.alias("produced"), data_status.alias("mine")
+    unread = (
+        select(_job(), produced.c.lot, _now())
+        .distinct()
+        .where(
+            produced.c.dataset_id.in_(bindparam("b_inputs", expanding=True)),
+            produced.c.role == Role.OUTPUT.value,
+            produced.c.status == Status.READY.value,
+            ~exists().where(
+                mine.c.dataset_id == produced.c.dataset_id,
+                mine.c.lot == produced.c.lot,
+                mine.c.job_id == _job(),
+                mine.c.status.in_(_LOCKED),
+            ),
+        )
+    )
+    return _upsert(connection, unread)
+
+
+def refill(connection: Connection, job_id: uuid.UUID, inputs: Sequence[uuid.UUID], now: datetime) -> None:
+    """(Re)build a job's hints: every READY lot of its inputs that it holds no read lock on.
+
+    Run when a job is registered (or its inputs or mapping change); the caller holds the input
+    datasets' row locks, so a lot becoming READY meanwhile is either seen here or hints the job itself.
+    """
+    connection.execute(delete(ft).where(ft.c.job_id == job_id))
+    if inputs:
+        connection.execute(_backfill(connection), {"b_job": job_id, "b_inputs": list(inputs), "b_now": now})
+
+
+@per_dialect
+def _drop(connection: Connection) -> Any:
+    held = select(ft.c.lot).where(ft.c.job_id == _job(), ft.c.lot.in_(bindparam("b_lots", expanding=True)))
+    if locks_rows(connection):
+        held = held.with_for_update(skip_locked=True)
+    return delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(held))
+
+
+def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None:
+    """Remove hints of lots the job is taking now (hints another searcher holds are left to it)."""
+    connection.execute(_drop(connection), {"b_job": job_id, "b_lots": list(lots)})
+
+
+_ANY = select(ft.c.lot).where(ft.c.job_id == _job()).limit(1)
+
+
+def has_hints(connection: Connection, job_id: uuid.UUID) -> bool:
+    return connection.execute(_ANY, {"b_job": job_id}).first() is not None
