@@ -166,3 +166,12 @@ def test_processes_draining_at_once_apply_every_event_exactly_once(
     for job in ("job0", "job1"):
         versions = lineage.versions.list_versions(NS, f"{job}-out")
         assert sorted(v.number for v in versions.items) == [1, 2, 3]
+
+
+def test_catch_up_applies_what_came_before_it_and_says_what_is_left(lineage: Lineage) -> None:
+    assert lineage.projection.catch_up(seconds=5) == 0  # nothing pending: one look, nothing to do
+    run_id = str(uuid.uuid4())
+    lineage.openlineage.accept_batch(run_history(NS, "job", run_id, steps=1))
+    assert lineage.projection.catch_up(seconds=0) == 4  # no time at all: all of it still pending
+    assert lineage.projection.catch_up(seconds=60) == 0
+    assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED

@@ -27,6 +27,9 @@ from lotline.store.queries import events
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
+#: The server's projector yields the CPU to the request threads (accepting events first, so that
+#: producers are never slowed down by projection), and projects with what is left.
+PROJECTOR_NICENESS = 5
 BUSY_RETRY_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 1.0
 LISTEN_TIMEOUT_SECONDS = 0.5
@@ -195,6 +198,8 @@ def _run_projector(
     from lotline.services import open_lineage
 
     logging.basicConfig(level=logging.INFO)
+    if hasattr(os, "nice"):
+        os.nice(PROJECTOR_NICENESS)
     lineage = open_lineage(db_url)
     orphaned = threading.Thread(target=_stop_when_orphaned, args=(parent, stopping, wake), daemon=True)
     orphaned.start()
