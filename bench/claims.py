@@ -1,10 +1,14 @@
 """Claim+complete per second through lotline, next to a bare one-table queue, at 1/2/4/8 processes.
 
     .venv/bin/python -m bench.claims [--lots 1000] [--workers 1,2,4,8] [--backends postgresql,sqlite]
+                                     [--rounds 3]
 
 lotline's figure is the whole use case a worker runs per lot: ``LotService.claim`` (eligibility,
 OUTPUT/INPUT rows, a run created and started with its inputs pinned) and ``complete`` (fenced
-status change, run COMPLETED, output version minted and made current), each one transaction.
+status change, run COMPLETED, output version minted and made current), each one transaction —
+on PostgreSQL one call each of the functions of migration 0006, as deployed. Each figure is the
+median of ``--rounds`` measurements that alternate with the baseline's, so that a burst of load
+from elsewhere on the machine hits both.
 The baseline is the bare queue of REFERENCE.md: ``UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP
 LOCKED LIMIT 1)`` plus a fenced complete on PostgreSQL, ``BEGIN IMMEDIATE`` claim on SQLite. Both
 are measured in the same run, with separate processes, and both check for duplicate claims.
@@ -18,6 +22,7 @@ import argparse
 import multiprocessing
 import os
 import sqlite3
+import statistics
 import tempfile
 import time
 import uuid
@@ -189,8 +194,18 @@ def _sqlite_queue(path: str, lots: int) -> None:
 
 
 # -- the run ----------------------------------------------------------------------------------------------
-def bench_backend(backend: str, lots: int, worker_counts: list[int]) -> list[dict[str, Any]]:
-    jobs = [f"process_{n}" for n in worker_counts]
+def _analyze(url: str) -> None:
+    """Fresh planner statistics after the set-up, as autovacuum would gather in a running system."""
+    store = Store(url)
+    with store.engine.connect() as connection:
+        connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("ANALYZE")
+    store.dispose()
+
+
+def bench_backend(backend: str, lots: int, worker_counts: list[int], rounds: int) -> list[dict[str, Any]]:
+    """For each process count, ``rounds`` alternating measurements of lotline and of the bare queue
+    (a fresh consumer job and a fresh queue each time); the medians and their ratio are the result."""
+    jobs = {(n, r): f"process_{n}_{r}" for n in worker_counts for r in range(rounds)}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         if backend == "postgresql":
@@ -208,22 +223,30 @@ def bench_backend(backend: str, lots: int, worker_counts: list[int]) -> list[dic
             Store(url).upgrade()
             queue_path = str(Path(tmp, "queue.db"))
         try:
-            _prepare_lotline(url, lots, jobs)
-            for workers, job in zip(worker_counts, jobs, strict=True):
-                elapsed, _ = _timed(_lotline_worker, lambda i, job=job: (url, job, f"w{i}"), workers)
-                duplicates = _check_lotline(url, job, lots)
-                if backend == "postgresql":
-                    _pg_queue(queue_dsn, lots)
-                    base_elapsed, claimed = _timed(_pg_queue_worker, lambda i: (queue_dsn, f"w{i}"), workers)
-                else:
-                    _sqlite_queue(queue_path, lots)
-                    base_elapsed, claimed = _timed(
-                        _sqlite_queue_worker, lambda i: (queue_path, f"w{i}"), workers
-                    )
-                ids = [i for chunk in claimed for i in chunk]
-                base_duplicates = len(ids) - len(set(ids))
-                assert len(set(ids)) == lots
-                figure, baseline = lots / elapsed, lots / base_elapsed
+            _prepare_lotline(url, lots, list(jobs.values()))
+            _analyze(url)
+            for workers in worker_counts:
+                figures, baselines, duplicates, base_duplicates = [], [], 0, 0
+                for r in range(rounds):
+                    job = jobs[(workers, r)]
+                    elapsed, _ = _timed(_lotline_worker, lambda i, job=job: (url, job, f"w{i}"), workers)
+                    duplicates += _check_lotline(url, job, lots)
+                    if backend == "postgresql":
+                        _pg_queue(queue_dsn, lots)
+                        base_elapsed, claimed = _timed(
+                            _pg_queue_worker, lambda i: (queue_dsn, f"w{i}"), workers
+                        )
+                    else:
+                        _sqlite_queue(queue_path, lots)
+                        base_elapsed, claimed = _timed(
+                            _sqlite_queue_worker, lambda i: (queue_path, f"w{i}"), workers
+                        )
+                    ids = [i for chunk in claimed for i in chunk]
+                    base_duplicates += len(ids) - len(set(ids))
+                    assert len(set(ids)) == lots
+                    figures.append(lots / elapsed)
+                    baselines.append(lots / base_elapsed)
+                figure, baseline = statistics.median(figures), statistics.median(baselines)
                 rows.append(
                     {
                         "backend": backend,
@@ -237,7 +260,8 @@ def bench_backend(backend: str, lots: int, worker_counts: list[int]) -> list[dic
                 )
                 print(
                     f"{backend:10} {workers} workers: lotline {figure:7.1f}/s  bare queue {baseline:7.1f}/s  "
-                    f"ratio {figure / baseline:.2f}  duplicates {duplicates}/{base_duplicates}",
+                    f"ratio {figure / baseline:.2f}  duplicates {duplicates}/{base_duplicates}  "
+                    f"(rounds: lotline {_rates(figures)}; bare {_rates(baselines)})",
                     flush=True,
                 )
         finally:
@@ -248,6 +272,10 @@ def bench_backend(backend: str, lots: int, worker_counts: list[int]) -> list[dic
     return rows
 
 
+def _rates(values: list[float]) -> str:
+    return ", ".join(f"{v:.0f}" for v in values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -255,14 +283,15 @@ def main() -> None:
     parser.add_argument("--lots", type=int, default=1000, help="lots per measurement (default 1000)")
     parser.add_argument("--workers", default="1,2,4,8", help="worker process counts (default 1,2,4,8)")
     parser.add_argument("--backends", default="postgresql,sqlite", help="default postgresql,sqlite")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating measurements per count (median)")
     args = parser.parse_args()
     counts = [int(n) for n in args.workers.split(",")]
     print(
-        f"claims bench, {args.lots} lots per measurement, {os.cpu_count()} CPUs, "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        f"claims bench, {args.lots} lots per measurement, median of {args.rounds} rounds, "
+        f"{os.cpu_count()} CPUs, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
     for backend in args.backends.split(","):
-        bench_backend(backend, args.lots, counts)
+        bench_backend(backend, args.lots, counts, args.rounds)
 
 
 if __name__ == "__main__":

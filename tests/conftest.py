@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -104,6 +104,12 @@ def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
     store: Store = request.getfixturevalue("pg_store")
     _empty_pg(store)
     return store.url
+
+
+@pytest.fixture
+def new_database(request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``new_database(backend)``: ``fresh_url`` for tests that need several databases in turn."""
+    return lambda backend: fresh_url(request, backend)
 
 
 @contextmanager

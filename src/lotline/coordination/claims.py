@@ -195,7 +195,7 @@ class Fence:
     run_id: uuid.UUID
 
 
-def _lost(fence: Fence, what: str) -> Conflict:
+def not_live(fence: Fence, what: str) -> Conflict:
     return Conflict(
         f"Cannot {what} lot {fence.lot}: attempt {fence.attempt} of {fence.owner} is no longer a live claim "
         "(its lease expired or it was reaped, failed, invalidated or taken over).",
@@ -215,7 +215,7 @@ def heartbeat(connection: Connection, fence: Fence, lease_expires_at: datetime, 
         lease_expires_at=lease_expires_at,
         now=now,
     ):
-        raise _lost(fence, "heartbeat")
+        raise not_live(fence, "heartbeat")
 
 
 def finish(connection: Connection, fence: Fence, *, success: bool, now: datetime) -> None:
@@ -232,7 +232,7 @@ def finish(connection: Connection, fence: Fence, *, success: bool, now: datetime
         inputs=inputs,
         now=now,
     ):
-        raise _lost(fence, "complete" if success else "fail")
+        raise not_live(fence, "complete" if success else "fail")
 
 
 def announce(connection: Connection, fence: Fence, *, success: bool, now: datetime) -> None:

@@ -30,12 +30,12 @@ from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
-from lotline.domain.versions import job_version_id
+from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common
 from lotline.services.recording import apply_transition, create_started_run
-from lotline.store.dialect import single_writer
+from lotline.store.dialect import has_stored_functions, single_writer
 from lotline.store.engine import Store
-from lotline.store.queries import data_status, datasets, frontier, jobs
+from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs
 from lotline.store.types import utcnow
 
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -59,9 +59,15 @@ class _Registered:
 
 
 class LotService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, database_functions: bool | None = None) -> None:
+        """``database_functions``: run a worker's common path (next lot of an unmapped job, its
+        completion or failure) as one call of the PostgreSQL functions of migration 0006 instead of
+        statement by statement; by default wherever the database has them."""
         self._store = store
         self._registered: dict[tuple[str, str], _Registered] = {}
+        self._in_database = (
+            has_stored_functions(store.engine) if database_functions is None else database_functions
+        )
 
     # -- registering jobs ---------------------------------------------------------------------
     def register_job(
@@ -125,12 +131,60 @@ class LotService:
             return None
         for _ in range(MAX_RACES):
             try:
+                searched = False
+                if wanted is None and (cached := self._in_database_claimable(namespace, job)) is not None:
+                    try:
+                        claimed = self._claim_in_database(cached, owner, namespace, job, lease)
+                    except claim_functions.FallBack:
+                        pass  # nothing was written: the Python path below does it all
+                    else:
+                        if claimed is not None:
+                            return claimed
+                        # The guarded search found nothing: done, unless the cache is stale (below).
+                        searched = True
                 with self._store.write() as connection:
-                    return self._claim_once(connection, owner, namespace, job, wanted, lease)
+                    return self._claim_once(
+                        connection, owner, namespace, job, wanted, lease, searched=searched
+                    )
             except _LostRace:
                 if wanted is not None:
                     raise Conflict(f"Lot {wanted} was just claimed by another worker.") from None
         return None
+
+    def _in_database_claimable(self, namespace: str, job: str) -> _Registered | None:
+        """The cached job, if its next claim can be one call of ``lotline_claim_next_lot``."""
+        cached = self._registered.get((namespace, job)) if self._in_database else None
+        if cached is None:
+            return None
+        reg = cached.registration
+        return cached if reg.inputs and reg.mapping is None and not reg.held else None
+
+    def _claim_in_database(
+        self, cached: _Registered, owner: str, namespace: str, job: str, lease: timedelta
+    ) -> LotClaim | None:
+        """The guarded search and ``_start`` of ``_claim_once`` in one call (``FallBack`` where it
+        does not apply); None if the search found nothing."""
+        run_id = uuid.uuid4()
+        reg = cached.registration
+        try:
+            with self._store.one_statement() as connection:
+                found = claim_functions.claim_next_lot(
+                    connection,
+                    job_id=cached.job_id,
+                    stamp=cached.guard.stamp,
+                    version_id=cached.guard.version_id,
+                    output_id=reg.output_dataset_id,
+                    input_ids=reg.inputs,
+                    owner=owner,
+                    run_id=run_id,
+                    lease=lease,
+                )
+        except claim_functions.LostRace:
+            raise _LostRace() from None
+        if found is None:
+            return None
+        candidate = claims.Candidate(found.lot, claims.input_lots(reg, found.lot), found.attempt)
+        return _lot_claim(cached, candidate, owner, namespace, job, run_id, found.lease_expires_at)
 
     def _may_find_work(self, namespace: str, job: str) -> bool:
         """Where writers serialize (SQLite), look for hints without the write lock first."""
@@ -173,9 +227,12 @@ class LotService:
         job: str,
         lot: str | None,
         lease: timedelta,
+        *,
+        searched: bool = False,
     ) -> LotClaim | None:
+        """``searched``: the guarded search with the cached registration already found nothing."""
         cached = self._registered.get((namespace, job)) if lot is None else None
-        if cached is not None and not cached.registration.held:
+        if cached is not None and not cached.registration.held and not searched:
             # The common case: the search itself checks that the cached registration is current.
             candidate = claims.next_candidate(connection, cached.registration, utcnow(), cached.guard)
             if candidate is not None:
@@ -227,20 +284,7 @@ class LotService:
             connection, reg, candidate, owner=owner, run_id=run_id, lease_expires_at=expires, now=now
         ):
             raise _LostRace(candidate.lot)
-        names = found.names
-        return LotClaim(
-            namespace=namespace,
-            job=job,
-            dataset=names[reg.output_dataset_id],
-            lot=candidate.lot,
-            input_lots=tuple((names[d], input_lot) for d, input_lot in candidate.inputs),
-            owner=owner,
-            job_id=found.job_id,
-            dataset_id=reg.output_dataset_id,
-            attempt=candidate.attempt,
-            run_id=run_id,
-            lease_expires_at=expires,
-        )
+        return _lot_claim(found, candidate, owner, namespace, job, run_id, expires)
 
     def heartbeat(self, claim: LotClaim, lease: timedelta = DEFAULT_LEASE) -> LotClaim:
         """Extend a live claim's lease; a claim that is no longer live is a Conflict (stop working)."""
@@ -261,8 +305,28 @@ class LotService:
 
     def _finish(self, claim: LotClaim, *, success: bool, at: datetime | None) -> None:
         _common.check_aware("at", at)
-        now = utcnow()
         fence = _fence(claim)
+        if self._in_database:
+            try:
+                with self._store.one_statement() as connection:
+                    claim_functions.finish_claim(
+                        connection,
+                        job_id=claim.job_id,
+                        run_id=claim.run_id,
+                        owner=claim.owner,
+                        attempt=claim.attempt,
+                        success=success,
+                        at=at,
+                        output_id=claim.dataset_id,
+                        lot=claim.lot,
+                        version_id=output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id),
+                    )
+                return
+            except claim_functions.NotLive:
+                raise claims.not_live(fence, "complete" if success else "fail") from None
+            except claim_functions.FallBack:
+                pass  # nothing was written: the Python path below handles every case
+        now = utcnow()
         with self._store.write() as connection:
             claims.finish(connection, fence, success=success, now=now)
             apply_transition(
@@ -433,6 +497,31 @@ def _registered(connection: Connection, namespace: str, job: str) -> tuple[Row[A
     if reg is None:
         raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
     return job_row, reg
+
+
+def _lot_claim(
+    found: _Registered,
+    candidate: claims.Candidate,
+    owner: str,
+    namespace: str,
+    job: str,
+    run_id: uuid.UUID,
+    lease_expires_at: datetime,
+) -> LotClaim:
+    reg, names = found.registration, found.names
+    return LotClaim(
+        namespace=namespace,
+        job=job,
+        dataset=names[reg.output_dataset_id],
+        lot=candidate.lot,
+        input_lots=tuple((names[d], input_lot) for d, input_lot in candidate.inputs),
+        owner=owner,
+        job_id=found.job_id,
+        dataset_id=reg.output_dataset_id,
+        attempt=candidate.attempt,
+        run_id=run_id,
+        lease_expires_at=lease_expires_at,
+    )
 
 
 def _fence(claim: LotClaim) -> claims.Fence:

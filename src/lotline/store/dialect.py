@@ -42,6 +42,11 @@ def autocommits_single_statements(engine: Engine) -> bool:
     return engine.dialect.name == "postgresql"
 
 
+def has_stored_functions(engine: Engine) -> bool:
+    """Whether the claim functions of migration 0006 exist (PostgreSQL; SQLite has none)."""
+    return engine.dialect.name == "postgresql"
+
+
 def install_sqlite_behaviour(engine: Engine) -> None:
     """WAL, enforced foreign keys, and ``BEGIN IMMEDIATE`` for writing transactions.
 
