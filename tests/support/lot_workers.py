@@ -46,7 +46,8 @@ def _retrying(action: Any, stats: dict[str, int]) -> Any:
 
     A connection error (the server restarting) fails the transaction, which changed nothing or
     committed: the caller's next step finds out which. The engine's pool has already thrown away
-    the broken connections, and ``pool_pre_ping`` checks the others, so the retry reconnects.
+    the broken connections (and pings those idle for a while, see ``dialect.install_server_behaviour``),
+    so the retry reconnects.
     """
     while True:
         try:
@@ -121,7 +122,7 @@ def land(url: str, namespace: str, job: str, lot_ids: list[str], out_dir: str) -
     """Land every source lot (a job without inputs, claimed by name), as data arrives."""
     lineage = Lineage.over(Store(url))
     lots = lineage.lots
-    stats = {"db_errors": 0}
+    stats = {"db_errors": 0, "reaped": 0}
     for lot in lot_ids:
         while True:
             claim = _retrying(lambda lot=lot: lots.claim("lander", namespace, job, lot=lot), stats)
@@ -132,6 +133,7 @@ def land(url: str, namespace: str, job: str, lot_ids: list[str], out_dir: str) -
             elif "already READY" in str(claim):
                 break
             time.sleep(0.05)
-            _retrying(lots.reap, stats)
+            reaped = _retrying(lots.reap, stats)
+            stats["reaped"] += reaped if isinstance(reaped, int) else 0
     Path(out_dir, "lander.stats.json").write_text(json.dumps(stats))
     lineage.close()

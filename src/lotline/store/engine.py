@@ -23,6 +23,8 @@ class Store:
         self.engine = create_engine(self.url, **dialect.engine_options(self.url))
         if self.engine.dialect.name == "sqlite":
             dialect.install_sqlite_behaviour(self.engine)
+        else:
+            dialect.install_server_behaviour(self.engine)
 
     @property
     def backend(self) -> str:
