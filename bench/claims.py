@@ -10,7 +10,8 @@ on PostgreSQL one call each of the functions of migration 0006, as deployed. Eac
 median of ``--rounds`` measurements that alternate with the baseline's, so that a burst of load
 from elsewhere on the machine hits both.
 The baseline is the bare queue of REFERENCE.md: ``UPDATE … WHERE id = (SELECT … FOR UPDATE SKIP
-LOCKED LIMIT 1)`` plus a fenced complete on PostgreSQL, ``BEGIN IMMEDIATE`` claim on SQLite. Both
+LOCKED LIMIT 1)`` plus a fenced complete on PostgreSQL, each one autocommit statement (one round
+trip each, like lotline's two calls), ``BEGIN IMMEDIATE`` claim on SQLite. Both
 are measured in the same run, with separate processes, and both check for duplicate claims.
 PostgreSQL is reached at LOTLINE_BENCH_PG_URL (default postgresql://postgres@127.0.0.1:5432/postgres);
 the benchmark creates and drops its own database.
@@ -56,26 +57,24 @@ def _lotline_worker(url: str, job: str, worker: str, start: Any, results: Any) -
 
 
 def _pg_queue_worker(dsn: str, worker: str, start: Any, results: Any) -> None:
+    """Each statement is its own transaction (autocommit): one round trip to claim, one to complete."""
     claimed: list[int] = []
-    with psycopg.connect(dsn) as connection:
+    with psycopg.connect(dsn, autocommit=True) as connection:
         start.wait()
         while True:
-            with connection.transaction():
-                row = connection.execute(
-                    "UPDATE bench_queue SET status = 'running', owner = %s, "
-                    "lease_until = now() + interval '30 s' WHERE id = (SELECT id FROM bench_queue "
-                    "WHERE status = 'ready' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
-                    (worker,),
-                ).fetchone()
+            row = connection.execute(
+                "UPDATE bench_queue SET status = 'running', owner = %s, "
+                "lease_until = now() + interval '30 s' WHERE id = (SELECT id FROM bench_queue "
+                "WHERE status = 'ready' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id",
+                (worker,),
+            ).fetchone()
             if row is None:
                 break
-            with connection.transaction():
-                fenced = connection.execute(
-                    "UPDATE bench_queue SET status = 'done' "
-                    "WHERE id = %s AND owner = %s AND status = 'running'",
-                    (row[0], worker),
-                )
-                assert fenced.rowcount == 1
+            fenced = connection.execute(
+                "UPDATE bench_queue SET status = 'done' WHERE id = %s AND owner = %s AND status = 'running'",
+                (row[0], worker),
+            )
+            assert fenced.rowcount == 1
             claimed.append(row[0])
     results.put(claimed)
 
