@@ -34,12 +34,11 @@ def create_app(settings: Settings) -> FastAPI:
         projector = ProjectorProcess(lineage.store.url)
         projector.start()
         journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)
-        journal.start()
         try:
             yield
         finally:
-            # Events already submitted are journaled and answered before the projector stops.
-            await run_in_threadpool(journal.stop)
+            # Events already handed in are journaled and answered before the projector stops.
+            await journal.stop()
             # The group in progress commits; the rest of the journal stays pending for the next start.
             await run_in_threadpool(projector.stop)
             lineage.close()

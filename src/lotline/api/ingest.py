@@ -10,7 +10,6 @@ requests, so their operations are added to the OpenAPI document here (``OPERATIO
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import zlib
@@ -114,7 +113,7 @@ async def _post_event(body: Any, writer: JournalWriter, metrics: Metrics, send: 
     except LotlineError:
         metrics.count_events("rejected")
         raise
-    (result,) = await asyncio.wrap_future(writer.submit([entry]))
+    (result,) = await writer.journal([entry])
     if isinstance(result, InvalidInput):
         metrics.count_events("rejected")
         raise result
@@ -129,7 +128,7 @@ async def _post_batch(body: Any, writer: JournalWriter, metrics: Metrics, send: 
     if len(body) > MAX_BATCH:
         raise InvalidInput(f"a batch holds at most {MAX_BATCH} events, got {len(body)}.")
     batch = Batch.of(body)
-    results = await asyncio.wrap_future(writer.submit(batch.entries)) if batch.entries else []
+    results = await writer.journal(batch.entries) if batch.entries else []
     accepted = batch.outcome(results)
     metrics.count_events("accepted", accepted.fresh)
     metrics.count_events("duplicate", accepted.duplicates)

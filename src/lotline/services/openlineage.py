@@ -112,8 +112,10 @@ def journal(store: Store, entries: Sequence[events.JournalEntry]) -> list[Journa
     """
     if not entries:
         return []
+    # Up to MAX_ROWS rows are one statement, atomic by itself; more are sent in several.
+    transaction = store.one_statement if len(entries) <= events.MAX_ROWS else store.write
     try:
-        with store.write() as connection:  # one statement, but it may be sent in pages
+        with transaction() as connection:
             new = events.append(connection, entries, utcnow())
     except DataError:
         return [_journal_alone(store, entry) for entry in entries]

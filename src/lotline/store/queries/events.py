@@ -18,6 +18,8 @@ from lotline.store.schema import lineage_events
 PROJECTOR_LOCK = 0x6C6F746C696E65  # "lotline"
 #: Channel on which a process tells projectors that events are waiting (PostgreSQL).
 CHANNEL = "lotline_lineage_events"
+#: Most rows ``append`` sends as one statement (SQLAlchemy's "insertmanyvalues" page).
+MAX_ROWS = 1000
 
 
 @dataclass(frozen=True)
