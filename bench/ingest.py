@@ -10,7 +10,9 @@ the load, as deployed). Acceptance is not processing: both are printed. Every ph
 in time and talks to 127.0.0.1 only; results go to docs/benchmarks.md by hand.
 
 Clients are separate processes with one keep-alive ``http.client`` connection each (lighter
-than ``requests``, so that less of the 2 shared cores goes to the clients themselves).
+than ``requests``, so that less of the 2 shared cores goes to the clients themselves). CPU per
+event is reported for the clients, the server's HTTP process(es), its projector process(es)
+(told apart by their positive niceness) and all of the database's PostgreSQL backends.
 """
 
 from __future__ import annotations

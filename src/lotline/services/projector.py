@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
 #: The server's projector yields the CPU to the server (accepting events first, so that producers
-#: are never slowed down by projection), and projects with what is left: at nice 19 it gets almost
-#: nothing while the cores are saturated and catches up as soon as they are not (docs/benchmarks.md).
-PROJECTOR_NICENESS = 19
+#: are never slowed down by projection), and projects with what is left. Nice 19 measured no better
+#: for accepting and slowed projection on a busy machine (docs/benchmarks.md).
+PROJECTOR_NICENESS = 5
 BUSY_RETRY_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 1.0
 LISTEN_TIMEOUT_SECONDS = 0.5
