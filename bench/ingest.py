@@ -10,7 +10,9 @@ the load, as deployed). Acceptance is not processing: both are printed. Every ph
 in time and talks to 127.0.0.1 only; results go to docs/benchmarks.md by hand.
 
 Clients are separate processes with one keep-alive ``http.client`` connection each (lighter
-than ``requests``, so that less of the 2 shared cores goes to the clients themselves).
+than ``requests``, so that less of the 2 shared cores goes to the clients themselves). CPU per
+event is reported for the clients, the server's HTTP process(es), its projector process(es)
+(told apart by their positive niceness) and all of the database's PostgreSQL backends.
 """
 
 from __future__ import annotations
@@ -133,15 +135,27 @@ def _ready(seconds: float) -> float:
 _cpu_at_start = 0.0
 
 
+def _stat(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []  # gone
+
+
 def _cpu_seconds(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = _stat(pid)
+        if fields:
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return total
+
+
+def _niced(pid: int) -> bool:
+    """Whether the process runs at a positive niceness: the server's projectors do, its HTTP
+    processes do not."""
+    fields = _stat(pid)
+    return bool(fields) and int(fields[16]) > 0
 
 
 def _tree(pid: int) -> list[int]:
@@ -156,19 +170,22 @@ def _tree(pid: int) -> list[int]:
 
 
 class Cpu:
-    """CPU seconds used by the server's processes and by this database's PostgreSQL backends."""
+    """CPU seconds used by the server's HTTP processes, by its projectors, and by this database's
+    PostgreSQL backends."""
 
     def __init__(self, db_url: str, server_pid: int | None) -> None:
         dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._connection = psycopg.connect(dsn, autocommit=True)
         self._server = server_pid
 
-    def sample(self) -> tuple[float, float]:
+    def sample(self) -> tuple[float, float, float]:
         rows = self._connection.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         ).fetchall()
-        server = _cpu_seconds(_tree(self._server)) if self._server else 0.0
-        return server, _cpu_seconds([r[0] for r in rows])
+        tree = _tree(self._server) if self._server else []
+        projectors = [pid for pid in tree if _niced(pid)]
+        http = [pid for pid in tree if pid not in projectors]
+        return _cpu_seconds(http), _cpu_seconds(projectors), _cpu_seconds([r[0] for r in rows])
 
 
 def _load(function: Any, args: list[tuple[Any, ...]], cpu: Cpu) -> dict[str, float]:
@@ -181,10 +198,10 @@ def _load(function: Any, args: list[tuple[Any, ...]], cpu: Cpu) -> dict[str, flo
         pending = pool.map_async(function, args)
         barrier.wait(timeout=600)
         started = time.monotonic()
-        server0, pg0 = cpu.sample()
+        server0, projector0, pg0 = cpu.sample()
         results = pending.get(timeout=1200)
         ended = time.monotonic()
-        server1, pg1 = cpu.sample()
+        server1, projector1, pg1 = cpu.sample()
     del barrier
     return {
         "events": sum(r[0] for r in results),
@@ -192,6 +209,7 @@ def _load(function: Any, args: list[tuple[Any, ...]], cpu: Cpu) -> dict[str, flo
         "ended": ended,
         "clients_cpu": sum(r[1] for r in results),
         "server_cpu": server1 - server0,
+        "projector_cpu": projector1 - projector0,
         # Backends of the bare clients end with them: those report their own CPU.
         "pg_cpu": pg1 - pg0 + sum(r[2] for r in results),
     }
@@ -201,7 +219,8 @@ def _cpu_line(load: dict[str, float]) -> str:
     per = 1000 / load["events"]
     return (
         f"CPU per event during the load: clients {load['clients_cpu'] * per:.2f} ms, "
-        f"server {load['server_cpu'] * per:.2f} ms, PostgreSQL {load['pg_cpu'] * per:.2f} ms"
+        f"server {load['server_cpu'] * per:.2f} ms, projector {load['projector_cpu'] * per:.2f} ms, "
+        f"PostgreSQL (all backends) {load['pg_cpu'] * per:.2f} ms"
     )
 
 
@@ -225,9 +244,9 @@ def _api_phase(
 ) -> dict[str, float]:
     load = _load(function, args, cpu)
     total, started, ended = load["events"], load["started"], load["ended"]
-    server0, _ = cpu.sample()
+    _, projector0, _ = cpu.sample()
     applied_after, backlog = _drain_time(url, started, limit=1200)
-    server1, _ = cpu.sample()
+    _, projector1, _ = cpu.sample()
     status = _pending(url)
     assert status["failed"] == 0, status
     result = {
@@ -247,7 +266,7 @@ def _api_phase(
         drained = backlog / (applied_after - (ended - started))
         print(
             f"  after the load: {drained:.0f} events/s projected, "
-            f"{(server1 - server0) * 1000 / backlog:.2f} ms of server CPU per event",
+            f"{(projector1 - projector0) * 1000 / backlog:.2f} ms of projector CPU per event",
             flush=True,
         )
     return result

@@ -49,3 +49,36 @@ def drain_journal(url: str, group_size: int, barrier: Barrier) -> list[int]:
             time.sleep(0.01)
     finally:
         store.dispose()
+
+
+def post_events(server_url: str, db_url: str, token: str, bodies: list[bytes], barrier: Barrier) -> list[int]:
+    """POST each body to ``/lineage`` on a connection of its own; after every 201 the event must
+    already be committed (seen from this process's own database connection). The statuses."""
+    import hashlib
+    import json
+
+    import requests
+    from sqlalchemy import select
+
+    from lotline.domain.openlineage import event_key
+    from lotline.store.schema import lineage_events
+
+    store = Store(db_url)
+    statuses: list[int] = []
+    try:
+        with requests.Session() as session:
+            session.headers.update({"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+            barrier.wait(timeout=120)
+            for body in bodies:
+                answer = session.post(f"{server_url}/api/v1/lineage", data=body, timeout=60)
+                statuses.append(answer.status_code)
+                if answer.status_code == 201:
+                    key = event_key(json.loads(body))
+                    with store.read() as connection:
+                        found = connection.execute(
+                            select(lineage_events.c.id).where(lineage_events.c.event_key == key)
+                        ).all()
+                    assert len(found) == 1, hashlib.sha256(body).hexdigest()
+    finally:
+        store.dispose()
+    return statuses

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
-from lotline.api import errors
+from lotline.api import errors, ingest
 from lotline.api.deps import read_your_writes
 from lotline.api.guards import BearerAuthMiddleware, BodyLimitMiddleware
+from lotline.api.ingest import IngestMiddleware
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, jobs, lineage, lots, namespaces, openlineage, runs, tags
 from lotline.services import open_lineage
 from lotline.services.config import Settings, load_settings
+from lotline.services.journal import JournalWriter
 from lotline.services.projector import ProjectorProcess
 
 API_PREFIX = "/api/v1"
@@ -28,11 +31,14 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lineage = app.state.lineage = open_lineage(settings.db_url)
-        projector = app.state.projector = ProjectorProcess(lineage.store.url)
+        projector = ProjectorProcess(lineage.store.url)
         projector.start()
+        journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)
         try:
             yield
         finally:
+            # Events already handed in are journaled and answered before the projector stops.
+            await journal.stop()
             # The group in progress commits; the rest of the journal stays pending for the next start.
             await run_in_threadpool(projector.stop)
             lineage.close()
@@ -45,8 +51,6 @@ def create_app(settings: Settings) -> FastAPI:
     )
     app.state.metrics = Metrics()
     errors.install(app)
-    # First, so that the busiest routes (the POSTs of events) are matched first. Its paths have no
-    # parameters, so it cannot shadow a route of the others.
     app.include_router(openlineage.router, prefix=API_PREFIX)
     # Marquez's endpoints show the lineage model: each first applies what was journaled before it.
     fresh = [Depends(read_your_writes)]
@@ -69,10 +73,26 @@ def create_app(settings: Settings) -> FastAPI:
 
     # Outermost last: size and auth are checked before anything reads the body or the path.
     app.add_middleware(EncodedSlashMiddleware)
+    app.add_middleware(IngestMiddleware)  # the event POSTs, answered without FastAPI's routing
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     app.add_middleware(BearerAuthMiddleware, token=settings.api_token)
     app.add_middleware(BodyLimitMiddleware)
+    _document_ingest(app)
     return app
+
+
+def _document_ingest(app: FastAPI) -> None:
+    """Add the event POSTs, which FastAPI never routes, to its OpenAPI document."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)  # cached in app.openapi_schema: the additions are made once
+        for path, operation in ingest.OPERATIONS.items():
+            schema["paths"].setdefault(path, {})["post"] = operation
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def app_from_settings() -> FastAPI:

@@ -8,9 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from lotline.api.metrics import Metrics
 from lotline.services import Lineage
-from lotline.services.projector import ProjectorProcess
 
 MAX_OFFSET = 2**31 - 1
 
@@ -18,11 +16,6 @@ MAX_OFFSET = 2**31 - 1
 # Dependencies that do no I/O are async: FastAPI would run a plain ``def`` one in the thread pool.
 async def lineage(request: Request) -> Lineage:
     found: Lineage = request.app.state.lineage
-    return found
-
-
-def metrics(request: Request) -> Metrics:
-    found: Metrics = request.app.state.metrics
     return found
 
 
@@ -45,13 +38,6 @@ Page = Annotated[Paging, Depends(paging)]
 #: How long a request waits for the projector to apply what was journaled before it.
 CATCH_UP_SECONDS = 5.0
 PENDING_HEADER = "X-Lineage-Pending"
-
-
-def wake_projector(request: Request) -> None:
-    """Events were journaled: this process's projector applies them now."""
-    projector: ProjectorProcess | None = getattr(request.app.state, "projector", None)
-    if projector is not None:
-        projector.wake()
 
 
 async def read_your_writes(request: Request, response: Response) -> None:

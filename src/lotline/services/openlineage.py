@@ -23,6 +23,9 @@ from lotline.store.engine import Store
 from lotline.store.queries import events, graph, jobs
 from lotline.store.types import utcnow
 
+#: What journaling did with one event: True new, False a repeat, or why the database refused it.
+Journaled = bool | InvalidInput
+
 
 @dataclass(frozen=True)
 class Accepted:
@@ -40,39 +43,16 @@ class OpenLineageService:
 
     def accept(self, payload: Any) -> bool:
         """Journal one event; raises for a bad one (nothing stored). False if already journaled."""
-        entry = _entry(payload)
-        with self._store.one_statement() as connection:
-            return events.append(connection, [entry], utcnow()) == 1
+        result = journal(self._store, [journal_entry(payload)])[0]
+        if isinstance(result, InvalidInput):
+            raise result
+        return result
 
     def accept_batch(self, payloads: Sequence[Any]) -> Accepted:
         """Journal every good event of a batch in one statement, in order; bad ones are refused
         one by one and do not stop the others."""
-        entries: list[events.JournalEntry] = []
-        good: list[int] = []
-        refused: list[tuple[int, str]] = []
-        for index, payload in enumerate(payloads):
-            try:
-                entries.append(_entry(payload))
-                good.append(index)
-            except LotlineError as error:
-                refused.append((index, error.message))
-        refused_before = len(refused)
-        if not entries:
-            return Accepted(0, 0, tuple(refused))
-        try:
-            with self._store.write() as connection:  # one statement, but it may be sent in pages
-                fresh = events.append(connection, entries, utcnow())
-            return Accepted(fresh, len(entries) - fresh, tuple(refused))
-        except DataError:
-            pass  # the database refused a value in one of them: find which, one by one
-        fresh = 0
-        for index, entry in zip(good, entries, strict=True):
-            try:
-                with self._store.one_statement() as connection:
-                    fresh += events.append(connection, [entry], utcnow())
-            except DataError as error:
-                refused.append((index, f"a value was rejected by the database: {_first_line(error)}"))
-        return Accepted(fresh, len(entries) - fresh - (len(refused) - refused_before), tuple(sorted(refused)))
+        batch = Batch.of(payloads)
+        return batch.outcome(journal(self._store, batch.entries))
 
     def job_facets(self, namespace: str, job: str) -> JsonObject:
         """Facets OpenLineage events reported for the job, merged by facet name."""
@@ -90,11 +70,73 @@ class OpenLineageService:
             return events.list_events(connection, before, after, limit, offset)
 
 
-def _first_line(error: DataError) -> str:
-    return str(error.orig).splitlines()[0] if error.orig is not None else str(error)
+@dataclass(frozen=True)
+class Batch:
+    """A batch's valid events, where they were in it, and (index, reason) of the refused ones."""
+
+    entries: list[events.JournalEntry]
+    positions: list[int]
+    refused: list[tuple[int, str]]
+
+    @classmethod
+    def of(cls, payloads: Sequence[Any]) -> Batch:
+        batch = cls([], [], [])
+        for index, payload in enumerate(payloads):
+            try:
+                batch.entries.append(journal_entry(payload))
+                batch.positions.append(index)
+            except LotlineError as error:
+                batch.refused.append((index, error.message))
+        return batch
+
+    def outcome(self, results: Sequence[Journaled]) -> Accepted:
+        """What the batch came to, given what ``journal`` did with its valid events."""
+        refused = list(self.refused)
+        fresh = duplicates = 0
+        for index, result in zip(self.positions, results, strict=True):
+            if isinstance(result, InvalidInput):
+                refused.append((index, result.message))
+            elif result:
+                fresh += 1
+            else:
+                duplicates += 1
+        return Accepted(fresh, duplicates, tuple(sorted(refused)))
 
 
-def _entry(payload: Any) -> events.JournalEntry:
+def journal(store: Store, entries: Sequence[events.JournalEntry]) -> list[Journaled]:
+    """Journal the events in one statement and one transaction (a group commit), in order.
+
+    If the database refuses a value of one of them (e.g. a NUL character in JSON on PostgreSQL),
+    they are journaled one by one, so that only that one is refused. An event repeated within
+    ``entries`` is new at its first position only. Other database errors propagate.
+    """
+    if not entries:
+        return []
+    # Up to MAX_ROWS rows are one statement, atomic by itself; more are sent in several.
+    transaction = store.one_statement if len(entries) <= events.MAX_ROWS else store.write
+    try:
+        with transaction() as connection:
+            new = events.append(connection, entries, utcnow())
+    except DataError:
+        return [_journal_alone(store, entry) for entry in entries]
+    results: list[Journaled] = []
+    for entry in entries:
+        results.append(entry.event_key in new)
+        new.discard(entry.event_key)
+    return results
+
+
+def _journal_alone(store: Store, entry: events.JournalEntry) -> Journaled:
+    try:
+        with store.one_statement() as connection:
+            return bool(events.append(connection, [entry], utcnow()))
+    except DataError as error:
+        first_line = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
+        return InvalidInput(f"a value was rejected by the database: {first_line}")
+
+
+def journal_entry(payload: Any) -> events.JournalEntry:
+    """A validated event as the journal stores it; raises ``LotlineError`` for a bad one."""
     if not isinstance(payload, dict):
         raise InvalidInput("an event must be a JSON object.")
     event = parse_event(payload)

@@ -27,8 +27,9 @@ from lotline.store.queries import events
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 5.0
-#: The server's projector yields the CPU to the request threads (accepting events first, so that
-#: producers are never slowed down by projection), and projects with what is left.
+#: The server's projector yields the CPU to the server (accepting events first, so that producers
+#: are never slowed down by projection), and projects with what is left. Nice 19 measured no better
+#: for accepting and slowed projection on a busy machine (docs/benchmarks.md).
 PROJECTOR_NICENESS = 5
 BUSY_RETRY_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 1.0

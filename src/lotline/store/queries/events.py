@@ -18,6 +18,8 @@ from lotline.store.schema import lineage_events
 PROJECTOR_LOCK = 0x6C6F746C696E65  # "lotline"
 #: Channel on which a process tells projectors that events are waiting (PostgreSQL).
 CHANNEL = "lotline_lineage_events"
+#: Most rows ``append`` sends as one statement (SQLAlchemy's "insertmanyvalues" page).
+MAX_ROWS = 1000
 
 
 @dataclass(frozen=True)
@@ -37,9 +39,10 @@ class PendingEvent:
     payload: JsonObject
 
 
-def append(connection: Connection, entries: Sequence[JournalEntry], now: datetime) -> int:
-    """Journal the events in one statement, in the order given; returns how many were new (an
-    event identical to one already journaled is stored once)."""
+def append(connection: Connection, entries: Sequence[JournalEntry], now: datetime) -> set[str]:
+    """Journal the events in one statement, in the order given; returns the keys of those that
+    were new (an event identical to one already journaled, or to an earlier one of ``entries``,
+    is stored once)."""
     rows = [
         {
             "event_key": e.event_key,
@@ -53,7 +56,7 @@ def append(connection: Connection, entries: Sequence[JournalEntry], now: datetim
         }
         for e in entries
     ]
-    return len(insert_new_rows(connection, lineage_events, rows, ["event_key"], "id"))
+    return set(insert_new_rows(connection, lineage_events, rows, ["event_key"], "event_key"))
 
 
 def _pending() -> ColumnElement[bool]:

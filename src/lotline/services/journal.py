@@ -1,0 +1,124 @@
+"""Group commit of the OpenLineage journal: one writer per server process.
+
+Each ``POST /lineage`` (and ``/lineage/batch``) validates its events and awaits
+``JournalWriter.journal``. While one group is being written, the events that arrive wait; as
+soon as it is committed they are written together, as the next group: one multi-row statement
+(``openlineage.journal``), one commit (on SQLite, one turn of its single write lock) and one hop
+to the writer's thread for all of them, instead of one each. A request is answered only after
+its group has committed. It lives in the server's event loop; the database I/O runs on one
+thread of its own, so the loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from lotline.services.openlineage import Journaled, journal
+from lotline.store.engine import Store
+from lotline.store.queries import events
+from lotline.store.queries.events import JournalEntry
+
+log = logging.getLogger(__name__)
+
+
+class JournalUnavailable(Exception):
+    """The database failed while journaling (an outage, not the events' fault): retry later."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    entries: Sequence[JournalEntry]
+    answer: asyncio.Future[list[Journaled]]
+
+
+class JournalWriter:
+    """Journals what concurrent requests hand it, in groups of up to ``events.MAX_ROWS`` events
+    (one statement). Used from one event loop; ``on_new`` is called once per group that
+    journaled something new (to wake the projector)."""
+
+    def __init__(self, store: Store, on_new: Callable[[], None] | None = None) -> None:
+        self._store = store
+        self._on_new = on_new
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotline-journal")
+        self._waiting: list[_Waiting] = []
+        self._writing: asyncio.Task[None] | None = None
+        self._open = True
+
+    async def journal(self, entries: Sequence[JournalEntry]) -> list[Journaled]:
+        """What became of each entry (new, repeat, refused by the database), once committed;
+        raises ``JournalUnavailable`` if the database failed or the writer is stopped."""
+        if not self._open:
+            raise JournalUnavailable("the server is shutting down; retry.")
+        answer: asyncio.Future[list[Journaled]] = asyncio.get_running_loop().create_future()
+        self._waiting.append(_Waiting(entries, answer))
+        if self._writing is None:
+            self._writing = asyncio.create_task(self._write_all())
+        return await answer
+
+    async def stop(self) -> None:
+        """Journal and answer everything handed in so far, then end the thread."""
+        self._open = False
+        if self._writing is not None:
+            await self._writing
+        self._thread.shutdown()
+
+    async def _write_all(self) -> None:
+        try:
+            while self._waiting:
+                await self._write(self._next_group())
+        finally:
+            self._writing = None
+
+    def _next_group(self) -> list[_Waiting]:
+        group, size = [self._waiting[0]], len(self._waiting[0].entries)
+        for waiting in self._waiting[1:]:
+            if size + len(waiting.entries) > events.MAX_ROWS:
+                break
+            group.append(waiting)
+            size += len(waiting.entries)
+        del self._waiting[: len(group)]
+        return group
+
+    async def _write(self, group: list[_Waiting]) -> None:
+        entries = [entry for waiting in group for entry in waiting.entries]
+        loop = asyncio.get_running_loop()
+        try:
+            results = await loop.run_in_executor(self._thread, journal, self._store, entries)
+        except SQLAlchemyError as error:
+            log.warning("journaling %d events failed: %s", len(entries), error)
+            failure = JournalUnavailable(f"the database failed while journaling; retry: {_first_line(error)}")
+            _fail(group, failure)
+            return
+        except Exception as error:  # never leave a request waiting, whatever happened
+            log.exception("journaling %d events failed", len(entries))
+            _fail(group, error)
+            return
+        start = 0
+        for waiting in group:
+            end = start + len(waiting.entries)
+            if not waiting.answer.done():  # a request cancelled meanwhile needs no answer
+                waiting.answer.set_result(results[start:end])
+            start = end
+        if self._on_new is not None and any(result is True for result in results):
+            self._on_new()
+
+
+def _fail(group: list[_Waiting], error: Exception) -> None:
+    for waiting in group:
+        if not waiting.answer.done():
+            waiting.answer.set_exception(error)
+
+
+def _first_line(error: SQLAlchemyError) -> str:
+    orig = getattr(error, "orig", None)
+    return (str(orig) if orig is not None else str(error)).splitlines()[0][:200]
