@@ -6,6 +6,7 @@ database), a failed database fails the waiting requests instead of leaving them 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ import sqlalchemy as sa
 from lotline.domain.errors import InvalidInput
 from lotline.services.journal import JournalUnavailable, JournalWriter
 from lotline.services.openlineage import Journaled, journal_entry
+from lotline.store import dialect
 from lotline.store.engine import Store
 from lotline.store.queries import events
 from lotline.store.queries.events import JournalEntry
@@ -113,6 +115,9 @@ def test_a_failing_database_fails_the_waiting_requests_with_a_clear_error(backen
     finally:
         if backend_url.startswith("postgresql"):
             _allow_connections(sa.make_url(backend_url), allow=True)
+            # The session's own pooled connection to this database was terminated too: it is
+            # replaced at its next use once idle for longer than the pool's ping threshold.
+            time.sleep(2 * dialect.PING_AFTER_IDLE_S)
         store.dispose()
     assert len(answers) == 2
     for failure in answers:
