@@ -44,6 +44,10 @@ DECLARE
     wanted integer := 1 + cardinality(p_inputs);
     written integer;
     p_now timestamptz;
+    blocked integer;
+    ready integer;
+    locked integer;
+    last_attempt integer;
 BEGIN
     LOOP
         -- The job's next hints (claims.next_candidate / frontier.pop with a guard): none unless the
@@ -63,20 +67,23 @@ BEGIN
             RETURN;
         END IF;
         -- SPEC §4 eligible: the job's output absent, ERROR or RESUBMIT; every input READY; no
-        -- INPUT row of the job RUNNING or DONE on it.
+        -- INPUT row of the job RUNNING or DONE on it. One read per hint: the rows of the lot that
+        -- matter (primary-key lookups), counted by kind.
         FOREACH hint IN ARRAY hints LOOP
-            CONTINUE WHEN EXISTS (
-                SELECT 1 FROM data_status o
-                WHERE o.dataset_id = p_output AND o.lot = hint AND o.role = 'OUTPUT'
-                  AND o.status NOT IN ('ERROR', 'RESUBMIT'));
-            CONTINUE WHEN (
-                SELECT count(*) FROM data_status r
-                WHERE r.dataset_id = ANY (p_inputs) AND r.lot = hint AND r.role = 'OUTPUT'
-                  AND r.status = 'READY') < cardinality(p_inputs);
-            CONTINUE WHEN EXISTS (
-                SELECT 1 FROM data_status l
-                WHERE l.dataset_id = ANY (p_inputs) AND l.lot = hint AND l.job_id = p_job
-                  AND l.role = 'INPUT' AND l.status IN ('RUNNING', 'DONE'));
+            SELECT count(*) FILTER (WHERE r.dataset_id = p_output AND r.role = 'OUTPUT'
+                                      AND r.status NOT IN ('ERROR', 'RESUBMIT')),
+                   count(*) FILTER (WHERE r.dataset_id = ANY (p_inputs) AND r.role = 'OUTPUT'
+                                      AND r.status = 'READY'),
+                   count(*) FILTER (WHERE r.dataset_id = ANY (p_inputs) AND r.job_id = p_job
+                                      AND r.role = 'INPUT' AND r.status IN ('RUNNING', 'DONE')),
+                   coalesce(max(r.attempt) FILTER (WHERE r.dataset_id = p_output AND r.role = 'OUTPUT'), 0)
+              INTO blocked, ready, locked, last_attempt
+              FROM data_status r
+             WHERE r.dataset_id = ANY (p_inputs || p_output) AND r.lot = hint;
+            CONTINUE WHEN blocked > 0 OR ready < cardinality(p_inputs) OR locked > 0;
+            IF eligible IS NULL THEN
+                claimed_attempt := last_attempt + 1;
+            END IF;
             eligible := eligible || hint;
         END LOOP;
         EXIT WHEN eligible IS NOT NULL;
@@ -95,8 +102,6 @@ BEGIN
     INSERT INTO lot_frontier (job_id, lot, touched_at)
     SELECT p_job, e.lot, p_now FROM unnest(eligible[2:]) AS e(lot) ORDER BY e.lot
     ON CONFLICT (job_id, lot) DO UPDATE SET touched_at = excluded.touched_at;
-    SELECT coalesce(max(o.attempt), 0) + 1 INTO claimed_attempt FROM data_status o
-    WHERE o.dataset_id = p_output AND o.lot = claimed_lot AND o.role = 'OUTPUT';
 
     -- recording.create_started_run: the run, its NEW and RUNNING transitions, its inputs and
     -- outputs with those its job version declares (at the run's lot), inputs pinned to current.
