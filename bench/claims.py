@@ -1,6 +1,6 @@
 """Claim+complete per second through lotline, next to a bare one-table queue, at 1/2/4/8 processes.
 
-    .venv/bin/python -m bench.claims [--lots 1000] [--workers 1,2,4,8] [--backends postgresql,sqlite]
+    .venv/bin/python -m bench.claims [--lots 3000] [--workers 1,2,4,8] [--backends postgresql,sqlite]
                                      [--rounds 3]
 
 lotline's figure is the whole use case a worker runs per lot: ``LotService.claim`` (eligibility,
@@ -279,7 +279,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--lots", type=int, default=1000, help="lots per measurement (default 1000)")
+    parser.add_argument("--lots", type=int, default=3000, help="lots per measurement (default 3000)")
     parser.add_argument("--workers", default="1,2,4,8", help="worker process counts (default 1,2,4,8)")
     parser.add_argument("--backends", default="postgresql,sqlite", help="default postgresql,sqlite")
     parser.add_argument("--rounds", type=int, default=3, help="alternating measurements per count (median)")
