@@ -37,7 +37,7 @@ class NotLive(Exception):
 _REFUSALS: dict[str, type[Exception]] = {"LT001": FallBack, "LT002": LostRace, "LT003": NotLive}
 
 _CLAIM_NEXT_LOT = text(
-    "SELECT claimed_lot, claimed_attempt, started_at, lease_expires_at FROM lotline_claim_next_lot("
+    "SELECT claimed_lot, claimed_attempt, lease_expires_at FROM lotline_claim_next_lot("
     ":job, :stamp, :version, :output, :inputs, :owner, :run, :lease)"
 ).bindparams(
     bindparam("job", type_=Uuid),
@@ -67,7 +67,6 @@ _FINISH_CLAIM = text(
 class Claimed:
     lot: str
     attempt: int
-    started_at: datetime
     lease_expires_at: datetime
 
 
