@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+import uuid
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
 
 from lotline.store import dialect
 from lotline.store.engine import Store
+from lotline.store.queries import claim_functions
 
 pytestmark = pytest.mark.postgres
 
@@ -52,3 +55,78 @@ def test_a_recently_used_dead_connection_fails_once_then_the_pool_recovers(
         assert _backend_pid(store) != dead
     finally:
         store.dispose()
+
+
+@pytest.fixture
+def own_store(pg_store: Store) -> Iterator[Store]:
+    """A store of the test's own (its connections are the ones the test kills)."""
+    store = Store(pg_store.url)
+    yield store
+    store.dispose()
+
+
+def _driver_connections(store: Store) -> dialect.DriverConnections:
+    assert store.driver_connections is not None
+    return store.driver_connections
+
+
+def test_a_claim_function_call_on_a_lost_connection_fails_once_then_reconnects(
+    own_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim functions are called on the driver's own connections (``DriverConnections``); a
+    lost one must surface as SQLAlchemy's error, as for every other statement, and be replaced."""
+    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 60.0)
+    connections = _driver_connections(own_store)
+    dead = _driver_backend_pid(connections)
+    _terminate(own_store, dead)
+    with pytest.raises(sa.exc.DBAPIError) as failure:
+        _finish_unknown_claim(connections)  # not pinged: it was used a moment ago
+    assert failure.value.connection_invalidated
+    assert _driver_backend_pid(connections) != dead
+
+
+def test_an_idle_lost_driver_connection_is_replaced_without_an_error(
+    own_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 0.05)
+    connections = _driver_connections(own_store)
+    dead = _driver_backend_pid(connections)
+    _terminate(own_store, dead)
+    time.sleep(0.1)
+    with pytest.raises(claim_functions.NotLive):  # the call itself reached the database
+        _finish_unknown_claim(connections)
+    assert _driver_backend_pid(connections) != dead
+
+
+def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> None:
+    store = Store(pg_store.url)
+    pid = _driver_backend_pid(_driver_connections(store))
+    store.dispose()
+    with Store(pg_store.url).engine.connect() as admin:
+        for _ in range(50):  # the backend exits right after the client closes
+            alive = admin.exec_driver_sql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}").scalar()
+            if not alive:
+                break
+            time.sleep(0.02)
+    assert not alive
+
+
+def _driver_backend_pid(connections: dialect.DriverConnections) -> int:
+    row = connections.fetch_one("SELECT pg_backend_pid()", ())
+    assert row is not None
+    return int(row[0])
+
+
+def _finish_unknown_claim(connections: dialect.DriverConnections) -> None:
+    claim_functions.finish_claim(
+        connections,
+        job_id=uuid.uuid4(),
+        run_id=uuid.uuid4(),
+        owner="w",
+        attempt=1,
+        success=True,
+        at=None,
+        output_id=uuid.uuid4(),
+        lot="L",
+        version_id=uuid.uuid4(),
+    )

@@ -1,4 +1,4 @@
-"""The PostgreSQL claim functions (migration 0006) write exactly what the Python path writes.
+"""The PostgreSQL claim functions (migrations 0006, 0007) write exactly what the Python path writes.
 
 One history — claims of next lots, completions, a failure and its retry, a completion after the
 lease ran out, an invalidation, a consumer job, and the cases the functions hand back to Python —
@@ -19,14 +19,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 
 from lotline.domain.errors import Conflict
 from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunAction
 from lotline.services import Lineage
 from lotline.services.lots import LotService
+from lotline.store.dialect import DriverConnections
 from lotline.store.engine import Store
+from lotline.store.queries import claim_functions
 from support.lots import LotWorld
 
 pytestmark = pytest.mark.postgres
@@ -145,7 +146,11 @@ def _snapshot(store: Store) -> dict[str, Any]:
                 "SELECT dataset_id, version_number, lot, run_id, state, fields FROM dataset_versions",
                 lambda d, n, lot, r, state, fields: (datasets[d], n, lot, run(r), state, fields),
             ),
-            "datasets": rows("SELECT name, last_version_number FROM datasets", lambda *row: row),
+            "counters": rows(
+                "SELECT d.name, coalesce(c.last_version_number, 0) FROM datasets d "
+                "LEFT JOIN dataset_version_counters c ON c.dataset_id = d.id",
+                lambda *row: row,
+            ),
             "data_status": rows(
                 "SELECT dataset_id, lot, job_id, role, status, held_status, attempt, owner, "
                 "lease_expires_at IS NULL, run_id, data_removed_at IS NULL FROM data_status",
@@ -158,16 +163,18 @@ def _snapshot(store: Store) -> dict[str, Any]:
 def _run(new_database: Callable[[str], str], *, in_database: bool) -> tuple[dict[str, Any], Counter[str]]:
     store = Store(new_database("postgresql"))
     calls: Counter[str] = Counter()
+    call = claim_functions._call
 
-    @sa.event.listens_for(store.engine, "before_cursor_execute")
-    def count(*args: Any) -> None:
-        statement: str = args[2]
+    def counted(connections: DriverConnections, statement: str, params: tuple[Any, ...]) -> Any:
         for function in ("lotline_claim_next_lot", "lotline_finish_claim"):
             calls[function] += function in statement
+        return call(connections, statement, params)
 
     lineage = dataclasses.replace(Lineage.over(store), lots=LotService(store, database_functions=in_database))
     try:
-        _replay(lineage)
+        with pytest.MonkeyPatch.context() as patched:
+            patched.setattr(claim_functions, "_call", counted)
+            _replay(lineage)
         return _snapshot(store), calls
     finally:
         lineage.close()

@@ -33,7 +33,7 @@ from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common
 from lotline.services.recording import apply_transition, create_started_run
-from lotline.store.dialect import has_stored_functions, single_writer
+from lotline.store.dialect import DriverConnections, has_stored_functions, single_writer
 from lotline.store.engine import Store
 from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs
 from lotline.store.types import utcnow
@@ -159,6 +159,11 @@ class LotService:
         reg = cached.registration
         return cached if reg.inputs and reg.mapping is None and not reg.held else None
 
+    def _driver_connections(self) -> DriverConnections:
+        connections = self._store.driver_connections
+        assert connections is not None, "the claim functions exist on PostgreSQL only"
+        return connections
+
     def _claim_in_database(
         self, cached: _Registered, owner: str, namespace: str, job: str, lease: timedelta
     ) -> LotClaim | None:
@@ -167,18 +172,17 @@ class LotService:
         run_id = uuid.uuid4()
         reg = cached.registration
         try:
-            with self._store.one_statement() as connection:
-                found = claim_functions.claim_next_lot(
-                    connection,
-                    job_id=cached.job_id,
-                    stamp=cached.guard.stamp,
-                    version_id=cached.guard.version_id,
-                    output_id=reg.output_dataset_id,
-                    input_ids=reg.inputs,
-                    owner=owner,
-                    run_id=run_id,
-                    lease=lease,
-                )
+            found = claim_functions.claim_next_lot(
+                self._driver_connections(),
+                job_id=cached.job_id,
+                stamp=cached.guard.stamp,
+                version_id=cached.guard.version_id,
+                output_id=reg.output_dataset_id,
+                input_ids=reg.inputs,
+                owner=owner,
+                run_id=run_id,
+                lease=lease,
+            )
         except claim_functions.LostRace:
             raise _LostRace() from None
         if found is None:
@@ -308,19 +312,18 @@ class LotService:
         fence = _fence(claim)
         if self._in_database:
             try:
-                with self._store.one_statement() as connection:
-                    claim_functions.finish_claim(
-                        connection,
-                        job_id=claim.job_id,
-                        run_id=claim.run_id,
-                        owner=claim.owner,
-                        attempt=claim.attempt,
-                        success=success,
-                        at=at,
-                        output_id=claim.dataset_id,
-                        lot=claim.lot,
-                        version_id=output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id),
-                    )
+                claim_functions.finish_claim(
+                    self._driver_connections(),
+                    job_id=claim.job_id,
+                    run_id=claim.run_id,
+                    owner=claim.owner,
+                    attempt=claim.attempt,
+                    success=success,
+                    at=at,
+                    output_id=claim.dataset_id,
+                    lot=claim.lot,
+                    version_id=output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id),
+                )
                 return
             except claim_functions.NotLive:
                 raise claims.not_live(fence, "complete" if success else "fail") from None

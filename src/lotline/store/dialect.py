@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Connection, Engine, Row, Table, TextClause, event, func, select, text
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 T = TypeVar("T")
@@ -83,6 +84,81 @@ def install_server_behaviour(engine: Engine) -> None:
             alive = False
         if not alive:
             raise DisconnectionError("the pooled connection is gone; the pool opens a new one")
+
+
+class DriverConnections:
+    """Connections of the PostgreSQL driver itself (psycopg), one per thread, in autocommit and
+    outside SQLAlchemy: for the two calls every worker makes on every lot
+    (``store/queries/claim_functions.py``). Measured on one worker, SQLAlchemy's pool checkout,
+    isolation-level switch and check-in around each call cost as much client CPU as the call.
+
+    Liveness is kept as the pool keeps it (``install_server_behaviour``): a connection idle for
+    longer than ``PING_AFTER_IDLE_S`` is pinged first and silently replaced if dead; one that an
+    error shows lost is closed, the error is raised as SQLAlchemy's (``DBAPIError``, with
+    ``connection_invalidated``), and the next call connects anew.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dsn = _driver_dsn(engine)
+        self._local = threading.local()
+        self._opened: list[Any] = []
+        self._lock = threading.Lock()
+
+    def fetch_one(self, statement: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Run ``statement`` (a transaction of its own) and return its first row, if any."""
+        import psycopg
+
+        connection = self._connection()
+        try:
+            row: tuple[Any, ...] | None = connection.execute(statement, params).fetchone()
+            return row
+        except psycopg.Error as error:
+            lost = connection.broken or self._engine.dialect.is_disconnect(cast(Any, error), connection, None)
+            if lost:
+                connection.close()
+            raise DBAPIError.instance(
+                statement,
+                params,
+                error,
+                psycopg.Error,
+                connection_invalidated=lost,
+                dialect=self._engine.dialect,
+            ) from error
+        finally:
+            self._local.used_at = time.monotonic()
+
+    def _connection(self) -> Any:
+        import psycopg
+
+        held = getattr(self._local, "connection", None)
+        if (
+            held is not None
+            and not held.closed
+            and time.monotonic() - self._local.used_at > PING_AFTER_IDLE_S
+        ):
+            try:
+                held.execute("SELECT 1")
+            except psycopg.Error:
+                held.close()
+        if held is None or held.closed:
+            held = psycopg.connect(self._dsn, autocommit=True)
+            with self._lock:
+                self._opened = [c for c in self._opened if not c.closed] + [held]
+            self._local.connection = held
+        return held
+
+    def close(self) -> None:
+        """Close every thread's connection (``Store.dispose``); a later call connects anew."""
+        with self._lock:
+            opened, self._opened = self._opened, []
+        for connection in opened:
+            connection.close()
+
+
+def _driver_dsn(engine: Engine) -> str:
+    """The engine's database as a libpq connection string, for connections made without it."""
+    return str(engine.url.set(drivername="postgresql").render_as_string(hide_password=False))
 
 
 def install_sqlite_behaviour(engine: Engine) -> None:
@@ -235,9 +311,7 @@ class Listener:
             import psycopg
             import psycopg.sql
 
-            url = engine.url.set(drivername="postgresql")
-            dsn = url.render_as_string(hide_password=False)
-            self._connection = psycopg.connect(dsn, autocommit=True)
+            self._connection = psycopg.connect(_driver_dsn(engine), autocommit=True)
             self._connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
 
     def wait(self, timeout: float) -> bool:

@@ -21,10 +21,13 @@ class Store:
     def __init__(self, url: str) -> None:
         self.url = dialect.normalize_url(url)
         self.engine = create_engine(self.url, **dialect.engine_options(self.url))
+        #: The driver's own connections for the claim functions (PostgreSQL only, see there).
+        self.driver_connections: dialect.DriverConnections | None = None
         if self.engine.dialect.name == "sqlite":
             dialect.install_sqlite_behaviour(self.engine)
         else:
             dialect.install_server_behaviour(self.engine)
+            self.driver_connections = dialect.DriverConnections(self.engine)
 
     @property
     def backend(self) -> str:
@@ -64,6 +67,8 @@ class Store:
             return migrate.current_revision(connection)
 
     def dispose(self) -> None:
+        if self.driver_connections is not None:
+            self.driver_connections.close()
         self.engine.dispose()
 
 

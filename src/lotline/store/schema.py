@@ -3,9 +3,11 @@
 
 Conventions: lot columns are NOT NULL with ``''`` meaning "not partitioned" (see
 ``lotline.domain.versions.UNPARTITIONED``) so that unique keys over lots behave alike on SQLite
-and PostgreSQL. ``datasets.last_version_number`` is the per-dataset version counter: it is
-incremented with ``UPDATE … RETURNING`` under the dataset row's lock, which is what keeps
-concurrent writers from ever sharing or skipping a number.
+and PostgreSQL. ``dataset_version_counters`` holds the per-dataset version counter: it is
+incremented by one upsert under that row's lock, held until commit, which is what keeps
+concurrent writers from ever sharing or skipping a number. It is a table of its own so that the
+dataset row, which every coordination row and run record references, is never updated by a
+completion (see the table).
 """
 
 from __future__ import annotations
@@ -85,11 +87,22 @@ datasets = Table(
     Column("source_id", ForeignKey("sources.id")),
     Column("description", Text),
     Column("facets", JsonDocument),
-    Column("last_version_number", Integer, nullable=False, server_default=text("0")),
     *_timestamps(),
     # Soft delete (Marquez ``DELETE dataset``): hidden from reads until written again.
     Column("deleted_at", UtcDateTime),
     UniqueConstraint("namespace_id", "name"),
+)
+
+# The version counter of a dataset, created with its first version. Not a column of ``datasets``:
+# inserting a row that references a dataset (a claim's data-status rows, run inputs and outputs,
+# a version) share-locks the dataset row, and when that row is also being updated by concurrent
+# completions PostgreSQL turns each such lock into a new multixact on a long update chain — with
+# eight workers on one job that cost a quarter of the claim throughput (docs/benchmarks.md).
+dataset_version_counters = Table(
+    "dataset_version_counters",
+    metadata,
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True),
+    Column("last_version_number", Integer, nullable=False),
 )
 
 dataset_fields = Table(

@@ -1,8 +1,9 @@
-"""A worker's common path in one call each: the PostgreSQL functions of migration 0006.
+"""A worker's common path in one call each: the PostgreSQL functions of migrations 0006 and 0007.
 
 ``claim_next_lot`` claims the next lot of a job without a lot mapping and starts its run;
-``finish_claim`` completes or fails a claim and versions its output. Each is one statement, meant
-to run in autocommit (``Store.one_statement``): its writes commit before it answers. What they
+``finish_claim`` completes or fails a claim and versions its output. Each is one statement in
+autocommit, sent on the driver's own connection (``dialect.DriverConnections``, which also says
+why): its writes commit before it answers. What they
 do not cover, they refuse with nothing written (:class:`FallBack`): the caller then takes the
 Python path, which handles every case.
 """
@@ -12,14 +13,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Interval, String, TextClause, Uuid, bindparam, text
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 
-from lotline.store.types import UtcDateTime
+from lotline.store.dialect import DriverConnections
 
 
 class FallBack(Exception):
@@ -36,31 +35,12 @@ class NotLive(Exception):
 
 _REFUSALS: dict[str, type[Exception]] = {"LT001": FallBack, "LT002": LostRace, "LT003": NotLive}
 
-_CLAIM_NEXT_LOT = text(
-    "SELECT claimed_lot, claimed_attempt, lease_expires_at FROM lotline_claim_next_lot("
-    ":job, :stamp, :version, :output, :inputs, :owner, :run, :lease)"
-).bindparams(
-    bindparam("job", type_=Uuid),
-    bindparam("stamp", type_=UtcDateTime),
-    bindparam("version", type_=Uuid),
-    bindparam("output", type_=Uuid),
-    bindparam("inputs", type_=ARRAY(Uuid)),
-    bindparam("owner", type_=String),
-    bindparam("run", type_=Uuid),
-    bindparam("lease", type_=Interval),
+# psycopg's own placeholders; it prepares each statement on the server after a few calls.
+_CLAIM_NEXT_LOT = (
+    "SELECT claimed_lot, claimed_attempt, lease_expires_at "
+    "FROM lotline_claim_next_lot(%s, %s, %s, %s, %s, %s, %s, %s)"
 )
-
-_FINISH_CLAIM = text(
-    "SELECT lotline_finish_claim(:job, :run, :owner, :attempt, :success, :at, :output, :lot, :version)"
-).bindparams(
-    bindparam("job", type_=Uuid),
-    bindparam("run", type_=Uuid),
-    bindparam("owner", type_=String),
-    bindparam("at", type_=UtcDateTime),
-    bindparam("output", type_=Uuid),
-    bindparam("lot", type_=String),
-    bindparam("version", type_=Uuid),
-)
+_FINISH_CLAIM = "SELECT lotline_finish_claim(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
 
 
 @dataclass(frozen=True)
@@ -71,7 +51,7 @@ class Claimed:
 
 
 def claim_next_lot(
-    connection: Connection,
+    connections: DriverConnections,
     *,
     job_id: uuid.UUID,
     stamp: datetime,
@@ -85,22 +65,16 @@ def claim_next_lot(
     """The claimed lot, its run started (by the database's clock), or None: no hint led to an
     eligible lot, or the job is held or its registration or current version is no longer
     ``stamp``/``version_id``."""
-    params = {
-        "job": job_id,
-        "stamp": stamp,
-        "version": version_id,
-        "output": output_id,
-        "inputs": list(input_ids),
-        "owner": owner,
-        "run": run_id,
-        "lease": lease,
-    }
-    row = _call(connection, _CLAIM_NEXT_LOT, params)
-    return None if row is None or row[0] is None else Claimed(*row)
+    params = (job_id, stamp, version_id, output_id, list(input_ids), owner, run_id, lease)
+    row = _call(connections, _CLAIM_NEXT_LOT, params)
+    if row is None or row[0] is None:
+        return None
+    lot, attempt, lease_expires_at = row
+    return Claimed(lot, attempt, lease_expires_at.astimezone(UTC))
 
 
 def finish_claim(
-    connection: Connection,
+    connections: DriverConnections,
     *,
     job_id: uuid.UUID,
     run_id: uuid.UUID,
@@ -114,27 +88,16 @@ def finish_claim(
 ) -> None:
     """End the claim (fenced) and its run at ``at`` (None: now, by the database's clock); its
     output's new version gets ``version_id``."""
-    params = {
-        "job": job_id,
-        "run": run_id,
-        "owner": owner,
-        "attempt": attempt,
-        "success": success,
-        "at": at,
-        "output": output_id,
-        "lot": lot,
-        "version": version_id,
-    }
-    _call(connection, _FINISH_CLAIM, params)
+    params = (job_id, run_id, owner, attempt, success, at, output_id, lot, version_id)
+    _call(connections, _FINISH_CLAIM, params)
 
 
-def _call(connection: Connection, statement: TextClause, params: dict[str, object]) -> tuple[Any, ...] | None:
+def _call(connections: DriverConnections, statement: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """One call; a refusal raised by the function (SQLSTATE ``LT00x``) becomes its exception."""
     try:
-        row = connection.execute(statement, params).first()
+        return connections.fetch_one(statement, params)
     except DBAPIError as error:
         refusal = _REFUSALS.get(getattr(error.orig, "sqlstate", None) or "")
         if refusal is None:
             raise
         raise refusal(str(error.orig).splitlines()[0]) from None
-    return None if row is None else tuple(row)

@@ -11,8 +11,9 @@ from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select,
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import locks_rows, upsert_returning
+from lotline.store.dialect import locks_rows, upsert_insert, upsert_returning
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
+from lotline.store.schema import dataset_version_counters as counters
 from lotline.store.types import json_or_empty
 
 
@@ -139,22 +140,24 @@ def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.
 
 
 def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
-    """Serialize version changes of one dataset (SQLite already holds the database write lock)."""
+    """Serialize version changes of one dataset: its version counter's row, created if missing,
+    locked until commit (SQLite already holds the database write lock)."""
     if locks_rows(connection):
-        connection.execute(select(datasets.c.id).where(datasets.c.id == dataset_id).with_for_update())
-
-
-_NEXT_VERSION_NUMBER = (
-    update(datasets)
-    .where(datasets.c.id == bindparam("p_dataset_id"))
-    .values(last_version_number=datasets.c.last_version_number + 1)
-    .returning(datasets.c.last_version_number)
-)
+        new = upsert_insert(connection, counters).values(dataset_id=dataset_id, last_version_number=0)
+        connection.execute(new.on_conflict_do_nothing(index_elements=["dataset_id"]))
+        connection.execute(
+            select(counters.c.dataset_id).where(counters.c.dataset_id == dataset_id).with_for_update()
+        )
 
 
 def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
-    """Allocate the dataset's next version number; the row lock it takes lasts until commit."""
-    number: int = connection.execute(_NEXT_VERSION_NUMBER, {"p_dataset_id": dataset_id}).scalar_one()
+    """Allocate the dataset's next version number (one upsert of its counter, which starts at 1);
+    the row lock it takes lasts until commit."""
+    new = upsert_insert(connection, counters).values(dataset_id=dataset_id, last_version_number=1)
+    statement = new.on_conflict_do_update(
+        index_elements=["dataset_id"], set_={"last_version_number": counters.c.last_version_number + 1}
+    ).returning(counters.c.last_version_number)
+    number: int = connection.execute(statement).scalar_one()
     return number
 
 
