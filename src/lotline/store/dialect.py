@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, Row, Table, TextClause, event, func, select, text
+from sqlalchemy import Connection, Engine, Row, Table, TextClause, bindparam, event, func, select, text
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
@@ -209,6 +209,24 @@ def _ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
     """Built once per table: the statement runs for every event."""
     dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
     return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
+
+
+def increment_returning(connection: Connection, table: Table, key: str, key_value: Any, column: str) -> int:
+    """A counter row, incremented (or created at 1) by one ``INSERT … ON CONFLICT DO UPDATE …
+    RETURNING``; the row stays locked until commit."""
+    statement = _increment(connection.dialect.name, table, key, column)
+    value: int = connection.execute(statement, {"p_key": key_value}).scalar_one()
+    return value
+
+
+@functools.cache
+def _increment(dialect_name: str, table: Table, key: str, column: str) -> Any:
+    """Built once per table: it runs for every version."""
+    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    new = dialect_insert(table).values({key: bindparam("p_key"), column: 1})
+    return new.on_conflict_do_update(index_elements=[key], set_={column: table.c[column] + 1}).returning(
+        table.c[column]
+    )
 
 
 def locks_rows(connection: Connection) -> bool:

@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select,
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import locks_rows, upsert_insert, upsert_returning
+from lotline.store.dialect import increment_returning, insert_ignoring_conflicts, locks_rows, upsert_returning
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
 from lotline.store.schema import dataset_version_counters as counters
 from lotline.store.types import json_or_empty
@@ -143,22 +143,21 @@ def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
     """Serialize version changes of one dataset: its version counter's row, created if missing,
     locked until commit (SQLite already holds the database write lock)."""
     if locks_rows(connection):
-        new = upsert_insert(connection, counters).values(dataset_id=dataset_id, last_version_number=0)
-        connection.execute(new.on_conflict_do_nothing(index_elements=["dataset_id"]))
-        connection.execute(
-            select(counters.c.dataset_id).where(counters.c.dataset_id == dataset_id).with_for_update()
+        insert_ignoring_conflicts(
+            connection, counters, [{"dataset_id": dataset_id, "last_version_number": 0}], ["dataset_id"]
         )
+        connection.execute(_LOCK_COUNTER, {"p_dataset_id": dataset_id})
+
+
+_LOCK_COUNTER = (
+    select(counters.c.dataset_id).where(counters.c.dataset_id == bindparam("p_dataset_id")).with_for_update()
+)
 
 
 def next_version_number(connection: Connection, dataset_id: uuid.UUID) -> int:
-    """Allocate the dataset's next version number (one upsert of its counter, which starts at 1);
-    the row lock it takes lasts until commit."""
-    new = upsert_insert(connection, counters).values(dataset_id=dataset_id, last_version_number=1)
-    statement = new.on_conflict_do_update(
-        index_elements=["dataset_id"], set_={"last_version_number": counters.c.last_version_number + 1}
-    ).returning(counters.c.last_version_number)
-    number: int = connection.execute(statement).scalar_one()
-    return number
+    """Allocate the dataset's next version number (its counter starts at 1); the row lock it takes
+    lasts until commit."""
+    return increment_returning(connection, counters, "dataset_id", dataset_id, "last_version_number")
 
 
 def _current_version_subquery(column: Any) -> Any:
