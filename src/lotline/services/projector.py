@@ -1,7 +1,7 @@
 """The server's projector: a process of its own that drains the journal whenever events arrive.
 
-It is woken by every accepted POST of the server that started it (``wake``: a cross-process
-event), on PostgreSQL also by ``NOTIFY`` from other processes, and otherwise polls slowly, in
+It is woken by every accepted POST of the server that started it (``wake``: a byte down a
+pipe), on PostgreSQL also by ``NOTIFY`` from other processes, and otherwise polls slowly, in
 case a wake-up was missed. When another process's projector holds the lock it tells that one
 (NOTIFY) and tries again shortly, so events are never left waiting for the slow poll. ``stop``
 lets the group in progress commit and leaves the rest of the journal pending for the next start.
@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import threading
+from multiprocessing.connection import Connection
 from typing import Protocol
 
 from lotline.services.projection import ProjectionService
@@ -37,7 +38,7 @@ LISTEN_TIMEOUT_SECONDS = 0.5
 
 
 class Flag(Protocol):
-    """What ``threading.Event`` and ``multiprocessing.Event`` have in common."""
+    """What the projector's loop needs of an event (``threading.Event`` has it)."""
 
     def set(self) -> None: ...
     def clear(self) -> None: ...
@@ -157,64 +158,91 @@ class BackgroundProjector:
 
 
 class ProjectorProcess:
-    """``lotline serve``'s projector: ``BackgroundProjector`` in a spawned process of its own."""
+    """``lotline serve``'s projector: ``BackgroundProjector`` in a spawned process of its own.
+
+    The server signals it through a pipe and never through a lock the two processes share (as
+    ``multiprocessing.Event`` does: a projector killed while holding that lock, by the OOM killer
+    say, would hang every later wake-up of the server, and with it the journal writer). A wake-up
+    is one byte, written without blocking — a full pipe already holds wake-ups enough. Stopping is
+    the end of the pipe: :meth:`stop` closes the server's end, and a server that dies closes it
+    too, so an orphaned projector stops by itself.
+    """
 
     def __init__(self, db_url: str, poll_seconds: float = POLL_SECONDS) -> None:
         context = multiprocessing.get_context("spawn")
-        self._wake = context.Event()
-        self._stopping = context.Event()
-        self._idle = context.Event()
+        # Only the file descriptors of this pipe are used (``os.read``/``os.write``), not its
+        # ``send``/``recv``: a Connection is what a spawned process can be handed.
+        self._projector_end, self._server_end = context.Pipe(duplex=False)
+        os.set_blocking(self._server_end.fileno(), False)
         self._process = context.Process(
             target=_run_projector,
-            args=(db_url, poll_seconds, self._wake, self._stopping, self._idle, os.getpid()),
+            args=(db_url, poll_seconds, self._projector_end),
             name="lotline-projector",
         )
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
     def start(self) -> None:
         self._process.start()
+        self._projector_end.close()  # the projector has its own copy; EOF needs ours gone
 
     def wake(self) -> None:
-        """Events were journaled (cheap: a cross-process event, no database round trip)."""
-        self._idle.clear()
-        self._wake.set()
+        """Events were journaled (cheap: one byte down a pipe, no database round trip)."""
+        try:
+            os.write(self._server_end.fileno(), b"w")
+        except BlockingIOError:
+            pass  # the pipe is full of wake-ups the projector has yet to read
+        except OSError:
+            pass  # the projector is gone (or stopped): nothing to wake; ``stop`` reports it
 
-    def wait_idle(self, timeout: float) -> bool:
-        return self._idle.wait(timeout)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """The group in progress commits; the rest of the journal stays pending."""
-        self._stopping.set()
-        self._wake.set()
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """The group in progress commits; the rest of the journal stays pending. Returns the
+        projector's exit code (0: it stopped as asked)."""
+        self._server_end.close()
         self._process.join(timeout)
         if self._process.is_alive():
             log.warning("the projector did not stop within %.0f s; terminating it", timeout)
             self._process.terminate()
             self._process.join(timeout)
+        exitcode = self._process.exitcode
+        if exitcode:
+            log.warning("the projector ended with exit code %s", exitcode)
         self._process.close()
+        return exitcode
 
 
-def _run_projector(
-    db_url: str, poll_seconds: float, wake: Flag, stopping: Flag, idle: Flag, parent: int
-) -> None:
+def _run_projector(db_url: str, poll_seconds: float, signals: Connection) -> None:
     from lotline.services import open_lineage
 
     logging.basicConfig(level=logging.INFO)
     if hasattr(os, "nice"):
         os.nice(PROJECTOR_NICENESS)
+    wake, stopping = threading.Event(), threading.Event()
+    receiver = threading.Thread(
+        target=_receive_signals, args=(signals.fileno(), wake, stopping), name="lotline-signals", daemon=True
+    )
+    receiver.start()
     lineage = open_lineage(db_url)
-    orphaned = threading.Thread(target=_stop_when_orphaned, args=(parent, stopping, wake), daemon=True)
-    orphaned.start()
     try:
         BackgroundProjector(
-            lineage.store, lineage.projection, poll_seconds, wake=wake, stopping=stopping, idle=idle
+            lineage.store, lineage.projection, poll_seconds, wake=wake, stopping=stopping
         ).run()
     finally:
         lineage.close()
 
 
-def _stop_when_orphaned(parent: int, stopping: Flag, wake: Flag) -> None:
-    """A server killed without a shutdown must not leave its projector running."""
-    while not stopping.wait(1.0):
-        if os.getppid() != parent:
+def _receive_signals(fd: int, wake: threading.Event, stopping: threading.Event) -> None:
+    """Each byte from the server is a wake-up; the end of the pipe (``stop``, or the server gone)
+    means stop."""
+    while True:
+        try:
+            received = os.read(fd, 4096)
+        except OSError:
+            received = b""
+        if not received:
             stopping.set()
             wake.set()
+            return
+        wake.set()
