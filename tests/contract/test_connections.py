@@ -98,6 +98,19 @@ def test_an_idle_lost_driver_connection_is_replaced_without_an_error(
     assert _driver_backend_pid(connections) != dead
 
 
+def test_no_server_at_all_is_sqlalchemys_error_too(pg_store: Store) -> None:
+    """A worker retries on SQLAlchemy's errors while the server restarts: failing to connect must
+    be one of them, not the driver's own."""
+    unreachable = sa.make_url(pg_store.url).set(host="127.0.0.1", port=1)
+    store = Store(unreachable.render_as_string(hide_password=False))
+    try:
+        with pytest.raises(sa.exc.OperationalError) as failure:
+            _driver_backend_pid(_driver_connections(store))
+        assert failure.value.connection_invalidated
+    finally:
+        store.dispose()
+
+
 def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> None:
     store = Store(pg_store.url)
     pid = _driver_backend_pid(_driver_connections(store))

@@ -109,13 +109,19 @@ class DriverConnections:
         """Run ``statement`` (a transaction of its own) and return its first row, if any."""
         import psycopg
 
-        connection = self._connection()
+        connection = None
         try:
+            connection = self._connection()
             row: tuple[Any, ...] | None = connection.execute(statement, params).fetchone()
             return row
         except psycopg.Error as error:
-            lost = connection.broken or self._engine.dialect.is_disconnect(cast(Any, error), connection, None)
-            if lost:
+            # No connection at all (the server is down or restarting) counts as lost too.
+            lost = (
+                connection is None
+                or connection.broken
+                or self._engine.dialect.is_disconnect(cast(Any, error), connection, None)
+            )
+            if lost and connection is not None:
                 connection.close()
             raise DBAPIError.instance(
                 statement,

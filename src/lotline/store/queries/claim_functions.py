@@ -35,7 +35,9 @@ class NotLive(Exception):
 
 _REFUSALS: dict[str, type[Exception]] = {"LT001": FallBack, "LT002": LostRace, "LT003": NotLive}
 
-# psycopg's own placeholders; it prepares each statement on the server after a few calls.
+# psycopg's own placeholders; it prepares each statement on the server after a few calls. The
+# arguments go as text, which the server casts to the function's parameter types: adapting UUIDs,
+# a list and a timedelta cost the worker ~40 µs of CPU per call, a third of the call.
 _CLAIM_NEXT_LOT = (
     "SELECT claimed_lot, claimed_attempt, lease_expires_at "
     "FROM lotline_claim_next_lot(%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -65,7 +67,16 @@ def claim_next_lot(
     """The claimed lot, its run started (by the database's clock), or None: no hint led to an
     eligible lot, or the job is held or its registration or current version is no longer
     ``stamp``/``version_id``."""
-    params = (job_id, stamp, version_id, output_id, list(input_ids), owner, run_id, lease)
+    params = (
+        str(job_id),
+        stamp.isoformat(),
+        _text(version_id),
+        str(output_id),
+        "{" + ",".join(str(i) for i in input_ids) + "}",
+        owner,
+        str(run_id),
+        f"{lease.total_seconds()} seconds",
+    )
     row = _call(connections, _CLAIM_NEXT_LOT, params)
     if row is None or row[0] is None:
         return None
@@ -88,8 +99,22 @@ def finish_claim(
 ) -> None:
     """End the claim (fenced) and its run at ``at`` (None: now, by the database's clock); its
     output's new version gets ``version_id``."""
-    params = (job_id, run_id, owner, attempt, success, at, output_id, lot, version_id)
+    params = (
+        str(job_id),
+        str(run_id),
+        owner,
+        attempt,
+        success,
+        None if at is None else at.isoformat(),
+        str(output_id),
+        lot,
+        str(version_id),
+    )
     _call(connections, _FINISH_CLAIM, params)
+
+
+def _text(value: uuid.UUID | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _call(connections: DriverConnections, statement: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
