@@ -8,6 +8,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from lotline.services.projector import ProjectorProcess
@@ -19,9 +20,9 @@ def _url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'projector.db'}"
 
 
-def _returns(action: object) -> bool:
+def _returns(action: Callable[[], object]) -> bool:
     """Whether ``action()`` returns at all (run in a thread; a hang leaves the thread alive)."""
-    thread = threading.Thread(target=action, daemon=True)  # type: ignore[arg-type]
+    thread = threading.Thread(target=action, daemon=True)
     thread.start()
     thread.join(HANG_S)
     return not thread.is_alive()

@@ -61,8 +61,8 @@ class _Registered:
 class LotService:
     def __init__(self, store: Store, *, database_functions: bool | None = None) -> None:
         """``database_functions``: run a worker's common path (next lot of an unmapped job, its
-        completion or failure) as one call of the PostgreSQL functions of migration 0006 instead of
-        statement by statement; by default wherever the database has them."""
+        completion or failure) as one call each of the PostgreSQL claim functions (docs/coordination.md)
+        instead of statement by statement; by default wherever the database has them."""
         self._store = store
         self._registered: dict[tuple[str, str], _Registered] = {}
         self._in_database = (

@@ -75,15 +75,20 @@ def install_server_behaviour(engine: Engine) -> None:
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: Any) -> None:
-        idle_since = record.info.get("lotline_idle_since")
-        if idle_since is None or time.monotonic() - idle_since <= PING_AFTER_IDLE_S:
-            return  # new, or used a moment ago
-        try:
-            alive = engine.dialect.do_ping(dbapi_connection)
-        except engine.dialect.loaded_dbapi.Error:
-            alive = False
-        if not alive:
+        if _needs_ping(record.info.get("lotline_idle_since")) and not _alive(engine, dbapi_connection):
             raise DisconnectionError("the pooled connection is gone; the pool opens a new one")
+
+
+def _needs_ping(idle_since: float | None) -> bool:
+    """Whether a connection last used at ``idle_since`` (None: new) is checked before its next use."""
+    return idle_since is not None and time.monotonic() - idle_since > PING_AFTER_IDLE_S
+
+
+def _alive(engine: Engine, dbapi_connection: Any) -> bool:
+    try:
+        return bool(engine.dialect.do_ping(dbapi_connection))
+    except engine.dialect.loaded_dbapi.Error:
+        return False
 
 
 class DriverConnections:
@@ -141,12 +146,10 @@ class DriverConnections:
         if (
             held is not None
             and not held.closed
-            and time.monotonic() - self._local.used_at > PING_AFTER_IDLE_S
+            and _needs_ping(self._local.used_at)
+            and not _alive(self._engine, held)
         ):
-            try:
-                held.execute("SELECT 1")
-            except psycopg.Error:
-                held.close()
+            held.close()
         if held is None or held.closed:
             held = psycopg.connect(self._dsn, autocommit=True)
             with self._lock:

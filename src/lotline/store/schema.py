@@ -93,11 +93,12 @@ datasets = Table(
     UniqueConstraint("namespace_id", "name"),
 )
 
-# The version counter of a dataset, created with its first version. Not a column of ``datasets``:
-# inserting a row that references a dataset (a claim's data-status rows, run inputs and outputs,
-# a version) share-locks the dataset row, and when that row is also being updated by concurrent
-# completions PostgreSQL turns each such lock into a new multixact on a long update chain — with
-# eight workers on one job that cost a quarter of the claim throughput (docs/benchmarks.md).
+# The version counter of a dataset, created by its first version (or its first ``lock_dataset``).
+# Not a column of ``datasets``: inserting a row that references a dataset (a claim's data-status
+# rows, run inputs and outputs, a version) share-locks the dataset row, and when that row is also
+# being updated by concurrent completions PostgreSQL turns each such lock into a new multixact on
+# a long update chain — with eight workers on one job that cost a quarter of the claim throughput
+# (docs/benchmarks.md).
 dataset_version_counters = Table(
     "dataset_version_counters",
     metadata,
