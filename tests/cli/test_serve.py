@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import requests
 
 from cli.test_db_upgrade import lotline
@@ -22,12 +23,14 @@ def _free_port() -> int:
         return port
 
 
-def test_serve_answers_reads_and_token_protected_writes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("access_log", [False, True], ids=["default", "access-log"])
+def test_serve_answers_reads_and_token_protected_writes(tmp_path: Path, access_log: bool) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
     env |= {"LOTLINE_DB_URL": f"sqlite:///{tmp_path / 'served.db'}", "LOTLINE_API_TOKEN": "t0ken"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "lotline", "serve", "--port", str(port)],
+        [sys.executable, "-m", "lotline", "serve", "--port", str(port)]
+        + (["--access-log"] if access_log else []),
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
@@ -57,6 +60,8 @@ def test_serve_answers_reads_and_token_protected_writes(tmp_path: Path) -> None:
         assert server.wait(timeout=30) in (0, -signal.SIGTERM)
     log = server.stdout.read() if server.stdout else ""
     assert "Application shutdown complete" in log, log
+    # Requests are logged only when asked for (they are counted in /metrics either way).
+    assert ('"PUT /api/v1/namespaces/served HTTP/1.1" 200' in log) is access_log, log
     assert (tmp_path / "served.db").exists()
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -25,36 +26,6 @@ def _backend_pid(store: Store) -> int:
 def _terminate(store: Store, pid: int) -> None:
     with Store(store.url).engine.connect() as admin:
         admin.exec_driver_sql(f"SELECT pg_terminate_backend({pid}, 5000)")
-
-
-def test_an_idle_dead_connection_is_replaced_without_an_error(
-    pg_store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 0.05)  # the default is 0.1 s
-    store = Store(pg_store.url)
-    try:
-        dead = _backend_pid(store)
-        _terminate(store, dead)
-        time.sleep(0.1)  # idle for longer than PING_AFTER_IDLE_S: pinged at checkout
-        assert _backend_pid(store) != dead
-    finally:
-        store.dispose()
-
-
-def test_a_recently_used_dead_connection_fails_once_then_the_pool_recovers(
-    pg_store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 60.0)
-    store = Store(pg_store.url)
-    try:
-        dead = _backend_pid(store)
-        _terminate(store, dead)
-        with pytest.raises(sa.exc.DBAPIError) as failure:
-            _backend_pid(store)  # not pinged: it was used a moment ago
-        assert failure.value.connection_invalidated
-        assert _backend_pid(store) != dead
-    finally:
-        store.dispose()
 
 
 @pytest.fixture
@@ -143,3 +114,88 @@ def _finish_unknown_claim(connections: dialect.DriverConnections) -> None:
         lot="L",
         version_id=uuid.uuid4(),
     )
+
+
+def _async_pid(connections: dialect.AsyncDriverConnections) -> int:
+    async def pid() -> int:
+        ((found,),) = await connections.fetch_all("SELECT pg_backend_pid()", {})
+        return int(found)
+
+    return asyncio.run(pid())
+
+
+def _async_connections(store: Store) -> dialect.AsyncDriverConnections:
+    connections = store.async_driver_connections()
+    assert connections is not None
+    return connections
+
+
+def _close(connections: dialect.AsyncDriverConnections) -> None:
+    asyncio.run(connections.close())
+
+
+@pytest.fixture(params=["pool", "asyncio"])
+def backend_pid(request: pytest.FixtureRequest, own_store: Store) -> Iterator[Callable[[], int]]:
+    """The backend of the next statement on one kind of connection: SQLAlchemy's pool (every
+    statement but the hot ones), or the driver's asyncio connections (the server's journal
+    writer). The driver's own per-thread connections (claim functions) are tested above."""
+    if request.param == "pool":
+        yield lambda: _backend_pid(own_store)
+        return
+    connections = _async_connections(own_store)
+    yield lambda: _async_pid(connections)
+    _close(connections)
+
+
+def test_an_idle_dead_connection_is_replaced_without_an_error(
+    backend_pid: Callable[[], int], own_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 0.05)  # the default is 0.1 s
+    dead = backend_pid()
+    _terminate(own_store, dead)
+    time.sleep(0.1)  # idle for longer than PING_AFTER_IDLE_S: pinged at checkout
+    assert backend_pid() != dead
+
+
+def test_a_recently_used_dead_connection_fails_once_then_is_replaced(
+    backend_pid: Callable[[], int], own_store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lost connection surfaces as SQLAlchemy's error (workers retry on it; the journal writer
+    answers 503, retry) and the next statement connects anew."""
+    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 60.0)
+    dead = backend_pid()
+    _terminate(own_store, dead)
+    with pytest.raises(sa.exc.DBAPIError) as failure:
+        backend_pid()  # not pinged: it was used a moment ago
+    assert failure.value.connection_invalidated
+    assert backend_pid() != dead
+
+
+def test_a_statement_error_keeps_the_journal_writers_connection(pg_store: Store) -> None:
+    """Only a lost connection is replaced: after a refused value the same one goes on."""
+    connections = _async_connections(pg_store)
+    try:
+        before = _async_pid(connections)
+
+        async def refused() -> None:
+            await connections.fetch_all("SELECT CAST(%(v)s AS jsonb)", {"v": '"\\u0000"'})
+
+        with pytest.raises(sa.exc.DataError) as failure:
+            asyncio.run(refused())
+        assert not failure.value.connection_invalidated
+        assert _async_pid(connections) == before
+    finally:
+        _close(connections)
+
+
+def test_closing_the_journal_writers_connections_ends_their_backends(pg_store: Store) -> None:
+    connections = _async_connections(pg_store)
+    pid = _async_pid(connections)
+    _close(connections)
+    with Store(pg_store.url).engine.connect() as admin:
+        for _ in range(50):
+            alive = admin.exec_driver_sql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}").scalar()
+            if not alive:
+                break
+            time.sleep(0.02)
+    assert not alive

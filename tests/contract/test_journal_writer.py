@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from dataclasses import astuple
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,19 @@ def test_every_column_of_a_journaled_event_reads_back_as_written(backend_url: st
     now = datetime(2026, 5, 6, 7, 8, 9, 1, tzinfo=UTC)
     with store.write() as connection:
         assert events.append(connection, written, now) == {"k1", "k2"}
+    # The server's writer on PostgreSQL: the same document, sent on an asyncio connection.
+    connections = store.async_driver_connections()
+    if connections is not None:
+        again = [JournalEntry(f"async-{e.event_key}", *astuple(e)[1:]) for e in written]
+
+        async def append_async() -> set[str]:
+            try:
+                return await events.append_async(connections, again, now)
+            finally:
+                await connections.close()
+
+        assert asyncio.run(append_async()) == {"async-k1", "async-k2"}
+        written += again
     with store.read() as connection:
         rows = connection.execute(sa.select(lineage_events).order_by(lineage_events.c.id)).all()
     columns = ("event_key", "event_type", "event_time", "run_id", "job_namespace", "job_name", "payload")

@@ -1,11 +1,12 @@
 """``POST /lineage`` and ``/lineage/batch`` (OpenLineage 2-0-x) as a small ASGI handler.
 
 These two routes carry the event load, so they skip what the other routes go through (FastAPI's
-routing, dependency injection and thread pool): the handler sits in the middleware stack in
-front of FastAPI, validates the events, hands them to the process's journal writer
-(``services/journal.py``, group commit) and answers once they are committed. Auth, the body
-limit and the metrics middleware still apply (they are outside it). FastAPI never sees these
-requests, so their operations are added to the OpenAPI document here (``OPERATIONS``).
+and Starlette's middleware, routing, dependency injection and thread pool): the app hands them
+straight to ``IngestHandler`` behind the same guards (body limit, auth, metrics; ``app.py``),
+which validates the events, hands them to the process's journal writer
+(``services/journal.py``, group commit) and answers once they are committed. FastAPI never
+sees these requests, so their operations are added to the OpenAPI document here
+(``OPERATIONS``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import zlib
 from typing import Any
 
 import orjson
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import State
+from starlette.types import Receive, Scope, Send
 
 from lotline.api.errors import status_of
 from lotline.api.guards import MAX_BODY_BYTES, BodyTooLarge, send_error, send_json
@@ -73,19 +75,21 @@ class _Route:
 _ROUTES = {EVENT_PATH: _Route(EVENT_PATH), BATCH_PATH: _Route(BATCH_PATH)}
 
 
-class IngestMiddleware:
-    """Answers the two event POSTs itself; every other request goes on to ``app``."""
+def handles(scope: Scope) -> bool:
+    """Whether the request is one of the two event POSTs."""
+    return scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in _ROUTES
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+
+class IngestHandler:
+    """Answers the two event POSTs (``handles``) with the journal writer and metrics in ``state``
+    (the app's, filled in by its lifespan)."""
+
+    def __init__(self, state: State) -> None:
+        self.state = state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        route = _ROUTES.get(scope["path"]) if scope["type"] == "http" and scope["method"] == "POST" else None
-        if route is None:
-            await self.app(scope, receive, send)
-            return
-        scope["route"] = route
-        state = scope["app"].state
+        route = scope["route"] = _ROUTES[scope["path"]]
+        state = self.state
         try:
             body = await _json_body(scope, receive)
             if route.path == EVENT_PATH:

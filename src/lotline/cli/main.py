@@ -105,6 +105,11 @@ def serve(
     workers: int = typer.Option(
         1, min=1, help="Server processes (each also runs a projector; one projects at a time)."
     ),
+    access_log: bool = typer.Option(
+        False,
+        help="Log every request (uvicorn's access log). Off by default: event producers send "
+        "thousands of requests a second, and /metrics counts them by route and status.",
+    ),
 ) -> None:
     """Serve the Marquez-compatible REST API and the OpenLineage endpoint over LOTLINE_DB_URL."""
     import uvicorn
@@ -113,7 +118,7 @@ def serve(
 
     settings = load_settings()
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
     else:
         # Each worker process builds its own app (and store) from the same settings.
         uvicorn.run(
@@ -123,6 +128,7 @@ def serve(
             port=port,
             workers=workers,
             log_level="info",
+            access_log=access_log,
         )
 
 

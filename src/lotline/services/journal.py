@@ -3,10 +3,12 @@
 Each ``POST /lineage`` (and ``/lineage/batch``) validates its events and awaits
 ``JournalWriter.journal``. While one group is being written, the events that arrive wait; as
 soon as it is committed they are written together, as the next group: one multi-row statement
-(``openlineage.journal``), one commit (on SQLite, one turn of its single write lock) and one hop
-to the writer's thread for all of them, instead of one each. A request is answered only after
-its group has committed. It lives in the server's event loop; the database I/O runs on one
-thread of its own, so the loop never blocks.
+(``openlineage.journal``), one commit (on SQLite, one turn of its single write lock) for all of
+them, instead of one each. A request is answered only after its group has committed. It lives in
+the server's event loop, which never blocks on the database: on PostgreSQL the group is sent on
+an asyncio connection of the driver's (``AsyncDriverConnections``), and up to ``IN_FLIGHT``
+groups are written at once; SQLite has no asynchronous driver, so there one group at a time is
+written from a thread of the writer's own.
 """
 
 from __future__ import annotations
@@ -19,12 +21,16 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from lotline.services.openlineage import Journaled, journal
+from lotline.services.openlineage import Journaled, journal, journal_async
 from lotline.store.engine import Store
 from lotline.store.queries import events
 from lotline.store.queries.events import JournalEntry
 
 log = logging.getLogger(__name__)
+
+#: Groups written at once on PostgreSQL. While one commits, the next group can be on its way:
+#: with 8 clients posting single events, 2 gave 2,770-3,110 events/s against 2,490-3,060 for 1.
+IN_FLIGHT = 2
 
 
 class JournalUnavailable(Exception):
@@ -49,9 +55,15 @@ class JournalWriter:
     def __init__(self, store: Store, on_new: Callable[[], None] | None = None) -> None:
         self._store = store
         self._on_new = on_new
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotline-journal")
+        self._driver = store.async_driver_connections()
+        self._thread = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotline-journal")
+            if self._driver is None
+            else None
+        )
+        self._in_flight = IN_FLIGHT if self._driver is not None else 1
         self._waiting: list[_Waiting] = []
-        self._writing: asyncio.Task[None] | None = None
+        self._writing: set[asyncio.Task[None]] = set()
         self._open = True
 
     async def journal(self, entries: Sequence[JournalEntry]) -> list[Journaled]:
@@ -61,23 +73,25 @@ class JournalWriter:
             raise JournalUnavailable("the server is shutting down; retry.")
         answer: asyncio.Future[list[Journaled]] = asyncio.get_running_loop().create_future()
         self._waiting.append(_Waiting(entries, answer))
-        if self._writing is None:
-            self._writing = asyncio.create_task(self._write_all())
+        if len(self._writing) < self._in_flight:
+            writing = asyncio.create_task(self._write_all())
+            self._writing.add(writing)
+            writing.add_done_callback(self._writing.discard)
         return await answer
 
     async def stop(self) -> None:
-        """Journal and answer everything handed in so far, then end the thread."""
+        """Journal and answer everything handed in so far, then close the connections or thread."""
         self._open = False
-        if self._writing is not None:
-            await self._writing
-        self._thread.shutdown()
+        while self._writing:
+            await next(iter(self._writing))
+        if self._driver is not None:
+            await self._driver.close()
+        if self._thread is not None:
+            self._thread.shutdown()
 
     async def _write_all(self) -> None:
-        try:
-            while self._waiting:
-                await self._write(self._next_group())
-        finally:
-            self._writing = None
+        while self._waiting:
+            await self._write(self._next_group())
 
     def _next_group(self) -> list[_Waiting]:
         group, size = [self._waiting[0]], len(self._waiting[0].entries)
@@ -91,9 +105,13 @@ class JournalWriter:
 
     async def _write(self, group: list[_Waiting]) -> None:
         entries = [entry for waiting in group for entry in waiting.entries]
-        loop = asyncio.get_running_loop()
         try:
-            results = await loop.run_in_executor(self._thread, journal, self._store, entries)
+            if self._driver is not None:
+                results = await journal_async(self._driver, entries)
+            else:
+                results = await asyncio.get_running_loop().run_in_executor(
+                    self._thread, journal, self._store, entries
+                )
         except SQLAlchemyError as error:
             log.warning("journaling %d events failed: %s", len(entries), error)
             failure = JournalUnavailable(f"the database failed while journaling; retry: {_first_line(error)}")

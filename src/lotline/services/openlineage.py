@@ -19,6 +19,7 @@ from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import EventKind, event_key, parse_event
 from lotline.services import _common
+from lotline.store.dialect import AsyncDriverConnections
 from lotline.store.engine import Store
 from lotline.store.queries import events, graph, jobs
 from lotline.store.types import utcnow
@@ -119,6 +120,31 @@ def journal(store: Store, entries: Sequence[events.JournalEntry]) -> list[Journa
             new = events.append(connection, entries, utcnow())
     except DataError:
         return [_journal_alone(store, entry) for entry in entries]
+    return _outcomes(entries, new)
+
+
+async def journal_async(
+    driver: AsyncDriverConnections, entries: Sequence[events.JournalEntry]
+) -> list[Journaled]:
+    """``journal`` from an event loop (PostgreSQL, at most ``events.MAX_ROWS`` entries)."""
+    if not entries:
+        return []
+    try:
+        new = await events.append_async(driver, entries, utcnow())
+    except DataError:
+        results: list[Journaled] = []
+        for entry in entries:
+            try:
+                results.append(bool(await events.append_async(driver, [entry], utcnow())))
+            except DataError as error:
+                results.append(_refused(error))
+        return results
+    return _outcomes(entries, new)
+
+
+def _outcomes(entries: Sequence[events.JournalEntry], new: set[str]) -> list[Journaled]:
+    """Which entries were new, given the keys journaled: a repeat within ``entries`` is new at its
+    first position only."""
     results: list[Journaled] = []
     for entry in entries:
         results.append(entry.event_key in new)
@@ -131,8 +157,12 @@ def _journal_alone(store: Store, entry: events.JournalEntry) -> Journaled:
         with store.one_statement() as connection:
             return bool(events.append(connection, [entry], utcnow()))
     except DataError as error:
-        first_line = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
-        return InvalidInput(f"a value was rejected by the database: {first_line}")
+        return _refused(error)
+
+
+def _refused(error: DataError) -> InvalidInput:
+    first_line = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
+    return InvalidInput(f"a value was rejected by the database: {first_line}")
 
 
 def journal_entry(payload: Any) -> events.JournalEntry:

@@ -13,8 +13,8 @@ from sqlalchemy import Connection, Engine, Row, Table, TextClause, bindparam, ev
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DBAPIError, DisconnectionError
+from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
+from sqlalchemy.exc import DBAPIError, DisconnectionError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 T = TypeVar("T")
@@ -120,22 +120,10 @@ class DriverConnections:
             row: tuple[Any, ...] | None = connection.execute(statement, params).fetchone()
             return row
         except psycopg.Error as error:
-            # No connection at all (the server is down or restarting) counts as lost too.
-            lost = (
-                connection is None
-                or connection.broken
-                or self._engine.dialect.is_disconnect(cast(Any, error), connection, None)
-            )
+            failure, lost = _driver_failure(self._engine, statement, params, error, connection)
             if lost and connection is not None:
                 connection.close()
-            raise DBAPIError.instance(
-                statement,
-                params,
-                error,
-                psycopg.Error,
-                connection_invalidated=lost,
-                dialect=self._engine.dialect,
-            ) from error
+            raise failure from error
         finally:
             self._local.used_at = time.monotonic()
 
@@ -163,6 +151,86 @@ class DriverConnections:
             opened, self._opened = self._opened, []
         for connection in opened:
             connection.close()
+
+
+class AsyncDriverConnections:
+    """psycopg's asyncio connections to PostgreSQL, in autocommit, for code that runs in an event
+    loop: the server's journal writer (``insert_new_rows_async``), which then needs no thread to
+    wait on the database. With one, a group of events was journaled in about 0.02 ms after it
+    was handed over, against 0.3-0.5 ms for a thread to win the GIL back from the busy loop.
+
+    Use from one event loop. Connections are kept while idle and checked out one per statement,
+    so as many statements run at once as callers await. Liveness and errors work as in
+    ``DriverConnections``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dsn = _driver_dsn(engine)
+        self._idle: list[tuple[Any, float]] = []  # (connection, last used), most recent last
+
+    @property
+    def dialect(self) -> Dialect:
+        return self._engine.dialect
+
+    async def fetch_all(self, statement: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+        """Run ``statement`` (a transaction of its own) and return its rows."""
+        import psycopg
+
+        connection = None
+        try:
+            connection = await self._checkout()
+            cursor = await connection.execute(statement, params)
+            rows: list[tuple[Any, ...]] = await cursor.fetchall()
+        except psycopg.Error as error:
+            failure, lost = _driver_failure(self._engine, statement, params, error, connection)
+            if connection is not None:
+                if lost:
+                    await connection.close()
+                else:
+                    self._idle.append((connection, time.monotonic()))
+            raise failure from error
+        self._idle.append((connection, time.monotonic()))
+        return rows
+
+    async def _checkout(self) -> Any:
+        import psycopg
+
+        while self._idle:
+            connection, used_at = self._idle.pop()
+            if connection.closed:
+                continue
+            if _needs_ping(used_at):
+                try:
+                    await connection.execute("SELECT 1")
+                except psycopg.Error:
+                    await connection.close()
+                    continue
+            return connection
+        return await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+
+    async def close(self) -> None:
+        """Close the idle connections (all of them, once no statement is running)."""
+        idle, self._idle = self._idle, []
+        for connection, _ in idle:
+            await connection.close()
+
+
+def _driver_failure(
+    engine: Engine, statement: str, params: Any, error: Exception, connection: Any
+) -> tuple[StatementError, bool]:
+    """A psycopg error as SQLAlchemy's (what callers of the store handle), and whether the
+    connection is lost. No connection at all (the server is down or restarting) counts as lost."""
+    import psycopg
+
+    lost = (
+        connection is None
+        or connection.broken
+        or engine.dialect.is_disconnect(cast(Any, error), connection, None)
+    )
+    failure = DBAPIError.instance(
+        statement, params, error, psycopg.Error, connection_invalidated=lost, dialect=engine.dialect
+    )
+    return failure, lost
 
 
 def _driver_dsn(engine: Engine) -> str:
@@ -265,19 +333,48 @@ def insert_new_rows(
     """
     if not rows:
         return []
-    names = tuple(rows[0])
     if connection.dialect.name == "postgresql":
-        processors = [table.c[name].type.bind_processor(connection.dialect) for name in names]
-        values = [[row[name] for name in names] for row in rows]
-        for i, process in enumerate(processors):
-            if process is not None and names[i] not in _json_columns(table):
-                for row_values in values:
-                    row_values[i] = process(row_values[i])
-        document = json.dumps(values, default=str)  # str: UUIDs; datetimes as ISO 8601 with offset
-        statement = _json_rows_insert(table, names, tuple(keys), column)
+        statement, document = _json_rows(connection.dialect, table, rows, keys, column)
         return list(connection.execute(statement, {"rows": document}).scalars())
     insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
     return list(connection.execute(insert, list(rows)).scalars())
+
+
+async def insert_new_rows_async(
+    driver: AsyncDriverConnections,
+    table: Table,
+    rows: Sequence[Mapping[str, Any]],
+    keys: Sequence[str],
+    column: str,
+) -> list[Any]:
+    """``insert_new_rows`` from an event loop (PostgreSQL), as a transaction of its own."""
+    if not rows:
+        return []
+    statement, document = _json_rows(driver.dialect, table, rows, keys, column)
+    return [
+        row[0] for row in await driver.fetch_all(_compiled(statement, driver.dialect), {"rows": document})
+    ]
+
+
+def _json_rows(
+    dialect: Dialect, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
+) -> tuple[TextClause, str]:
+    """PostgreSQL's ``insert_new_rows``: its statement, and the rows as one JSON document."""
+    names = tuple(rows[0])
+    processors = [table.c[name].type.bind_processor(dialect) for name in names]
+    values = [[row[name] for name in names] for row in rows]
+    for i, process in enumerate(processors):
+        if process is not None and names[i] not in _json_columns(table):
+            for row_values in values:
+                row_values[i] = process(row_values[i])
+    document = json.dumps(values, default=str)  # str: UUIDs; datetimes as ISO 8601 with offset
+    return _json_rows_insert(table, names, tuple(keys), column), document
+
+
+@functools.cache
+def _compiled(statement: TextClause, dialect: Dialect) -> str:
+    """The statement's text as the driver takes it (parameters in psycopg's style)."""
+    return str(statement.compile(dialect=dialect))
 
 
 @functools.cache

@@ -66,6 +66,11 @@ class Store:
         with self.read() as connection:
             return migrate.current_revision(connection)
 
+    def async_driver_connections(self) -> dialect.AsyncDriverConnections | None:
+        """New driver connections for one event loop (PostgreSQL only; see there), or None. The
+        caller closes them."""
+        return dialect.AsyncDriverConnections(self.engine) if self.driver_connections is not None else None
+
     def dispose(self) -> None:
         if self.driver_connections is not None:
             self.driver_connections.close()

@@ -11,7 +11,14 @@ from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, tr
 
 from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import JournalStatus
-from lotline.store.dialect import Listener, insert_new_rows, notify, try_exclusive_lock
+from lotline.store.dialect import (
+    AsyncDriverConnections,
+    Listener,
+    insert_new_rows,
+    insert_new_rows_async,
+    notify,
+    try_exclusive_lock,
+)
 from lotline.store.schema import lineage_events
 
 #: Key of the advisory lock that lets one projector at a time apply the journal (PostgreSQL).
@@ -43,7 +50,20 @@ def append(connection: Connection, entries: Sequence[JournalEntry], now: datetim
     """Journal the events in one statement, in the order given; returns the keys of those that
     were new (an event identical to one already journaled, or to an earlier one of ``entries``,
     is stored once)."""
-    rows = [
+    return set(insert_new_rows(connection, lineage_events, _rows(entries, now), ["event_key"], "event_key"))
+
+
+async def append_async(
+    driver: AsyncDriverConnections, entries: Sequence[JournalEntry], now: datetime
+) -> set[str]:
+    """``append`` from an event loop (PostgreSQL), as one statement and a transaction of its own."""
+    return set(
+        await insert_new_rows_async(driver, lineage_events, _rows(entries, now), ["event_key"], "event_key")
+    )
+
+
+def _rows(entries: Sequence[JournalEntry], now: datetime) -> list[dict[str, object]]:
+    return [
         {
             "event_key": e.event_key,
             "event_type": e.event_type,
@@ -56,7 +76,6 @@ def append(connection: Connection, entries: Sequence[JournalEntry], now: datetim
         }
         for e in entries
     ]
-    return set(insert_new_rows(connection, lineage_events, rows, ["event_key"], "event_key"))
 
 
 def _pending() -> ColumnElement[bool]:
