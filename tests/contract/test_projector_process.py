@@ -80,3 +80,18 @@ def _running(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"
+
+
+def test_the_projector_runs_only_on_cpu_nothing_else_wants(tmp_path: Path) -> None:
+    """Accepting events comes first: the projector runs under SCHED_IDLE (Linux) and niced."""
+    projector = ProjectorProcess(_url(tmp_path), poll_seconds=HANG_S)
+    projector.start()
+    assert projector.pid is not None
+    try:
+        deadline = time.monotonic() + 10  # it lowers its own priority as it starts
+        while os.sched_getscheduler(projector.pid) != os.SCHED_IDLE and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert os.sched_getscheduler(projector.pid) == os.SCHED_IDLE
+        assert os.getpriority(os.PRIO_PROCESS, projector.pid) > os.getpriority(os.PRIO_PROCESS, 0)
+    finally:
+        assert projector.stop() == 0
