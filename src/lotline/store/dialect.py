@@ -161,7 +161,8 @@ class AsyncDriverConnections:
 
     Use from one event loop. Connections are kept while idle and checked out one per statement,
     so as many statements run at once as callers await. Liveness and errors work as in
-    ``DriverConnections``."""
+    ``DriverConnections``. A statement cancelled while it runs leaves its connection to the
+    garbage collector (the journal writer never cancels one)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
