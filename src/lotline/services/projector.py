@@ -19,7 +19,6 @@ import multiprocessing
 import os
 import threading
 from multiprocessing.connection import Connection
-from typing import Protocol
 
 from lotline.services.projection import ProjectionService
 from lotline.store.engine import Store
@@ -41,15 +40,6 @@ ERROR_BACKOFF_SECONDS = 1.0
 LISTEN_TIMEOUT_SECONDS = 0.5
 
 
-class Flag(Protocol):
-    """What the projector's loop needs of an event (``threading.Event`` has it)."""
-
-    def set(self) -> None: ...
-    def clear(self) -> None: ...
-    def is_set(self) -> bool: ...
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-
 class BackgroundProjector:
     """The projector's loop, run by threads of the calling process (see ``ProjectorProcess``)."""
 
@@ -59,16 +49,15 @@ class BackgroundProjector:
         projection: ProjectionService,
         poll_seconds: float = POLL_SECONDS,
         *,
-        wake: Flag | None = None,
-        stopping: Flag | None = None,
-        idle: Flag | None = None,
+        wake: threading.Event | None = None,
+        stopping: threading.Event | None = None,
     ) -> None:
         self._store = store
         self._projection = projection
         self._poll_seconds = poll_seconds
-        self._wake: Flag = wake or threading.Event()
-        self._stopping: Flag = stopping or threading.Event()
-        self._idle: Flag = idle or threading.Event()
+        self._wake = wake or threading.Event()
+        self._stopping = stopping or threading.Event()
+        self._idle = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
