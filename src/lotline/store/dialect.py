@@ -269,8 +269,12 @@ def upsert_insert(connection: Connection, table: Table) -> Any:
     Both dialects take the same arguments; conditional upserts are how a claim takes a lot
     atomically (a row that exists is updated only if its status still allows it).
     """
-    dialect_insert = postgresql.insert if connection.dialect.name == "postgresql" else sqlite.insert
-    return dialect_insert(table)
+    return _insert(connection.dialect.name, table)
+
+
+def _insert(dialect_name: str, table: Table) -> Any:
+    """The dialect's own ``INSERT`` (the one with ``on_conflict_*``): both take the same arguments."""
+    return (postgresql.insert if dialect_name == "postgresql" else sqlite.insert)(table)
 
 
 def insert_ignoring_conflicts(
@@ -285,8 +289,7 @@ def insert_ignoring_conflicts(
 @functools.cache
 def _ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
     """Built once per table: the statement runs for every event."""
-    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
-    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    return _insert(dialect_name, table).on_conflict_do_nothing(index_elements=list(keys))
 
 
 def increment_returning(connection: Connection, table: Table, key: str, key_value: Any, column: str) -> int:
@@ -300,8 +303,7 @@ def increment_returning(connection: Connection, table: Table, key: str, key_valu
 @functools.cache
 def _increment(dialect_name: str, table: Table, key: str, column: str) -> Any:
     """Built once per table: it runs for every version."""
-    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
-    new = dialect_insert(table).values({key: bindparam("p_key"), column: 1})
+    new = _insert(dialect_name, table).values({key: bindparam("p_key"), column: 1})
     return new.on_conflict_do_update(index_elements=[key], set_={column: table.c[column] + 1}).returning(
         table.c[column]
     )
@@ -490,8 +492,7 @@ def _upsert(
     _columns: tuple[str, ...],
 ) -> Any:
     """Built once per shape: it runs for every dataset and job an event names."""
-    dialect_insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
-    statement = dialect_insert(table)
+    statement = _insert(dialect_name, table)
     changes: dict[str, Any] = {column: statement.excluded[column] for column in update}
     changes.update(constants)
     return statement.on_conflict_do_update(index_elements=list(keys), set_=changes).returning(
