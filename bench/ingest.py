@@ -26,6 +26,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -112,16 +113,8 @@ def _post_singles(args: tuple[str, int, float]) -> tuple[int, float, float]:
     requests_ = [
         client.request_bytes("/api/v1/lineage", json.dumps(e).encode()) for e in events(worker, 40_000)
     ]
-    done = 0
-    deadline = _ready(seconds)
-    for request in requests_:
-        if time.monotonic() > deadline:
-            break
-        status, text = client.send(request)
-        assert status == 201, text
-        done += 1
-    client.close()
-    return done, time.process_time() - _cpu_at_start, 0.0
+    sent = _send_for(client, requests_, seconds, lambda status, _: status == 201)
+    return sent, time.process_time() - _cpu_at_start, 0.0
 
 
 def _post_batches(args: tuple[str, int, float, int]) -> tuple[int, float, float]:
@@ -132,16 +125,29 @@ def _post_batches(args: tuple[str, int, float, int]) -> tuple[int, float, float]
         client.request_bytes("/api/v1/lineage/batch", json.dumps(all_events[i : i + BATCH]).encode())
         for i in range(0, len(all_events), BATCH)
     ]
-    done = 0
+    sent = _send_for(client, requests_, seconds, lambda status, text: status == 200 and _all_good(text))
+    return sent * BATCH, time.process_time() - _cpu_at_start, 0.0
+
+
+def _all_good(text: bytes) -> bool:
+    return bool(json.loads(text)["status"] == "success")
+
+
+def _send_for(
+    client: RawHttpClient, requests_: list[bytes], seconds: float, good: Callable[[int, bytes], bool]
+) -> int:
+    """Once every client is ready, send requests for ``seconds`` (each answer must be ``good``);
+    how many were sent. Closes the client."""
+    sent = 0
     deadline = _ready(seconds)
     for request in requests_:
         if time.monotonic() > deadline:
             break
         status, text = client.send(request)
-        assert status == 200 and json.loads(text)["status"] == "success", text
-        done += BATCH
+        assert good(status, text), text
+        sent += 1
     client.close()
-    return done, time.process_time() - _cpu_at_start, 0.0
+    return sent
 
 
 def _bare(args: tuple[str, int, float]) -> tuple[int, float, float]:
