@@ -269,8 +269,18 @@ def test_batch_partial_success(api_server: ApiServer, http: requests.Session, fr
         json.dumps({**raw_event("ns", "r"), "eventType": "EXPLODE"}).encode(),
         json.dumps({**raw_event("ns", "r"), "eventTime": "2026-01-01T00:00:00"}).encode(),
         json.dumps({**raw_event("ns", "r"), "job": {"namespace": "ns", "name": "../escape"}}).encode(),
+        # "\ud800": half of a surrogate pair, valid JSON escaping but no Unicode text (was a 500).
+        json.dumps({**raw_event("ns", "r"), "producer": "half \ud800 pair"}).encode(),
     ],
-    ids=["malformed", "array", "no-run-or-job", "bad-type", "naive-time", "escaping-name"],
+    ids=[
+        "malformed",
+        "array",
+        "no-run-or-job",
+        "bad-type",
+        "naive-time",
+        "escaping-name",
+        "unpaired-surrogate",
+    ],
 )
 def test_bad_events_get_400_and_change_nothing(
     api_server: ApiServer, http: requests.Session, body: bytes

@@ -17,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 
 from lotline.domain.errors import InvalidInput
+from lotline.domain.openlineage import canonical_json
 from lotline.services.journal import JournalUnavailable, JournalWriter
 from lotline.services.openlineage import Journaled, journal_entry
 from lotline.store import dialect
@@ -152,8 +153,8 @@ def test_every_column_of_a_journaled_event_reads_back_as_written(backend_url: st
     when = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     run_id = uuid.uuid4()
     written = [
-        JournalEntry("k1", "START", when, run_id, NS, "job", payload),
-        JournalEntry("k2", None, when, None, None, None, {"dataset": {}}),
+        JournalEntry("k1", "START", when, run_id, NS, "job", payload, canonical_json(payload)),
+        JournalEntry("k2", None, when, None, None, None, {"dataset": {}}, canonical_json({"dataset": {}})),
     ]
     now = datetime(2026, 5, 6, 7, 8, 9, 1, tzinfo=UTC)
     with store.write() as connection:
@@ -174,6 +175,7 @@ def test_every_column_of_a_journaled_event_reads_back_as_written(backend_url: st
     with store.read() as connection:
         rows = connection.execute(sa.select(lineage_events).order_by(lineage_events.c.id)).all()
     columns = ("event_key", "event_type", "event_time", "run_id", "job_namespace", "job_name", "payload")
-    assert [JournalEntry(*(getattr(r, c) for c in columns)) for r in rows] == written
+    read = [JournalEntry(*(getattr(r, c) for c in columns), canonical_json(r.payload)) for r in rows]
+    assert read == written
     assert {r.received_at for r in rows} == {now}
     store.dispose()

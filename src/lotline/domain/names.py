@@ -8,6 +8,7 @@ from lotline.domain.errors import InvalidName
 
 MAX_NAME_LENGTH = 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SEPARATORS = re.compile(r"[/\\]")
 
 
 def validate_name(kind: str, name: str) -> str:
@@ -22,6 +23,6 @@ def validate_name(kind: str, name: str) -> str:
         raise InvalidName(f"{kind} name is {len(name)} characters long; the limit is {MAX_NAME_LENGTH}.")
     if _CONTROL.search(name):
         raise InvalidName(f"{kind} name {name!r} contains a control character.")
-    if ".." in re.split(r"[/\\]", name):
+    if ".." in name and ".." in _SEPARATORS.split(name):
         raise InvalidName(f"{kind} name {name!r} contains a '..' path segment.")
     return name

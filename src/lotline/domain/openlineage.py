@@ -96,10 +96,28 @@ class JournalStatus:
     last_applied_id: int | None
 
 
+def canonical_json(payload: JsonObject) -> str:
+    """The event's canonical JSON text (sorted keys, no spaces): what its key hashes, and what
+    the journal stores (key order means nothing in a JSON object)."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def key_of_canonical(canonical: str) -> str:
+    """The event key of a ``canonical_json`` text; refuses text that is not valid Unicode (a JSON
+    escape of half a surrogate pair, such as ``\\ud800``, reads as such a string)."""
+    try:
+        encoded = canonical.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            "the event holds a string that is not valid Unicode "
+            "(an unpaired surrogate escape such as \\ud800)."
+        ) from None
+    return hashlib.sha256(encoded).hexdigest()
+
+
 def event_key(payload: JsonObject) -> str:
     """Identity of an event for de-duplication: the SHA-256 of its canonical JSON."""
-    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return key_of_canonical(canonical_json(payload))
 
 
 def run_uuid(run_id: str) -> uuid.UUID:

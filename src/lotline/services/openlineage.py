@@ -17,7 +17,7 @@ from sqlalchemy.exc import DataError
 
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.model import JsonObject, Page
-from lotline.domain.openlineage import EventKind, event_key, parse_event
+from lotline.domain.openlineage import EventKind, canonical_json, key_of_canonical, parse_event
 from lotline.services import _common
 from lotline.store.dialect import AsyncDriverConnections
 from lotline.store.engine import Store
@@ -170,12 +170,14 @@ def journal_entry(payload: Any) -> events.JournalEntry:
     if not isinstance(payload, dict):
         raise InvalidInput("an event must be a JSON object.")
     event = parse_event(payload)
+    canonical = canonical_json(payload)
     return events.JournalEntry(
-        event_key=event_key(payload),
+        event_key=key_of_canonical(canonical),
         event_type=event.event_type if event.kind is EventKind.RUN else None,
         event_time=event.event_time,
         run_id=event.run_id,
         job_namespace=event.job.namespace if event.job else None,
         job_name=event.job.name if event.job else None,
         payload=payload,
+        payload_json=canonical,
     )

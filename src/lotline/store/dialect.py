@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
+import orjson
 from sqlalchemy import Connection, Engine, Row, Table, TextClause, bindparam, event, func, select, text
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
@@ -340,7 +341,8 @@ def insert_new_rows(
         statement, document = _json_rows(connection.dialect, table, rows, keys, column)
         return list(connection.execute(statement, {"rows": document}).scalars())
     insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
-    return list(connection.execute(insert, list(rows)).scalars())
+    plain = [{name: _plain(value) for name, value in row.items()} for row in rows]
+    return list(connection.execute(insert, plain).scalars())
 
 
 async def insert_new_rows_async(
@@ -359,19 +361,56 @@ async def insert_new_rows_async(
     ]
 
 
+@dataclass(frozen=True)
+class EncodedJson:
+    """A JSON column's value together with its JSON text, for a caller that has encoded it anyway
+    (the journal, for the event key): PostgreSQL's row document embeds the text as it is instead
+    of encoding the value again; SQLite binds the value."""
+
+    value: Any
+    text: str
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, EncodedJson) else value
+
+
 def _json_rows(
     dialect: Dialect, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
 ) -> tuple[TextClause, str]:
-    """PostgreSQL's ``insert_new_rows``: its statement, and the rows as one JSON document."""
-    names = tuple(rows[0])
-    processors = [table.c[name].type.bind_processor(dialect) for name in names]
-    values = [[row[name] for name in names] for row in rows]
-    for i, process in enumerate(processors):
-        if process is not None and names[i] not in _json_columns(table):
-            for row_values in values:
-                row_values[i] = process(row_values[i])
-    document = json.dumps(values, default=str)  # str: UUIDs; datetimes as ISO 8601 with offset
-    return _json_rows_insert(table, names, tuple(keys), column), document
+    """PostgreSQL's ``insert_new_rows``: its statement, and the rows as one JSON document (an
+    array of arrays, a row's ``EncodedJson`` texts last)."""
+    first = rows[0]
+    names = tuple(sorted(first, key=lambda name: isinstance(first[name], EncodedJson)))
+    encoded = sum(isinstance(first[name], EncodedJson) for name in names)
+    plain_names = names[: len(names) - encoded]
+    processors = _bind_processors(dialect, table, plain_names)
+    documents = []
+    for row in rows:
+        values = [row[name] if process is None else process(row[name]) for name, process in processors]
+        document = orjson.dumps(values).decode()  # UUIDs as text; datetimes as ISO 8601 with offset
+        if encoded:
+            texts = ",".join(row[name].text for name in names[len(plain_names) :])
+            document = f"{document[:-1]},{texts}]" if plain_names else f"[{texts}]"
+        documents.append(document)
+    return _json_rows_insert(table, names, tuple(keys), column), f"[{','.join(documents)}]"
+
+
+@functools.cache
+def _bind_processors(
+    dialect: Dialect, table: Table, names: tuple[str, ...]
+) -> list[tuple[str, Callable[[Any], Any] | None]]:
+    """Each column's bind processor (None for JSON columns: their values are encoded as they are).
+    Not for floating-point columns: orjson would write NaN as null instead of failing."""
+    json_columns = _json_columns(table)
+    floats = [
+        name for name in names if name not in json_columns and isinstance(table.c[name].type, sa_types.Float)
+    ]
+    if floats:
+        raise TypeError(f"insert_new_rows cannot send the floating-point columns {floats} on PostgreSQL")
+    return [
+        (name, None if name in json_columns else table.c[name].type.bind_processor(dialect)) for name in names
+    ]
 
 
 @functools.cache

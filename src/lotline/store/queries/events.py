@@ -13,6 +13,7 @@ from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import JournalStatus
 from lotline.store.dialect import (
     AsyncDriverConnections,
+    EncodedJson,
     Listener,
     insert_new_rows,
     insert_new_rows_async,
@@ -38,6 +39,9 @@ class JournalEntry:
     job_namespace: str | None
     job_name: str | None
     payload: JsonObject
+    #: ``payload`` as JSON text, encoded once for the event key (``canonical_json``): PostgreSQL
+    #: stores this text, so that a group's rows need not encode the payloads again.
+    payload_json: str
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def _rows(entries: Sequence[JournalEntry], now: datetime) -> list[dict[str, obje
             "run_id": e.run_id,
             "job_namespace": e.job_namespace,
             "job_name": e.job_name,
-            "payload": e.payload,
+            "payload": EncodedJson(e.payload, e.payload_json),
             "received_at": now,
         }
         for e in entries
