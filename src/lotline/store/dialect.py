@@ -329,7 +329,7 @@ def insert_new_rows(
     of an earlier row, returns nothing). All rows must have the same keys.
 
     PostgreSQL: the rows travel as one JSON document (``INSERT … SELECT … FROM
-    json_array_elements(:rows)``), so the statement's text is the same for any number of rows and
+    jsonb_array_elements(:rows)``), so the statement's text is the same for any number of rows and
     is parsed and planned once: psycopg re-parses a multi-row ``VALUES`` statement of over 50
     parameters on every call, and escaping array parameters element by element cost as much;
     both cost more CPU than the insert. SQLite: one multi-row ``VALUES`` statement (SQLAlchemy's
@@ -429,14 +429,15 @@ def _json_columns(table: Table) -> frozenset[str]:
 def _json_rows_insert(table: Table, names: tuple[str, ...], keys: tuple[str, ...], column: str) -> TextClause:
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]  # only to name the column types
     values = ", ".join(
-        f"(row -> {i})::jsonb"
-        if name in _json_columns(table)
-        else f"CAST(row ->> {i} AS {table.c[name].type.compile(dialect)})"
+        f"CAST(row {'->' if name in _json_columns(table) else '->>'} {i} AS {column_type})"
         for i, name in enumerate(names)
+        for column_type in [table.c[name].type.compile(dialect)]
     )
+    # jsonb, not json: the document is parsed once, where json's operators re-read a row's text
+    # for each column (a quarter to a half of the database's CPU per row, measured).
     return text(
         f"INSERT INTO {table.name} ({', '.join(names)}) SELECT {values}"
-        " FROM json_array_elements(CAST(:rows AS json)) WITH ORDINALITY AS u(row, ordinal) ORDER BY ordinal"
+        " FROM jsonb_array_elements(CAST(:rows AS jsonb)) WITH ORDINALITY AS u(row, ordinal) ORDER BY ordinal"
         f" ON CONFLICT ({', '.join(keys)}) DO NOTHING RETURNING {column}"
     )
 
