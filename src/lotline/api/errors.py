@@ -67,6 +67,15 @@ def install(app: FastAPI) -> None:
         # The database refused a value our checks let through (too long, NUL byte): still bad input.
         return error_response(400, f"a value was rejected by the database: {str(error.orig).splitlines()[0]}")
 
+    @app.exception_handler(UnicodeEncodeError)
+    async def _not_unicode(_: Request, error: UnicodeEncodeError) -> JSONResponse:
+        # JSON may escape half a surrogate pair ("\ud800"): a string no driver can store. The
+        # store raises it inside the request's transaction, which rolls back.
+        return error_response(
+            400,
+            "a string in the request is not valid Unicode (an unpaired surrogate escape such as \\ud800).",
+        )
+
     @app.exception_handler(IntegrityError)
     async def _integrity(_: Request, error: IntegrityError) -> JSONResponse:
         return error_response(409, "the request conflicts with a concurrent change; retry it.")
