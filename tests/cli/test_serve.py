@@ -23,14 +23,19 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.parametrize("access_log", [False, True], ids=["default", "access-log"])
-def test_serve_answers_reads_and_token_protected_writes(tmp_path: Path, access_log: bool) -> None:
+@pytest.mark.parametrize(
+    ("options", "access_log"),
+    [([], False), (["--access-log"], True), (["--workers", "2"], False)],
+    ids=["default", "access-log", "two-workers"],
+)
+def test_serve_answers_reads_and_token_protected_writes(
+    tmp_path: Path, options: list[str], access_log: bool
+) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
     env |= {"LOTLINE_DB_URL": f"sqlite:///{tmp_path / 'served.db'}", "LOTLINE_API_TOKEN": "t0ken"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "lotline", "serve", "--port", str(port)]
-        + (["--access-log"] if access_log else []),
+        [sys.executable, "-m", "lotline", "serve", "--port", str(port), *options],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,
