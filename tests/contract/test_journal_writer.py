@@ -6,6 +6,7 @@ database), a failed database fails the waiting requests instead of leaving them 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from dataclasses import astuple
@@ -81,6 +82,23 @@ def test_a_value_the_database_refuses_fails_only_its_own_request(backend_url: st
     else:
         assert answers[1] == [True]
         assert _journaled_keys(store) == ["good", "bad", "other"]
+    store.dispose()
+
+
+def test_nan_is_refused_by_postgresql_never_stored_as_null(backend_url: str) -> None:
+    """JSON has no NaN; Python's reader accepts it, so it reaches the journal. PostgreSQL's jsonb
+    refuses it (the row document embeds the event's text as is), SQLite stores it as it came."""
+    store = Store(backend_url)
+    (answer,) = _journal_together(JournalWriter(store), [[_entry("nan", note={"x": float("nan")})]])
+    if backend_url.startswith("postgresql"):
+        (refused,) = answer
+        assert isinstance(refused, InvalidInput) and "rejected by the database" in refused.message
+        assert _journaled_keys(store) == []
+    else:
+        assert answer == [True]
+        with store.read() as connection:
+            (event,) = events.pending(connection, 10)
+        assert math.isnan(event.payload["run"]["facets"]["note"]["x"])
     store.dispose()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -364,8 +365,8 @@ async def insert_new_rows_async(
 @dataclass(frozen=True)
 class EncodedJson:
     """A JSON column's value together with its JSON text, for a caller that has encoded it anyway
-    (the journal, for the event key): PostgreSQL's row document embeds the text as it is instead
-    of encoding the value again; SQLite binds the value."""
+    (the journal, for the event key): PostgreSQL's row document embeds the text instead of
+    encoding the value again; SQLite binds the value."""
 
     value: Any
     text: str
@@ -379,29 +380,28 @@ def _json_rows(
     dialect: Dialect, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
 ) -> tuple[TextClause, str]:
     """PostgreSQL's ``insert_new_rows``: its statement, and the rows as one JSON document (an
-    array of arrays, a row's ``EncodedJson`` texts last)."""
-    first = rows[0]
-    names = tuple(sorted(first, key=lambda name: isinstance(first[name], EncodedJson)))
-    encoded = sum(isinstance(first[name], EncodedJson) for name in names)
-    plain_names = names[: len(names) - encoded]
-    processors = _bind_processors(dialect, table, plain_names)
-    documents = []
-    for row in rows:
-        values = [row[name] if process is None else process(row[name]) for name, process in processors]
-        document = orjson.dumps(values).decode()  # UUIDs as text; datetimes as ISO 8601 with offset
-        if encoded:
-            texts = ",".join(row[name].text for name in names[len(plain_names) :])
-            document = f"{document[:-1]},{texts}]" if plain_names else f"[{texts}]"
-        documents.append(document)
-    return _json_rows_insert(table, names, tuple(keys), column), f"[{','.join(documents)}]"
+    array of arrays; UUIDs as text, datetimes as ISO 8601 with their offset)."""
+    names = tuple(rows[0])
+    processors = _bind_processors(dialect, table, names)
+    values = [
+        [row[name] if process is None else process(row[name]) for name, process in processors] for row in rows
+    ]
+    return _json_rows_insert(table, names, tuple(keys), column), orjson.dumps(values).decode()
+
+
+def _json_fragment(value: Any) -> orjson.Fragment:
+    """A JSON column's value as text embedded in the row document as it is. Values not encoded
+    by the caller go through ``json``, which writes NaN as such (the database then refuses it,
+    as it must) where orjson would write null."""
+    return orjson.Fragment(value.text if isinstance(value, EncodedJson) else json.dumps(value))
 
 
 @functools.cache
 def _bind_processors(
     dialect: Dialect, table: Table, names: tuple[str, ...]
 ) -> list[tuple[str, Callable[[Any], Any] | None]]:
-    """Each column's bind processor (None for JSON columns: their values are encoded as they are).
-    Not for floating-point columns: orjson would write NaN as null instead of failing."""
+    """Each column's bind processor, ``_json_fragment`` for JSON columns. Not for floating-point
+    columns: orjson would write NaN as null instead of failing."""
     json_columns = _json_columns(table)
     floats = [
         name for name in names if name not in json_columns and isinstance(table.c[name].type, sa_types.Float)
@@ -409,7 +409,8 @@ def _bind_processors(
     if floats:
         raise TypeError(f"insert_new_rows cannot send the floating-point columns {floats} on PostgreSQL")
     return [
-        (name, None if name in json_columns else table.c[name].type.bind_processor(dialect)) for name in names
+        (name, _json_fragment if name in json_columns else table.c[name].type.bind_processor(dialect))
+        for name in names
     ]
 
 
