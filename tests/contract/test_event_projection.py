@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import multiprocessing
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -16,7 +17,7 @@ from lotline.services import Lineage
 from lotline.services.projection import ProjectionService
 from lotline.services.projector import BackgroundProjector
 from lotline.store.queries import events
-from support.ol import run_event, run_history
+from support.ol import run_event, run_history, step_facet
 from support.workers import drain_journal
 
 NS = "journal"
@@ -175,3 +176,63 @@ def test_catch_up_applies_what_came_before_it_and_says_what_is_left(lineage: Lin
     assert lineage.projection.catch_up(seconds=0) == 4  # no time at all: all of it still pending
     assert lineage.projection.catch_up(seconds=60) == 0
     assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
+
+
+def _at(second: int) -> datetime:
+    return datetime(2026, 1, 1, 0, second // 60, second % 60, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("event_type", "state", "history"),
+    [
+        ("START", RunState.RUNNING, [RunState.NEW, RunState.RUNNING]),
+        ("RUNNING", RunState.RUNNING, [RunState.NEW, RunState.RUNNING]),
+        ("COMPLETE", RunState.COMPLETED, [RunState.NEW, RunState.RUNNING, RunState.COMPLETED]),
+        ("FAIL", RunState.FAILED, [RunState.NEW, RunState.RUNNING, RunState.FAILED]),
+        ("OTHER", RunState.NEW, [RunState.NEW]),
+    ],
+)
+def test_the_first_event_of_an_unknown_run_creates_it_in_the_state_the_event_implies(
+    lineage: Lineage, event_type: str, state: RunState, history: list[RunState]
+) -> None:
+    run_id = str(uuid.uuid4())
+    job = f"first-{event_type.lower()}"
+    facets = step_facet(7)
+    lineage.openlineage.accept(
+        run_event(NS, job, run_id, event_type, second=5, inputs=("src",), outputs=("dst",), facets=facets)
+    )
+    assert lineage.projection.drain().failed == ()
+
+    run = lineage.runs.get_run(run_uuid(run_id))
+    assert run.state is state
+    assert [t.state for t in run.transitions] == history
+    assert [t.at for t in run.transitions[1:]] == [_at(5)] * (len(history) - 1)  # the event's time
+    assert run.started_at == (_at(5) if state is not RunState.NEW else None)
+    assert run.ended_at == (_at(5) if state.is_terminal else None)
+    assert run.facets["step"] == facets["step"]
+    [read], [written] = run.inputs, run.outputs
+    # A started run's input is pinned (to V1: it had no version); a NEW one's waits for the start.
+    assert read.version_number == (None if state is RunState.NEW else 1)
+    # Only an ended run versions its output; only an ended run has a job version (from its I/O).
+    assert written.version_number == (1 if state.is_terminal else None)
+    current = lineage.catalog.get_job(NS, job).current_version
+    assert run.job_version == (current if state.is_terminal else None)
+    assert (current is not None) is state.is_terminal
+
+
+def test_a_terminal_event_for_a_run_created_by_rest_starts_ends_and_versions_it(lineage: Lineage) -> None:
+    lineage.catalog.upsert_namespace(NS)
+    lineage.catalog.upsert_job(NS, "rest-made")
+    created = lineage.runs.create_run(NS, "rest-made")
+    declared = lineage.catalog.get_job(NS, "rest-made").current_version
+    assert created.job_version == declared
+
+    lineage.openlineage.accept(run_event(NS, "rest-made", str(created.id), "COMPLETE", outputs=("made",)))
+    assert lineage.projection.drain().failed == ()
+
+    run = lineage.runs.get_run(created.id)
+    assert [t.state for t in run.transitions] == [RunState.NEW, RunState.RUNNING, RunState.COMPLETED]
+    current = lineage.catalog.get_job(NS, "rest-made").current_version
+    assert current not in (None, declared)  # the event reported an output: a new job version
+    assert run.job_version == current
+    assert [o.version_number for o in run.outputs] == [1]

@@ -32,7 +32,7 @@ from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common
-from lotline.services.recording import apply_transition, create_started_run
+from lotline.services.recording import apply_transition, create_run
 from lotline.store.dialect import DriverConnections, has_stored_functions, single_writer
 from lotline.store.engine import Store
 from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs
@@ -273,7 +273,7 @@ class LotService:
         # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
         now = utcnow()
         run_id = uuid.uuid4()
-        create_started_run(
+        create_run(
             connection,
             run_id=run_id,
             job_id=found.job_id,
@@ -281,7 +281,7 @@ class LotService:
             lot=candidate.lot,
             inputs=candidate.inputs,
             outputs=[(reg.output_dataset_id, candidate.lot)],
-            at=now,
+            started_at=now,
         )
         expires = now + lease
         if not claims.take(

@@ -40,9 +40,9 @@ from lotline.domain.openlineage import (
     OlJob,
     parse_event,
 )
-from lotline.domain.runs import RunState, plan_transition
+from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import job_version_id
-from lotline.services.recording import apply_transition, record_run_io
+from lotline.services.recording import apply_transition, create_run, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, events, jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
@@ -438,47 +438,54 @@ def _run_event(
 ) -> None:
     assert event.run_id is not None and event.job is not None
     connection, now = group.connection, group.now
+    actions = ACTIONS[event.event_type]
     run = runs.lock_run(connection, event.run_id)
     if run is None:
-        # No job version yet: the run's inputs and outputs are what its events report.
-        run = runs.insert_run(
+        # No job version yet: the run's inputs and outputs are what its events report. An event that
+        # starts the run creates it started (one write of the run, not two).
+        run = create_run(
             connection,
             run_id=event.run_id,
             job_id=job.id,
             job_version_id=None,
-            parent_run_id=None,
             lot="",
+            inputs=[(d, "") for d in inputs],
+            outputs=[(d, "") for d in outputs],
+            started_at=event.event_time if actions[:1] == (RunAction.START,) else None,
             nominal_start_time=event.nominal_start,
             nominal_end_time=event.nominal_end,
-            args={},
-            facets={},
-            now=now,
+            facets=event.run_facets,
         )
-    elif run.job_id != job.id:
-        raise Conflict(
-            f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
-        )
-    if event.run_facets:
-        runs.merge_run_facets(connection, run, event.run_facets, now)
+    else:
+        if run.job_id != job.id:
+            raise Conflict(
+                f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
+            )
+        if event.run_facets:
+            runs.merge_run_facets(connection, run, event.run_facets, now)
+        if not RunState(run.state).is_terminal:  # a late event never reopens a finished run
+            record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
+            record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
     if event.parent is not None:
         _link_parent(group, run.id, event)
     state = RunState(run.state)
     if state.is_terminal:
-        return  # a late event never reopens a finished run
-    record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
-    record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
-    # The locked row, as long as it says what the run's state and job version are.
-    fresh: Row[Any] | None = run
+        return
+    new_version = None
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
         version = group.set_job_version(job, event.job, all_inputs, all_outputs)
-        if run.job_version_id != version:
-            runs.set_job_version(connection, run.id, version, now)
-            fresh = None
-    for action in ACTIONS[event.event_type]:
+        new_version = version if version != run.job_version_id else None
+    # The locked row, as long as it says what the run's state is.
+    fresh: Row[Any] | None = run
+    for action in actions:
         if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
-            state = apply_transition(connection, run.id, action, event.event_time, locked=fresh)
-            fresh = None
+            state = apply_transition(
+                connection, run.id, action, event.event_time, locked=fresh, job_version_id=new_version
+            )
+            fresh, new_version = None, None
+    if new_version is not None:
+        runs.set_job_version(connection, run.id, new_version, now)
 
 
 def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Table
 
 from lotline.domain.errors import Conflict, NotFound
+from lotline.domain.model import JsonObject
 from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import (
     VersionState,
@@ -34,14 +35,16 @@ def apply_transition(
     at: datetime | None = None,
     *,
     locked: Row[Any] | None = None,
+    job_version_id: uuid.UUID | None = None,
 ) -> RunState:
     """Move a run through the state machine inside the caller's transaction; returns its new state.
 
     Repeats are no-ops and illegal moves raise Conflict (SPEC §2). Starting pins the inputs;
     ending versions every output the run declared (SPEC §3). Callers that must commit more in the
     same transaction (a lot's status, its manifest) pass their own connection. A caller that has
-    already locked the run's row in this transaction, and not changed its state or job version
-    since, passes it as ``locked`` to save locking it again.
+    already locked the run's row in this transaction, and not changed its state since, passes it as
+    ``locked`` to save locking it again; one that has a new job version for the run passes it as
+    ``job_version_id``, written with the new state (it is then the version the transition uses).
     """
     now = utcnow()
     row = locked if locked is not None else runs.lock_run(connection, run_id)
@@ -49,15 +52,25 @@ def apply_transition(
         raise NotFound("Run", str(run_id))
     plan = plan_transition(RunState(row.state), action)
     if plan.changes:
-        runs.set_state(connection, run_id, expected=plan.current, target=plan.target, at=at or now, now=now)
+        runs.set_state(
+            connection,
+            run_id,
+            expected=plan.current,
+            target=plan.target,
+            at=at or now,
+            now=now,
+            job_version_id=job_version_id,
+        )
         if plan.target is RunState.RUNNING:
-            _started(connection, run_id, row.job_version_id, row.lot, now)
+            _started(connection, run_id, job_version_id or row.job_version_id, row.lot, now)
         if mints_output_versions(plan.current, plan.target):
             mint_outputs(connection, run_id, plan.target, now)
+    elif job_version_id is not None and job_version_id != row.job_version_id:
+        runs.set_job_version(connection, run_id, job_version_id, now)
     return plan.target
 
 
-def create_started_run(
+def create_run(
     connection: Connection,
     *,
     run_id: uuid.UUID,
@@ -66,28 +79,44 @@ def create_started_run(
     lot: str,
     inputs: Sequence[tuple[uuid.UUID, str]],
     outputs: Sequence[tuple[uuid.UUID, str]],
-    at: datetime,
-) -> None:
-    """Create a run that starts at once (a lot claim's): its NEW and START transitions recorded
-    together, its inputs and outputs declared, then what START implies (``apply_transition``'s
-    rules: the job's declared I/O, inputs pinned) — without writing the run twice or reading it back.
+    started_at: datetime | None,
+    nominal_start_time: datetime | None = None,
+    nominal_end_time: datetime | None = None,
+    facets: JsonObject | None = None,
+) -> Row[Any]:
+    """Create a run with the inputs and outputs it declares, started at ``started_at`` if given;
+    its row as inserted.
 
-    ``at`` must not precede anything the run waited for: the caller takes it once the run may start.
+    A run that starts at once (a lot claim's, an OpenLineage START of an unknown run) has its NEW
+    and START transitions recorded together, then what START implies (``apply_transition``'s rules:
+    the job's declared I/O, inputs pinned), without writing the run twice or reading it back.
+    ``started_at`` must not precede anything the run waited for: the caller takes it once the run
+    may start.
     """
     now = utcnow()
-    plan = plan_transition(RunState.NEW, RunAction.START)
-    runs.insert_started_run(
+    transitions = [(RunState.NEW, now)]
+    if started_at is not None:
+        plan = plan_transition(RunState.NEW, RunAction.START)
+        transitions.append((plan.target, started_at))
+    row = runs.insert_run(
         connection,
         run_id=run_id,
         job_id=job_id,
         job_version_id=job_version_id,
+        parent_run_id=None,
         lot=lot,
-        transitions=[(plan.current, now), (plan.target, at)],
+        nominal_start_time=nominal_start_time,
+        nominal_end_time=nominal_end_time,
+        args={},
+        facets=facets or {},
         now=now,
+        transitions=transitions,
     )
     runs.add_io(connection, run_inputs, run_id, inputs, now)
     runs.add_io(connection, run_outputs, run_id, outputs, now)
-    _started(connection, run_id, job_version_id, lot, now)
+    if started_at is not None:
+        _started(connection, run_id, job_version_id, lot, now)
+    return row
 
 
 def _started(
@@ -112,6 +141,8 @@ def record_run_io(
             f"Run {run.id} is {state.value}: its inputs and outputs must be reported before it ends.",
             current=state.value,
         )
+    if not entries:
+        return  # nothing new to declare or pin
     runs.add_io(connection, table, run.id, entries, now)
     if table is run_inputs and state is RunState.RUNNING:
         pin_inputs(connection, run.id, now)

@@ -54,8 +54,14 @@ def insert_run(
     args: JsonObject,
     facets: JsonObject,
     now: datetime,
+    transitions: Sequence[tuple[RunState, datetime]] = (),
 ) -> Row[Any]:
-    """The new run (state NEW, with its NEW transition); its row as inserted."""
+    """The new run with its transitions (default: NEW, now), in the last one's state and started at
+    the RUNNING one's time if there is one; its row as inserted. Two statements whatever the number
+    of transitions."""
+    transitions = transitions or [(RunState.NEW, now)]
+    state = transitions[-1][0]
+    started_at = next((at for s, at in transitions if s is RunState.RUNNING), None)
     row = connection.execute(
         _INSERT_RUN,
         {
@@ -64,7 +70,8 @@ def insert_run(
             "job_version_id": job_version_id,
             "parent_run_id": parent_run_id,
             "lot": lot,
-            "state": RunState.NEW.value,
+            "state": state.value,
+            "started_at": started_at,
             "nominal_start_time": nominal_start_time,
             "nominal_end_time": nominal_end_time,
             "args": args,
@@ -73,40 +80,6 @@ def insert_run(
             "updated_at": now,
         },
     ).one()
-    insert_transition(connection, run_id, RunState.NEW, now, now)
-    return row
-
-
-def insert_started_run(
-    connection: Connection,
-    *,
-    run_id: uuid.UUID,
-    job_id: uuid.UUID,
-    job_version_id: uuid.UUID | None,
-    lot: str,
-    transitions: Sequence[tuple[RunState, datetime]],
-    now: datetime,
-) -> None:
-    """A run created in its last state of ``transitions`` (started at that one's time), with them all."""
-    state, started_at = transitions[-1]
-    connection.execute(
-        _INSERT_RUN,
-        {
-            "id": run_id,
-            "job_id": job_id,
-            "job_version_id": job_version_id,
-            "parent_run_id": None,
-            "lot": lot,
-            "state": state.value,
-            "started_at": started_at,
-            "nominal_start_time": None,
-            "nominal_end_time": None,
-            "args": {},
-            "facets": {},
-            "created_at": now,
-            "updated_at": now,
-        },
-    )
     connection.execute(
         _INSERT_TRANSITION,
         [
@@ -114,6 +87,7 @@ def insert_started_run(
             for s, at in transitions
         ],
     )
+    return row
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -143,9 +117,13 @@ def set_state(
     target: RunState,
     at: datetime,
     now: datetime,
+    job_version_id: uuid.UUID | None = None,
 ) -> None:
-    """Fenced state change: applies only if the run is still in ``expected``."""
+    """Fenced state change: applies only if the run is still in ``expected``; ``job_version_id``, when
+    given, is written with it."""
     changes: dict[str, object] = {"state": target.value, "updated_at": now}
+    if job_version_id is not None:
+        changes["job_version_id"] = job_version_id
     if target is RunState.RUNNING:
         changes["started_at"] = at
     elif target.is_terminal:
