@@ -5,6 +5,8 @@ what cannot be applied, and several projecting processes never apply an event tw
 from __future__ import annotations
 
 import multiprocessing
+import threading
+import time
 import uuid
 from datetime import UTC, datetime
 
@@ -142,6 +144,48 @@ def test_stopping_the_background_projector_leaves_the_backlog_for_the_next_start
         restarted.stop()
     assert lineage.projection.status().pending == 0
     assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
+
+
+def _pending_after(lineage: Lineage, seconds: float) -> int:
+    """The backlog once it is 0, or once ``seconds`` have passed."""
+    deadline = time.monotonic() + seconds
+    while (pending := lineage.projection.status().pending) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return pending
+
+
+def test_the_projector_stands_aside_while_the_server_is_busy_and_resumes_when_it_is_not(
+    lineage: Lineage,
+) -> None:
+    server_busy = threading.Event()
+    server_busy.set()
+    projector = BackgroundProjector(
+        lineage.store, lineage.projection, 0.05, server_busy=server_busy.is_set, max_defer_seconds=600
+    )
+    projector.start()
+    try:
+        lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
+        projector.wake()
+        time.sleep(0.5)
+        assert lineage.projection.status().pending == 3  # woken, but standing aside
+        server_busy.clear()
+        assert _pending_after(lineage, 30) == 0  # the server has room: projected long before 600 s
+    finally:
+        projector.stop()
+
+
+def test_a_projector_standing_aside_still_projects_once_its_limit_has_passed(lineage: Lineage) -> None:
+    lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
+    started = time.monotonic()
+    projector = BackgroundProjector(
+        lineage.store, lineage.projection, 0.05, server_busy=lambda: True, max_defer_seconds=1.0
+    )
+    projector.start()
+    try:
+        assert _pending_after(lineage, 30) == 0  # a server that stays busy does not stop projection
+    finally:
+        projector.stop()
+    assert time.monotonic() - started >= 1.0  # ... but it stood aside first
 
 
 def test_processes_draining_at_once_apply_every_event_exactly_once(

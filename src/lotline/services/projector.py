@@ -6,6 +6,11 @@ case a wake-up was missed. When another process's projector holds the lock it te
 (NOTIFY) and tries again shortly, so events are never left waiting for the slow poll. ``stop``
 lets the group in progress commit and leaves the rest of the journal pending for the next start.
 
+Accepting events goes first: the projector runs at the lowest CPU priority, and on Linux it also
+stands aside, between groups, while the server that started it is saturated, for at most
+``MAX_DEFER_SECONDS`` at a time (``ServerLoad``). Reads do not wait for it: each first projects
+what was journaled before it.
+
 Why a process and not a thread of the server: projection is many short database round trips,
 and after each one a thread must win the GIL back from the request threads; under load a
 projector thread got ~13 events/s applied while the same code in its own process gets its full
@@ -18,6 +23,8 @@ import logging
 import multiprocessing
 import os
 import threading
+import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from lotline.services.projection import ProjectionService
@@ -35,6 +42,15 @@ POLL_SECONDS = 5.0
 #: projects, at normal priority, what was journaled before it. It is niced as well (elsewhere
 #: than Linux that is all, and it marks the process as the projector).
 PROJECTOR_NICENESS = 5
+#: Under Linux the projector also stands aside, between groups, while the server process that started
+#: it is saturated (it used this share of a CPU or more over the last ``LOAD_SAMPLE_SECONDS``): even
+#: at SCHED_IDLE, projecting alongside a saturated server took 20-25% of its acceptance rate in
+#: bench/ingest while projecting about 2% of what arrived (docs/benchmarks.md). It stands aside for
+#: at most ``MAX_DEFER_SECONDS`` at a time, then projects a group, so that a sustained overload
+#: still projects.
+SERVER_BUSY_SHARE = 0.75
+LOAD_SAMPLE_SECONDS = 0.2
+MAX_DEFER_SECONDS = 5.0
 BUSY_RETRY_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 1.0
 LISTEN_TIMEOUT_SECONDS = 0.5
@@ -51,8 +67,13 @@ class BackgroundProjector:
         *,
         wake: threading.Event | None = None,
         stopping: threading.Event | None = None,
+        server_busy: Callable[[], bool] | None = None,
+        max_defer_seconds: float = MAX_DEFER_SECONDS,
     ) -> None:
         self._store = store
+        self._server_busy = server_busy or (lambda: False)
+        self._max_defer_seconds = max_defer_seconds
+        self._last_drain = time.monotonic()
         self._projection = projection
         self._poll_seconds = poll_seconds
         self._wake = wake or threading.Event()
@@ -107,13 +128,30 @@ class BackgroundProjector:
             if self._stopping.is_set():
                 break
             delay = 0.0
+            if self._server_busy() and time.monotonic() - self._last_drain < self._max_defer_seconds:
+                delay = LOAD_SAMPLE_SECONDS  # stand aside, and look again
+                self._wake.set()
+                continue
+            started = time.monotonic()
+
+            def should_stop(started: float = started) -> bool:
+                """Stop when asked to; and, once a group's time has passed, when the server is busy."""
+                if self._stopping.is_set():
+                    return True
+                if time.monotonic() - started >= self._projection.group_seconds and self._server_busy():
+                    self._wake.set()  # cut short: come back once the server has room
+                    return True
+                return False
+
             try:
-                drained = self._projection.drain(wait=False, should_stop=self._stopping.is_set)
+                drained = self._projection.drain(wait=False, should_stop=should_stop)
             except Exception:
                 log.exception("the background projector failed; it tries again")
                 delay = ERROR_BACKOFF_SECONDS
                 self._wake.set()
                 continue
+            finally:
+                self._last_drain = time.monotonic()
             if drained.busy:
                 self._notify_holder()
                 delay = BUSY_RETRY_SECONDS
@@ -148,6 +186,37 @@ class BackgroundProjector:
                 self._stopping.wait(ERROR_BACKOFF_SECONDS)
             finally:
                 listener.close()
+
+
+class ServerLoad:
+    """Whether the server process that started the projector is saturated (Linux: its CPU time in
+    ``/proc``, sampled at most every ``LOAD_SAMPLE_SECONDS``; elsewhere never)."""
+
+    def __init__(self, pid: int) -> None:
+        self._stat = f"/proc/{pid}/stat"
+        self._sampled = (time.monotonic(), self._cpu_seconds())
+        self._busy = False
+
+    def busy(self) -> bool:
+        now = time.monotonic()
+        then, cpu_then = self._sampled
+        if now - then >= LOAD_SAMPLE_SECONDS:
+            cpu = self._cpu_seconds()
+            self._busy = (
+                cpu is not None
+                and cpu_then is not None
+                and cpu - cpu_then >= (now - then) * SERVER_BUSY_SHARE
+            )
+            self._sampled = (now, cpu)
+        return self._busy
+
+    def _cpu_seconds(self) -> float | None:
+        try:
+            with open(self._stat) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            return None  # not Linux, or the server is gone
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ProjectorProcess:
@@ -226,7 +295,12 @@ def _run_projector(db_url: str, poll_seconds: float, signals: Connection) -> Non
     lineage = open_lineage(db_url)
     try:
         BackgroundProjector(
-            lineage.store, lineage.projection, poll_seconds, wake=wake, stopping=stopping
+            lineage.store,
+            lineage.projection,
+            poll_seconds,
+            wake=wake,
+            stopping=stopping,
+            server_busy=ServerLoad(os.getppid()).busy,
         ).run()
     finally:
         lineage.close()
