@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import socket
 import time
 import uuid
@@ -36,6 +35,7 @@ import requests
 import sqlalchemy as sa
 
 from bench._server import fresh_database, serve
+from lotline.services.projector import process_cpu_seconds
 
 CLIENTS = 8
 BATCH = 100
@@ -194,12 +194,7 @@ def _stat(pid: int) -> list[str]:
 
 
 def _cpu_seconds(pids: list[int]) -> float:
-    total = 0.0
-    for pid in pids:
-        fields = _stat(pid)
-        if fields:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(process_cpu_seconds(pid) or 0.0 for pid in pids)  # a process gone counts 0
 
 
 def _niced(pid: int) -> bool:

@@ -440,6 +440,7 @@ def _run_event(
     connection, now = group.connection, group.now
     actions = ACTIONS[event.event_type]
     run = runs.lock_run(connection, event.run_id)
+    created = run is None
     if run is None:
         # No job version yet: the run's inputs and outputs are what its events report. An event that
         # starts the run creates it started (one write of the run, not two).
@@ -456,21 +457,20 @@ def _run_event(
             nominal_end_time=event.nominal_end,
             facets=event.run_facets,
         )
-    else:
-        if run.job_id != job.id:
-            raise Conflict(
-                f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
-            )
-        if event.run_facets:
-            runs.merge_run_facets(connection, run, event.run_facets, now)
-        if not RunState(run.state).is_terminal:  # a late event never reopens a finished run
-            record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
-            record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
+    elif run.job_id != job.id:
+        raise Conflict(
+            f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
+        )
+    elif event.run_facets:
+        runs.merge_run_facets(connection, run, event.run_facets, now)
     if event.parent is not None:
         _link_parent(group, run.id, event)
     state = RunState(run.state)
     if state.is_terminal:
-        return
+        return  # a late event never reopens a finished run
+    if not created:
+        record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
+        record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
@@ -484,8 +484,8 @@ def _run_event(
                 connection, run.id, action, event.event_time, locked=fresh, job_version_id=new_version
             )
             fresh, new_version = None, None
-    if new_version is not None:
-        runs.set_job_version(connection, run.id, new_version, now)
+    # A terminal event always moves a run that has not ended, so the new job version was written.
+    assert new_version is None
 
 
 def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:

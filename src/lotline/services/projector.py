@@ -19,6 +19,7 @@ rate (docs/benchmarks.md).
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -132,17 +133,7 @@ class BackgroundProjector:
                 delay = LOAD_SAMPLE_SECONDS  # stand aside, and look again
                 self._wake.set()
                 continue
-            started = time.monotonic()
-
-            def should_stop(started: float = started) -> bool:
-                """Stop when asked to; and, once a group's time has passed, when the server is busy."""
-                if self._stopping.is_set():
-                    return True
-                if time.monotonic() - started >= self._projection.group_seconds and self._server_busy():
-                    self._wake.set()  # cut short: come back once the server has room
-                    return True
-                return False
-
+            should_stop = functools.partial(self._should_stop, time.monotonic())
             try:
                 drained = self._projection.drain(wait=False, should_stop=should_stop)
             except Exception:
@@ -161,6 +152,16 @@ class BackgroundProjector:
                 self._wake.set()
             elif not self._stopping.is_set() and not self._wake.is_set():
                 self._idle.set()
+
+    def _should_stop(self, started: float) -> bool:
+        """For a drain that ``started``: stop when asked to; and, once a group's time has passed,
+        when the server is busy (the drain is cut short and comes back once the server has room)."""
+        if self._stopping.is_set():
+            return True
+        if time.monotonic() - started >= self._projection.group_seconds and self._server_busy():
+            self._wake.set()
+            return True
+        return False
 
     def _notify_holder(self) -> None:
         """Another process is projecting: make sure it looks again once it is done."""
@@ -193,15 +194,15 @@ class ServerLoad:
     ``/proc``, sampled at most every ``LOAD_SAMPLE_SECONDS``; elsewhere never)."""
 
     def __init__(self, pid: int) -> None:
-        self._stat = f"/proc/{pid}/stat"
-        self._sampled = (time.monotonic(), self._cpu_seconds())
+        self._pid = pid
+        self._sampled = (time.monotonic(), process_cpu_seconds(pid))
         self._busy = False
 
     def busy(self) -> bool:
         now = time.monotonic()
         then, cpu_then = self._sampled
         if now - then >= LOAD_SAMPLE_SECONDS:
-            cpu = self._cpu_seconds()
+            cpu = process_cpu_seconds(self._pid)
             self._busy = (
                 cpu is not None
                 and cpu_then is not None
@@ -210,13 +211,16 @@ class ServerLoad:
             self._sampled = (now, cpu)
         return self._busy
 
-    def _cpu_seconds(self) -> float | None:
-        try:
-            with open(self._stat) as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return None  # not Linux, or the server is gone
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used (user and system), from Linux's ``/proc``; None elsewhere,
+    or when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ProjectorProcess:

@@ -44,7 +44,8 @@ def apply_transition(
     same transaction (a lot's status, its manifest) pass their own connection. A caller that has
     already locked the run's row in this transaction, and not changed its state since, passes it as
     ``locked`` to save locking it again; one that has a new job version for the run passes it as
-    ``job_version_id``, written with the new state (it is then the version the transition uses).
+    ``job_version_id``, written with the new state (it is then the version the transition uses;
+    a repeat writes nothing, the version included).
     """
     now = utcnow()
     row = locked if locked is not None else runs.lock_run(connection, run_id)
@@ -65,8 +66,6 @@ def apply_transition(
             _started(connection, run_id, job_version_id or row.job_version_id, row.lot, now)
         if mints_output_versions(plan.current, plan.target):
             mint_outputs(connection, run_id, plan.target, now)
-    elif job_version_id is not None and job_version_id != row.job_version_id:
-        runs.set_job_version(connection, run_id, job_version_id, now)
     return plan.target
 
 
