@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import uuid
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 import requests
 
-from api.conftest import ApiServer
+from api.conftest import AUTH, ApiServer
+from support.ol import run_event
 
 
 def count_namespaces(http: requests.Session, server: ApiServer) -> int:
@@ -68,6 +72,30 @@ def test_oversized_body_is_413(api_server: ApiServer, http: requests.Session) ->
     assert (answer.status_code, answer.json()["code"]) == (413, 413)
 
 
+@pytest.mark.parametrize("path", ["/lineage", "/lineage/batch", "/namespaces/streamed"])
+def test_oversized_streamed_body_is_413(api_server: ApiServer, path: str) -> None:
+    """No Content-Length to refuse up front: the body is counted as it arrives."""
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"pad": "'
+        for _ in range(17):
+            yield b"x" * (1024 * 1024)
+        yield b'"}'
+
+    headers = {**AUTH, "Content-Type": "application/json"}
+    method = "PUT" if path.startswith("/namespaces") else "POST"
+    answer = requests.request(method, api_server.api(path), data=chunks(), headers=headers, timeout=30)
+    assert (answer.status_code, answer.json()["code"]) == (413, 413)
+
+
+def test_gzip_body_inflating_past_the_limit_is_413(api_server: ApiServer) -> None:
+    bomb = gzip.compress(b'{"pad": "' + b"x" * (17 * 1024 * 1024) + b'"}')
+    assert len(bomb) < 100_000
+    headers = {**AUTH, "Content-Type": "application/json", "Content-Encoding": "gzip"}
+    answer = requests.post(api_server.api("/lineage"), data=bomb, headers=headers, timeout=30)
+    assert (answer.status_code, answer.json()["code"]) == (413, 413)
+
+
 def test_run_id_conflict_and_transition_time(
     api_server: ApiServer, http: requests.Session, fresh_ns: str
 ) -> None:
@@ -89,11 +117,18 @@ def test_run_id_conflict_and_transition_time(
     assert naive.status_code == 400
 
 
-def test_healthz_and_metrics(api_server: ApiServer) -> None:
+def test_healthz_and_metrics(api_server: ApiServer, http: requests.Session, fresh_ns: str) -> None:
     assert requests.get(f"{api_server.url}/healthz", timeout=10).json() == {"status": "ok"}
     requests.get(api_server.api("/namespaces"), timeout=10)
+    # The event POSTs skip FastAPI's middleware (api/ingest.py) and are counted all the same.
+    event = run_event(fresh_ns, "j", str(uuid.uuid4()), "START")
+    assert http.post(api_server.api("/lineage"), json=event, timeout=10).status_code == 201
+    assert http.post(api_server.api("/lineage"), json=[event], timeout=10).status_code == 400
     text = requests.get(f"{api_server.url}/metrics", timeout=10).text
     assert "# TYPE lotline_http_requests_total counter" in text
     assert 'lotline_http_requests_total{method="GET",path="/namespaces",status="200"}' in text
+    for status in (201, 400):
+        labels = f'method="POST",path="/api/v1/lineage",status="{status}"'
+        assert f"lotline_http_requests_total{{{labels}}}" in text
     assert "lotline_http_request_duration_seconds_count" in text
     assert 'lotline_openlineage_events_total{result="applied"}' in text

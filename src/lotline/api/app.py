@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lotline.api import errors, ingest
 from lotline.api.deps import read_your_writes
-from lotline.api.guards import BearerAuthMiddleware, BodyLimitMiddleware
+from lotline.api.guards import Guard, GuardMiddleware
 from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
@@ -28,7 +28,7 @@ API_PREFIX = "/api/v1"
 
 class LotlineApp(FastAPI):
     """FastAPI, except that the two event POSTs skip its middleware and routing: they go to
-    ``ingest_path`` (``api/ingest.py`` behind the same guards), which carries the event load."""
+    ``ingest_path`` (``api/ingest.py``, with the same guards), which carries the event load."""
 
     ingest_path: ASGIApp
 
@@ -86,13 +86,12 @@ def create_app(settings: Settings) -> FastAPI:
         return text
 
     # Outermost last: size and auth are checked before anything reads the body or the path.
+    guard = Guard(settings.api_token)
     app.add_middleware(EncodedSlashMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
-    app.add_middleware(BearerAuthMiddleware, token=settings.api_token)
-    app.add_middleware(BodyLimitMiddleware)
-    # The same guards, in the same order, in front of the event POSTs.
-    metered = MetricsMiddleware(IngestHandler(app.state), metrics=app.state.metrics)
-    app.ingest_path = BodyLimitMiddleware(BearerAuthMiddleware(metered, token=settings.api_token))
+    app.add_middleware(GuardMiddleware, guard=guard)
+    # The event POSTs apply the same guard and metrics themselves.
+    app.ingest_path = IngestHandler(app.state, guard)
     _document_ingest(app)
     return app
 

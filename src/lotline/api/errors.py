@@ -13,7 +13,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, IntegrityError
 from starlette.exceptions import HTTPException
 
-from lotline.api.guards import BodyTooLarge
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound
 
 log = logging.getLogger(__name__)
@@ -57,10 +56,6 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(HTTPException)
     async def _http(_: Request, error: HTTPException) -> JSONResponse:
         return error_response(error.status_code, str(error.detail), getattr(error, "headers", None))
-
-    @app.exception_handler(BodyTooLarge)
-    async def _too_large(_: Request, error: BodyTooLarge) -> JSONResponse:
-        return error_response(413, error.message)
 
     @app.exception_handler(DataError)
     async def _data(_: Request, error: DataError) -> JSONResponse:

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import hmac
+from typing import NamedTuple
 
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 16 * 1024 * 1024
+Headers = tuple[tuple[bytes, bytes], ...]
 
 
-async def send_json(
-    send: Send, status: int, document: object, extra: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
+async def send_json(send: Send, status: int, document: object, extra: Headers = ()) -> None:
     """A whole JSON answer, for handlers that speak ASGI directly."""
     body = orjson.dumps(document)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *extra]
@@ -21,66 +21,99 @@ async def send_json(
     await send({"type": "http.response.body", "body": body})
 
 
-async def send_error(
-    send: Send, status: int, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()
-) -> None:
+async def send_error(send: Send, status: int, message: str, extra: Headers = ()) -> None:
     await send_json(send, status, {"code": status, "message": message}, extra)
 
 
-class BearerAuthMiddleware:
-    """With a token configured every write needs ``Authorization: Bearer <token>``; reads stay open."""
+class Refusal(NamedTuple):
+    """Why a request is answered without being read: the status, message and extra headers."""
 
-    def __init__(self, app: ASGIApp, token: str | None) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+    status: int
+    message: str
+    headers: Headers = ()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is not None and scope["type"] == "http" and scope["method"] not in READ_METHODS:
-            given = dict(scope["headers"]).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send_error(
-                    send,
-                    401,
-                    "this server requires 'Authorization: Bearer <token>' for writes.",
-                    ((b"www-authenticate", b"Bearer"),),
-                )
-                return
-        await self.app(scope, receive, send)
+    async def send(self, send: Send) -> None:
+        await send_error(send, self.status, self.message, self.headers)
 
 
-class BodyLimitMiddleware:
-    """413 for bodies over the limit, whether announced by Content-Length or streamed."""
+class Guard:
+    """What every request is checked for before anything reads its body or routes it, in this
+    order: a ``Content-Length`` within the limit (413), then, with a token configured,
+    ``Authorization: Bearer <token>`` on every write (401); reads stay open.
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+    One pass over the headers, shared by ``GuardMiddleware`` (in front of FastAPI) and the event
+    POSTs' handler (``api/ingest.py``), which also enforce the limit on streamed bodies."""
+
+    def __init__(self, token: str | None, limit: int = MAX_BODY_BYTES) -> None:
         self.limit = limit
+        self._expected = f"Bearer {token}".encode() if token else None
+        self._too_large = Refusal(413, f"the request body is larger than {limit} bytes.")
+
+    def refusal(self, scope: Scope) -> Refusal | None:
+        length = authorization = None
+        for name, value in scope["headers"]:  # the last of repeated headers counts, as in a dict
+            if name == b"content-length":
+                length = value
+            elif name == b"authorization":
+                authorization = value
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return self._too_large
+        if (
+            self._expected is not None
+            and scope["method"] not in READ_METHODS
+            and not hmac.compare_digest(authorization or b"", self._expected)
+        ):
+            return Refusal(
+                401,
+                "this server requires 'Authorization: Bearer <token>' for writes.",
+                ((b"www-authenticate", b"Bearer"),),
+            )
+        return None
+
+
+class GuardMiddleware:
+    """``Guard`` in front of an ASGI app; a streamed body past the limit is also a 413.
+
+    That 413 is sent from here, and the app is told the client went away: FastAPI turns any
+    error raised while it reads a body into a 400 of its own, which is then not sent."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
-            await send_error(send, 413, f"the request body is larger than {self.limit} bytes.")
+        refusal = self.guard.refusal(scope)
+        if refusal is not None:
+            await refusal.send(send)
             return
-        received = 0
+        limit, received = self.guard.limit, 0
+        answered = refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             received += len(message.get("body", b""))
-            if received > self.limit:
-                raise BodyTooLarge(self.limit)
-            return message
+            if received <= limit:
+                return message
+            if not answered and not refused:
+                refused = True
+                await send_error(send, 413, BodyTooLarge(limit).message)
+            return {"type": "http.disconnect"}
 
-        try:
-            await self.app(scope, counting_receive, send)
-        except BodyTooLarge:
-            await send_error(send, 413, f"the request body is larger than {self.limit} bytes.")
+        async def guarded_send(message: Message) -> None:
+            nonlocal answered
+            if not refused:
+                answered = True
+                await send(message)
+
+        await self.app(scope, counting_receive, guarded_send)
 
 
 class BodyTooLarge(Exception):
-    """Raised while a handler reads a streamed body past the limit; mapped to 413 in errors.py."""
+    """A body past the limit, as sent or once inflated (``api/ingest.py`` answers 413)."""
 
     def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
         super().__init__(f"the request body is larger than {limit} bytes.")

@@ -6,6 +6,7 @@ route templates, never raw URLs, so dataset names cannot blow up the number of s
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections import defaultdict
@@ -21,7 +22,9 @@ class Metrics:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.requests: dict[tuple[str, str, int], int] = defaultdict(int)
-        self.latency_buckets: dict[float, int] = defaultdict(int)
+        #: Requests per latency bucket, each counted in the first that holds it (cumulated when
+        #: rendered); the last one is +Inf.
+        self.latency_buckets = [0] * (len(BUCKETS) + 1)
         self.latency_sum = 0.0
         self.latency_count = 0
         self.events: dict[str, int] = defaultdict(int)
@@ -31,9 +34,7 @@ class Metrics:
             self.requests[(method, path, status)] += 1
             self.latency_sum += seconds
             self.latency_count += 1
-            for bound in BUCKETS:
-                if seconds <= bound:
-                    self.latency_buckets[bound] += 1
+            self.latency_buckets[bisect.bisect_left(BUCKETS, seconds)] += 1
 
     def count_events(self, result: str, n: int = 1) -> None:
         with self._lock:
@@ -55,8 +56,9 @@ class Metrics:
                 "# HELP lotline_http_request_duration_seconds Time to answer an HTTP request.",
                 "# TYPE lotline_http_request_duration_seconds histogram",
             ]
-            for bound in BUCKETS:
-                count = self.latency_buckets[bound]
+            count = 0
+            for bound, in_bucket in zip(BUCKETS, self.latency_buckets, strict=False):
+                count += in_bucket
                 lines.append(f'lotline_http_request_duration_seconds_bucket{{le="{bound}"}} {count}')
             lines.append(f'lotline_http_request_duration_seconds_bucket{{le="+Inf"}} {self.latency_count}')
             lines.append(f"lotline_http_request_duration_seconds_sum {self.latency_sum:.6f}")

