@@ -380,14 +380,14 @@ def main() -> None:
     print("| what | events/s (median of rounds) | vs. bare (median) | each round vs. its bare |")
     print("|---|---|---|---|")
     print(f"| bare INSERT, {CLIENTS} connections | {bare_rate:,.0f} | 1.00x | |")
-    for what in ("accept_rate", "project_rate"):
-        label = "accepted" if what == "accept_rate" else "projected"
+    rates = (("accept_rate", "accepted"), ("project_rate", "projected"))
+    for what, label in rates:
         ratios = [single[what] / bare for bare, single in rounds]
         rate = statistics.median(single[what] for _, single in rounds)
         each = ", ".join(f"{ratio:.2f}x" for ratio in ratios)
         median = statistics.median(ratios)
         print(f"| single POST, {CLIENTS} clients: {label} | {rate:,.0f} | {median:.2f}x | {each} |")
-    for what, label in (("accept_rate", "accepted"), ("project_rate", "projected")):
+    for what, label in rates:
         rate = batch[what]
         print(
             f"| batch POST, {options.batch_clients} clients: {label} | {rate:,.0f} | "

@@ -47,7 +47,7 @@ class Guard:
     def __init__(self, token: str | None, limit: int = MAX_BODY_BYTES) -> None:
         self.limit = limit
         self._expected = f"Bearer {token}".encode() if token else None
-        self._too_large = Refusal(413, f"the request body is larger than {limit} bytes.")
+        self.too_large = Refusal(413, BodyTooLarge(limit).message)
 
     def refusal(self, scope: Scope) -> Refusal | None:
         length = authorization = None
@@ -57,7 +57,7 @@ class Guard:
             elif name == b"authorization":
                 authorization = value
         if length is not None and (not length.isdigit() or int(length) > self.limit):
-            return self._too_large
+            return self.too_large
         if (
             self._expected is not None
             and scope["method"] not in READ_METHODS
@@ -100,7 +100,7 @@ class GuardMiddleware:
                 return message
             if not answered and not refused:
                 refused = True
-                await send_error(send, 413, BodyTooLarge(limit).message)
+                await self.guard.too_large.send(send)
             return {"type": "http.disconnect"}
 
         async def guarded_send(message: Message) -> None:
