@@ -6,6 +6,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -69,14 +70,22 @@ def test_an_idle_lost_driver_connection_is_replaced_without_an_error(
     assert _driver_backend_pid(connections) != dead
 
 
-def test_no_server_at_all_is_sqlalchemys_error_too(pg_store: Store) -> None:
-    """A worker retries on SQLAlchemy's errors while the server restarts: failing to connect must
-    be one of them, not the driver's own."""
+@pytest.mark.parametrize("kind", ["driver", "asyncio"])
+def test_no_server_at_all_is_sqlalchemys_error_too(pg_store: Store, kind: str) -> None:
+    """A worker retries on SQLAlchemy's errors while the server restarts, and the journal writer
+    answers 503 on them: failing to connect must be one of them, not the driver's own."""
     unreachable = sa.make_url(pg_store.url).set(host="127.0.0.1", port=1)
     store = Store(unreachable.render_as_string(hide_password=False))
     try:
         with pytest.raises(sa.exc.OperationalError) as failure:
-            _driver_backend_pid(_driver_connections(store))
+            if kind == "driver":
+                _driver_backend_pid(_driver_connections(store))
+            else:
+                connections = _async_connections(store)
+                try:
+                    _async_pid(connections)
+                finally:
+                    _close(connections)
         assert failure.value.connection_invalidated
     finally:
         store.dispose()
@@ -116,22 +125,35 @@ def _finish_unknown_claim(connections: dialect.DriverConnections) -> None:
     )
 
 
-def _async_pid(connections: dialect.AsyncDriverConnections) -> int:
-    async def pid() -> int:
-        ((found,),) = await connections.fetch_all("SELECT pg_backend_pid()", {})
-        return int(found)
+class _OnOneLoop:
+    """The driver's asyncio connections, driven from one event loop (as the server's journal
+    writer drives them: asyncpg's connections belong to the loop that opened them)."""
 
-    return asyncio.run(pid())
+    def __init__(self, store: Store) -> None:
+        connections = store.async_driver_connections()
+        assert connections is not None
+        self.connections = connections
+        self.loop = asyncio.Runner()
+
+    def run(self, statement: str, *args: Any) -> list[Any]:
+        return self.loop.run(self.connections.fetch_all(statement, args))
+
+    def close(self) -> None:
+        self.loop.run(self.connections.close())
+        self.loop.close()
 
 
-def _async_connections(store: Store) -> dialect.AsyncDriverConnections:
-    connections = store.async_driver_connections()
-    assert connections is not None
-    return connections
+def _async_pid(connections: _OnOneLoop) -> int:
+    ((found,),) = connections.run("SELECT pg_backend_pid()")
+    return int(found)
 
 
-def _close(connections: dialect.AsyncDriverConnections) -> None:
-    asyncio.run(connections.close())
+def _async_connections(store: Store) -> _OnOneLoop:
+    return _OnOneLoop(store)
+
+
+def _close(connections: _OnOneLoop) -> None:
+    connections.close()
 
 
 @pytest.fixture(params=["pool", "asyncio"])
@@ -177,11 +199,8 @@ def test_a_statement_error_keeps_the_journal_writers_connection(pg_store: Store)
     try:
         before = _async_pid(connections)
 
-        async def refused() -> None:
-            await connections.fetch_all("SELECT CAST(%(v)s AS jsonb)", {"v": '"\\u0000"'})
-
         with pytest.raises(sa.exc.DataError) as failure:
-            asyncio.run(refused())
+            connections.run("SELECT CAST($1 AS jsonb)", '"\\u0000"')
         assert not failure.value.connection_invalidated
         assert _async_pid(connections) == before
     finally:

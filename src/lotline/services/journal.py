@@ -6,7 +6,7 @@ soon as it is committed they are written together, as the next group: one multi-
 (``openlineage.journal``), one commit (on SQLite, one turn of its single write lock) for all of
 them, instead of one each. A request is answered only after its group has committed. It lives in
 the server's event loop, which never blocks on the database: on PostgreSQL the group is sent on
-an asyncio connection of the driver's (``AsyncDriverConnections``); SQLite has no asynchronous
+an asyncpg connection (``AsyncDriverConnections``); SQLite has no asynchronous
 driver, so there the group is written from a thread of the writer's own.
 
 One group is written at a time. With 8 clients posting single events, letting a second group

@@ -16,7 +16,7 @@ from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
-from sqlalchemy.exc import DBAPIError, DisconnectionError, StatementError
+from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, StatementError
 from sqlalchemy.pool import ConnectionPoolEntry
 
 T = TypeVar("T")
@@ -156,14 +156,18 @@ class DriverConnections:
 
 
 class AsyncDriverConnections:
-    """psycopg's asyncio connections to PostgreSQL, in autocommit, for code that runs in an event
-    loop: the server's journal writer (``insert_new_rows_async``), which then needs no thread to
-    wait on the database. With one, a group of events was journaled in about 0.02 ms after it
-    was handed over, against 0.3-0.5 ms for a thread to win the GIL back from the busy loop.
+    """asyncpg connections to PostgreSQL for code that runs in an event loop: the server's journal
+    writer (``insert_new_rows_async``), which then needs no thread to wait on the database. With
+    one, a group of events was journaled in about 0.02 ms after it was handed over, against
+    0.3-0.5 ms for a thread to win the GIL back from the busy loop. asyncpg rather than psycopg's
+    asyncio connections: 40-45 against 70-85 us of the server's CPU per 4-event journal statement
+    (docs/benchmarks.md), on the path that every accepted event takes.
 
-    Use from one event loop. Connections are kept while idle and checked out one per statement,
-    so as many statements run at once as callers await. Liveness and errors work as in
-    ``DriverConnections``. A statement cancelled while it runs leaves its connection to the
+    Statements use asyncpg's ``$1`` parameters (``compiled_for_asyncpg``). Use from one event
+    loop. Connections are kept while idle and checked out one per statement, so as many
+    statements run at once as callers await. Liveness and errors work as in
+    ``DriverConnections``: an idle connection is pinged, a lost one is dropped, and every failure
+    is raised as SQLAlchemy's. A statement cancelled while it runs leaves its connection to the
     garbage collector (the journal writer never cancels one)."""
 
     def __init__(self, engine: Engine) -> None:
@@ -173,22 +177,22 @@ class AsyncDriverConnections:
 
     @property
     def dialect(self) -> Dialect:
+        """The store's dialect (it types the values of a row document)."""
         return self._engine.dialect
 
-    async def fetch_all(self, statement: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    async def fetch_all(self, statement: str, args: Sequence[Any]) -> list[Sequence[Any]]:
         """Run ``statement`` (a transaction of its own) and return its rows."""
-        import psycopg
+        import asyncpg
 
         connection = None
         try:
             connection = await self._checkout()
-            cursor = await connection.execute(statement, params)
-            rows: list[tuple[Any, ...]] = await cursor.fetchall()
-        except psycopg.Error as error:
-            failure, lost = _driver_failure(self._engine, statement, params, error, connection)
+            rows: list[Sequence[Any]] = await connection.fetch(statement, *args)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+            failure, lost = _asyncpg_failure(statement, args, error, connection)
             if connection is not None:
                 if lost:
-                    await connection.close()
+                    connection.terminate()
                 else:
                     self._idle.append((connection, time.monotonic()))
             raise failure from error
@@ -196,26 +200,44 @@ class AsyncDriverConnections:
         return rows
 
     async def _checkout(self) -> Any:
-        import psycopg
+        import asyncpg
 
         while self._idle:
             connection, used_at = self._idle.pop()
-            if connection.closed:
+            if connection.is_closed():
                 continue
             if _needs_ping(used_at):
                 try:
-                    await connection.execute("SELECT 1")
-                except psycopg.Error:
-                    await connection.close()
+                    await connection.fetchval("SELECT 1")
+                except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                    connection.terminate()
                     continue
             return connection
-        return await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+        return await asyncpg.connect(self._dsn)
 
     async def close(self) -> None:
         """Close the idle connections (all of them, once no statement is running)."""
         idle, self._idle = self._idle, []
         for connection, _ in idle:
             await connection.close()
+
+
+def _asyncpg_failure(
+    statement: str, args: Sequence[Any], error: Exception, connection: Any
+) -> tuple[StatementError, bool]:
+    """An asyncpg error as SQLAlchemy's (``DataError`` for a refused value, and so on, by the error's
+    class name as for any driver), and whether the connection is lost. No connection at all (the
+    server is down or restarting) counts as lost: ``OperationalError``."""
+    import asyncpg
+
+    lost = (
+        connection is None
+        or connection.is_closed()
+        or isinstance(error, (OSError, asyncpg.PostgresConnectionError))
+    )
+    if lost:
+        return OperationalError(statement, args, error, connection_invalidated=True), True
+    return DBAPIError.instance(statement, args, error, Exception), False
 
 
 def _driver_failure(
@@ -357,9 +379,7 @@ async def insert_new_rows_async(
     if not rows:
         return []
     statement, document = _json_rows(driver.dialect, table, rows, keys, column)
-    return [
-        row[0] for row in await driver.fetch_all(_compiled(statement, driver.dialect), {"rows": document})
-    ]
+    return [row[0] for row in await driver.fetch_all(compiled_for_asyncpg(statement), (document,))]
 
 
 @dataclass(frozen=True)
@@ -415,9 +435,11 @@ def _bind_processors(
 
 
 @functools.cache
-def _compiled(statement: TextClause, dialect: Dialect) -> str:
-    """The statement's text as the driver takes it (parameters in psycopg's style)."""
-    return str(statement.compile(dialect=dialect))
+def compiled_for_asyncpg(statement: TextClause) -> str:
+    """The statement's text as asyncpg takes it (``$1``…, in the order of its bind parameters)."""
+    from sqlalchemy.dialects.postgresql import asyncpg
+
+    return str(statement.compile(dialect=asyncpg.dialect()))  # type: ignore[no-untyped-call]
 
 
 @functools.cache
