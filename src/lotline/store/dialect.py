@@ -160,7 +160,7 @@ class AsyncDriverConnections:
     writer (``insert_new_rows_async``), which then needs no thread to wait on the database. With
     one, a group of events was journaled in about 0.02 ms after it was handed over, against
     0.3-0.5 ms for a thread to win the GIL back from the busy loop. asyncpg rather than psycopg's
-    asyncio connections: 40-45 against 70-85 us of the server's CPU per 4-event journal statement
+    asyncio connections: 48-62 against 80-94 us of the server's CPU per 4-event journal statement
     (docs/benchmarks.md), on the path that every accepted event takes.
 
     Statements use asyncpg's ``$1`` parameters (``compiled_for_asyncpg``). Use from one event
