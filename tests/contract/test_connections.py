@@ -81,11 +81,11 @@ def test_no_server_at_all_is_sqlalchemys_error_too(pg_store: Store, kind: str) -
             if kind == "driver":
                 _driver_backend_pid(_driver_connections(store))
             else:
-                connections = _async_connections(store)
+                connections = _OnOneLoop(store)
                 try:
                     _async_pid(connections)
                 finally:
-                    _close(connections)
+                    connections.close()
         assert failure.value.connection_invalidated
     finally:
         store.dispose()
@@ -148,14 +148,6 @@ def _async_pid(connections: _OnOneLoop) -> int:
     return int(found)
 
 
-def _async_connections(store: Store) -> _OnOneLoop:
-    return _OnOneLoop(store)
-
-
-def _close(connections: _OnOneLoop) -> None:
-    connections.close()
-
-
 @pytest.fixture(params=["pool", "asyncio"])
 def backend_pid(request: pytest.FixtureRequest, own_store: Store) -> Iterator[Callable[[], int]]:
     """The backend of the next statement on one kind of connection: SQLAlchemy's pool (every
@@ -164,9 +156,9 @@ def backend_pid(request: pytest.FixtureRequest, own_store: Store) -> Iterator[Ca
     if request.param == "pool":
         yield lambda: _backend_pid(own_store)
         return
-    connections = _async_connections(own_store)
+    connections = _OnOneLoop(own_store)
     yield lambda: _async_pid(connections)
-    _close(connections)
+    connections.close()
 
 
 def test_an_idle_dead_connection_is_replaced_without_an_error(
@@ -195,7 +187,7 @@ def test_a_recently_used_dead_connection_fails_once_then_is_replaced(
 
 def test_a_statement_error_keeps_the_journal_writers_connection(pg_store: Store) -> None:
     """Only a lost connection is replaced: after a refused value the same one goes on."""
-    connections = _async_connections(pg_store)
+    connections = _OnOneLoop(pg_store)
     try:
         before = _async_pid(connections)
 
@@ -204,13 +196,13 @@ def test_a_statement_error_keeps_the_journal_writers_connection(pg_store: Store)
         assert not failure.value.connection_invalidated
         assert _async_pid(connections) == before
     finally:
-        _close(connections)
+        connections.close()
 
 
 def test_closing_the_journal_writers_connections_ends_their_backends(pg_store: Store) -> None:
-    connections = _async_connections(pg_store)
+    connections = _OnOneLoop(pg_store)
     pid = _async_pid(connections)
-    _close(connections)
+    connections.close()
     with Store(pg_store.url).engine.connect() as admin:
         for _ in range(50):
             alive = admin.exec_driver_sql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}").scalar()

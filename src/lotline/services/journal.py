@@ -11,8 +11,10 @@ driver, so there the group is written from a thread of the writer's own.
 
 One group is written at a time. With 8 clients posting single events, letting a second group
 go while the first waited for its commit made groups of 2.3 events on average instead of 4.0, and
-a statement costs the server ~0.15 ms and PostgreSQL ~0.1 ms whatever its size: 3,590-3,800
-events/s against 3,940-4,220/s with one at a time (three runs each, projector stopped).
+a statement cost the server ~0.15 ms (psycopg's asyncio driver, then) and PostgreSQL ~0.1 ms
+whatever its size: 3,590-3,800 events/s against 3,940-4,220/s with one at a time (three runs
+each, projector stopped). Measured again on a faster machine, still worse: 6,479-6,998 against
+6,488-7,910 events/s (docs/benchmarks.md).
 """
 
 from __future__ import annotations

@@ -182,13 +182,11 @@ class AsyncDriverConnections:
 
     async def fetch_all(self, statement: str, args: Sequence[Any]) -> list[Sequence[Any]]:
         """Run ``statement`` (a transaction of its own) and return its rows."""
-        import asyncpg
-
         connection = None
         try:
             connection = await self._checkout()
             rows: list[Sequence[Any]] = await connection.fetch(statement, *args)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as error:
+        except _asyncpg_errors() as error:
             failure, lost = _asyncpg_failure(statement, args, error, connection)
             if connection is not None:
                 if lost:
@@ -209,7 +207,7 @@ class AsyncDriverConnections:
             if _needs_ping(used_at):
                 try:
                     await connection.fetchval("SELECT 1")
-                except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+                except _asyncpg_errors():
                     connection.terminate()
                     continue
             return connection
@@ -220,6 +218,14 @@ class AsyncDriverConnections:
         idle, self._idle = self._idle, []
         for connection, _ in idle:
             await connection.close()
+
+
+def _asyncpg_errors() -> tuple[type[Exception], ...]:
+    """What asyncpg raises when the database refuses a statement or the connection fails (not
+    for mistakes in the calling code)."""
+    import asyncpg
+
+    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 
 
 def _asyncpg_failure(
