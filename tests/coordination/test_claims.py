@@ -58,6 +58,28 @@ def test_a_named_lot_that_is_not_eligible_says_why_and_changes_nothing(world: Lo
     assert world.table() == before
 
 
+def test_skipped_lots_are_passed_over_and_stay_eligible(world: LotWorld) -> None:
+    world.job("ingest", output="A")
+    world.job("copy", inputs=["A"], output="B")
+    world.job("hourly", inputs=["A"], output="H", mapping="PT5M->PT1H")
+    world.produce("ingest", *[f"20230101PT5M{i:03d}" for i in range(24)])
+    skip = {"20230101PT5M000", "20230101PT5M001"}
+    claim = world.lots.claim("w", world.ns, "copy", skip=skip)
+    assert claim is not None
+    assert claim.lot == "20230101PT5M002"
+    hour = world.lots.claim("w", world.ns, "hourly", skip={"20230101PT1H000"})
+    assert hour is not None
+    assert hour.lot == "20230101PT1H001"
+    assert world.lots.claim("w", world.ns, "hourly", skip={"20230101PT1H000"}) is None
+    # Skipping is the caller's choice for one search: the lots are still on the work list.
+    again = world.claim("copy")
+    assert again is not None
+    assert again.lot == "20230101PT5M000"
+    first_hour = world.claim("hourly")
+    assert first_hour is not None
+    assert first_hour.lot == "20230101PT1H000"
+
+
 def test_twelve_five_minute_lots_make_one_hour_lot(world: LotWorld) -> None:
     world.job("ingest", output="events")
     world.job("hourly", inputs=["events"], output="hours", mapping="PT5M->PT1H")

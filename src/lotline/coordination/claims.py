@@ -9,7 +9,7 @@ the job has already done, so it costs the same whatever the job's history.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -129,34 +129,45 @@ def _hinted(reg: Registration, hints: Sequence[str]) -> list[str]:
 
 
 def next_candidate(
-    connection: Connection, reg: Registration, now: datetime, guard: frontier.Guard | None = None
+    connection: Connection,
+    reg: Registration,
+    now: datetime,
+    guard: frontier.Guard | None = None,
+    *,
+    skip: Collection[str] = (),
 ) -> Candidate | None:
     """The first eligible lot that the job's work list points at, or None. Jobs without inputs
     take named lots only.
 
     Hints taken are deleted (in this transaction): a hint for a lot that is not eligible is gone
     until the event that could make the lot eligible raises it again (an input lot becoming READY,
-    the job's output failing or being reopened). Eligible lots not chosen get their hint back.
+    the job's output failing or being reopened). Eligible lots not chosen get their hint back, the
+    ``skip`` ones too, once the search is over (so that it does not pop them again).
     With a ``guard`` (a cached ``reg``), None also means that the cache may be stale (see
     ``frontier.pop``).
     """
     if not reg.inputs:
         return None
     batch = 1 if reg.mapping is None else MAPPED_BATCH
+    passed: list[str] = []
+    chosen = None
     while hints := frontier.pop(connection, reg.job_id, batch, guard):
         lots = _hinted(reg, hints)
         rows = _Rows(connection, reg, lots)
         eligible = [lot for lot in lots if rows.blocker(lot) is None]
+        passed += [lot for lot in eligible if lot in skip]
+        eligible = [lot for lot in eligible if lot not in skip]
         if eligible:
             chosen = rows.candidate(eligible[0])
-            frontier.raise_for_job(connection, reg.job_id, eligible[1:], now)
+            passed += eligible[1:]
             if reg.mapping is not None:
                 frontier.drop(connection, reg.job_id, [chosen.lot, *{lot for _, lot in chosen.inputs}])
-            return chosen
+            break
         if len(hints) < batch:
-            return None
+            break
         batch = min(2 * batch, MAX_BATCH)
-    return None
+    frontier.raise_for_job(connection, reg.job_id, passed, now)
+    return chosen
 
 
 def take(

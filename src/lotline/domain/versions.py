@@ -46,8 +46,15 @@ def input_version_id(namespace: str, dataset: str, lot: str) -> uuid.UUID:
 
 
 def job_version_id(
-    namespace: str, job: str, location: str | None, inputs: list[str], outputs: list[str]
+    namespace: str,
+    job: str,
+    location: str | None,
+    inputs: list[str],
+    outputs: list[str],
+    code_digest: str | None = None,
 ) -> uuid.UUID:
-    """A job version is identified by what defines it: inputs, outputs and code location."""
-    key = ":".join([namespace, job, location or "", ",".join(sorted(inputs)), ",".join(sorted(outputs))])
+    """A job version is identified by what defines it: inputs, outputs and code location, and for
+    jobs whose code lotline runs, the digest of that code (a code change is a new version)."""
+    parts = [namespace, job, location or "", ",".join(sorted(inputs)), ",".join(sorted(outputs))]
+    key = ":".join([*parts, code_digest] if code_digest else parts)
     return uuid.uuid3(uuid.NAMESPACE_URL, key)

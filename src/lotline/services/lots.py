@@ -7,7 +7,7 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -79,11 +79,13 @@ class LotService:
         inputs: Sequence[str] = (),
         lot_mapping: str | None = None,
         location: str | None = None,
+        code_digest: str | None = None,
     ) -> Job:
         """Declare a job that produces ``output`` lot by lot from ``inputs`` (the job's catalog entry too).
 
         A dataset has exactly one producer: registering a second one is a Conflict and changes
         nothing. ``lot_mapping`` (e.g. ``PT5M->PT1H``) says how input lots roll up into output lots.
+        ``code_digest`` (the runner's digest of the transform) enters the job version id.
         """
         validate_name("Job", job)
         mapping = LotMapping.parse(lot_mapping) if lot_mapping is not None else None
@@ -96,7 +98,12 @@ class LotService:
                 connection, namespace_id, job, type_="BATCH", description=None, now=now
             ).id
             version = job_version_id(
-                namespace, job, location, [f"{namespace}:{d}" for d in inputs], [f"{namespace}:{output}"]
+                namespace,
+                job,
+                location,
+                [f"{namespace}:{d}" for d in inputs],
+                [f"{namespace}:{output}"],
+                code_digest,
             )
             jobs.set_current_version(
                 connection, job_id, version, location=location, inputs=input_ids, outputs=[output_id], now=now
@@ -117,11 +124,13 @@ class LotService:
         *,
         lot: str | None = None,
         lease: timedelta = DEFAULT_LEASE,
+        skip: Collection[str] = (),
     ) -> LotClaim | None:
         """Claim the next eligible lot of ``job`` (or the named ``lot``) and start a run on it.
 
         Returns None when nothing is eligible (or the job is on hold). A named lot that is not
         eligible is a Conflict saying why. Lots other workers hold are skipped, never waited for.
+        ``skip``: output lots to pass over although eligible (a runner that gave up on them for now).
         """
         owner = check_owner(worker)
         if lease <= timedelta(0):
@@ -132,7 +141,8 @@ class LotService:
         for _ in range(MAX_RACES):
             try:
                 searched = False
-                if wanted is None and (cached := self._in_database_claimable(namespace, job)) is not None:
+                cached = self._in_database_claimable(namespace, job) if not skip else None
+                if wanted is None and cached is not None:
                     try:
                         claimed = self._claim_in_database(cached, owner, namespace, job, lease)
                     except claim_functions.FallBack:
@@ -144,7 +154,7 @@ class LotService:
                         searched = True
                 with self._store.write() as connection:
                     return self._claim_once(
-                        connection, owner, namespace, job, wanted, lease, searched=searched
+                        connection, owner, namespace, job, wanted, lease, searched=searched, skip=skip
                     )
             except _LostRace:
                 if wanted is not None:
@@ -233,12 +243,15 @@ class LotService:
         lease: timedelta,
         *,
         searched: bool = False,
+        skip: Collection[str] = (),
     ) -> LotClaim | None:
         """``searched``: the guarded search with the cached registration already found nothing."""
         cached = self._registered.get((namespace, job)) if lot is None else None
         if cached is not None and not cached.registration.held and not searched:
             # The common case: the search itself checks that the cached registration is current.
-            candidate = claims.next_candidate(connection, cached.registration, utcnow(), cached.guard)
+            candidate = claims.next_candidate(
+                connection, cached.registration, utcnow(), cached.guard, skip=skip
+            )
             if candidate is not None:
                 return self._start(connection, cached, candidate, owner, namespace, job, lease)
         found = self._job(connection, namespace, job)
@@ -252,7 +265,7 @@ class LotService:
         elif cached is not None and found.guard == cached.guard and not cached.registration.held:
             return None  # the guarded search above was current and found nothing
         else:
-            candidate = claims.next_candidate(connection, reg, utcnow())
+            candidate = claims.next_candidate(connection, reg, utcnow(), skip=skip)
         if candidate is None:
             return None
         return self._start(connection, found, candidate, owner, namespace, job, lease)

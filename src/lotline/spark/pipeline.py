@@ -1,0 +1,349 @@
+"""Declaring a pipeline: datasets (format, reader options, lot interval) and jobs (inputs, output, transform).
+
+A pipeline is an ordinary Python module that builds one ``Pipeline``. Everything that can be wrong
+with it (an unknown dataset, a second producer, a cycle, a lot mapping that does not divide, a
+transform parameter that matches no input) is found here, before any lot is claimed. pyspark is
+not imported: a pipeline can be loaded and checked without a JVM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import json
+import logging
+import sys
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from lotline.domain.coordination import LotMapping
+from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.lots import Interval
+from lotline.domain.names import validate_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+FORMATS = ("parquet", "csv", "json", "text")
+#: The transform parameter that receives the ``Lot`` context (every other one is an input by name).
+LOT_PARAMETER = "lot"
+
+
+class PipelineError(InvalidInput):
+    """The pipeline module is broken: nothing was registered or claimed."""
+
+    code = "invalid_pipeline"
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """A dataset as the pipeline declares it; ``interval`` None means named lots (e.g. ``2023-01-01``)."""
+
+    name: str
+    format: str
+    interval: Interval | None
+    options: Mapping[str, str] = field(default_factory=dict)
+    #: A DDL schema (``"ts timestamp, url string"``): read with it instead of inferring, and the
+    #: shape of this input when a lot has no data at all.
+    schema: str | None = None
+
+    def declaration(self) -> dict[str, Any]:
+        """What defines the dataset for the job version (anything that changes what a job reads)."""
+        return {
+            "name": self.name,
+            "format": self.format,
+            "interval": str(self.interval) if self.interval else None,
+            "options": dict(sorted(self.options.items())),
+            "schema": self.schema,
+        }
+
+
+@dataclass(frozen=True)
+class Lot:
+    """What a transform knows about the lot it computes."""
+
+    id: str
+    #: The window of an interval lot (UTC); None for a named lot.
+    start: datetime | None
+    end: datetime | None
+    #: The input lots the job reads, as (dataset, lot).
+    inputs: tuple[tuple[str, str], ...]
+    run_id: uuid.UUID
+    attempt: int
+    spark: SparkSession
+    log: logging.Logger
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    inputs: tuple[DatasetSpec, ...]
+    output: DatasetSpec
+    transform: Callable[..., DataFrame]
+    #: Transform parameter -> input dataset name (the ``lot`` parameter is not listed).
+    parameters: Mapping[str, str]
+    takes_lot: bool
+    lot_mapping: str | None
+
+    @property
+    def location(self) -> str:
+        """Where the code lives, stable across machines: ``module:qualname``."""
+        return f"{self.transform.__module__}:{self.transform.__qualname__}"
+
+    @property
+    def code_digest(self) -> str:
+        """SHA-256 of the transform's source and of the declarations: a change is a new job version."""
+        try:
+            source = inspect.getsource(self.transform)
+        except (OSError, TypeError):
+            source = self.location  # no source to read (e.g. built at run time): its name stands in
+        declared = {
+            "inputs": [d.declaration() for d in self.inputs],
+            "output": self.output.declaration(),
+            "mapping": self.lot_mapping,
+        }
+        text = source + "\n" + json.dumps(declared, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> DataFrame:
+        """Call the transform with each input's DataFrame under its parameter name."""
+        kwargs: dict[str, Any] = {p: frames[d] for p, d in self.parameters.items()}
+        if self.takes_lot:
+            kwargs[LOT_PARAMETER] = lot
+        result = self.transform(**kwargs)
+        if not _is_dataframe(result):
+            raise InvalidInput(
+                f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
+            )
+        return result
+
+
+def _is_dataframe(value: object) -> bool:
+    from pyspark.sql import DataFrame
+
+    return isinstance(value, DataFrame)
+
+
+class Pipeline:
+    """The datasets and jobs of one pipeline; its name is also the lineage namespace by default."""
+
+    def __init__(self, name: str, *, namespace: str | None = None) -> None:
+        self.name = validate_name("Pipeline", name)
+        self.namespace = validate_name("Namespace", namespace or name)
+        self.datasets: dict[str, DatasetSpec] = {}
+        self.jobs: dict[str, JobSpec] = {}
+
+    def dataset(
+        self,
+        name: str,
+        *,
+        format: str,
+        interval: str | None = None,
+        options: Mapping[str, str] | None = None,
+        schema: str | None = None,
+    ) -> DatasetSpec:
+        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots."""
+        validate_name("Dataset", name)
+        if name in self.datasets:
+            raise PipelineError(f"dataset {name} is declared twice.")
+        if format not in FORMATS:
+            raise PipelineError(f"dataset {name}: format {format!r} is not one of {', '.join(FORMATS)}.")
+        spec = DatasetSpec(
+            name,
+            format,
+            Interval.parse(interval) if interval is not None else None,
+            {str(k): str(v) for k, v in (options or {}).items()},
+            schema,
+        )
+        self.datasets[name] = spec
+        return spec
+
+    def job(
+        self, *, inputs: Sequence[DatasetSpec | str], output: DatasetSpec | str, name: str | None = None
+    ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
+        """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``)."""
+
+        def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
+            self._add_job(name or transform.__name__, inputs, output, transform)
+            return transform
+
+        return declare
+
+    def _add_job(
+        self,
+        name: str,
+        inputs: Sequence[DatasetSpec | str],
+        output: DatasetSpec | str,
+        transform: Callable[..., DataFrame],
+    ) -> None:
+        validate_name("Job", name)
+        if name in self.jobs:
+            raise PipelineError(f"job {name} is declared twice.")
+        if not inputs:
+            raise PipelineError(
+                f"job {name} has no inputs: lotline runs jobs over the lots of their inputs "
+                "(fill source datasets with `lotline ingest`)."
+            )
+        ins = tuple(self._known(name, d) for d in inputs)
+        out = self._known(name, output)
+        if len({d.name for d in ins}) != len(ins):
+            raise PipelineError(f"job {name} lists an input twice.")
+        producer = next((j.name for j in self.jobs.values() if j.output.name == out.name), None)
+        if producer is not None:
+            raise PipelineError(
+                f"job {name}: dataset {out.name} is already produced by job {producer}; "
+                "a dataset has exactly one producer."
+            )
+        parameters, takes_lot = _match_parameters(name, transform, ins)
+        self.jobs[name] = JobSpec(name, ins, out, transform, parameters, takes_lot, _mapping(name, ins, out))
+
+    def _known(self, job: str, dataset: DatasetSpec | str) -> DatasetSpec:
+        key = dataset.name if isinstance(dataset, DatasetSpec) else dataset
+        found = self.datasets.get(key) if isinstance(key, str) else None
+        if found is None or (isinstance(dataset, DatasetSpec) and found is not dataset):
+            raise PipelineError(f"job {job}: dataset {key!r} is not declared in pipeline {self.name}.")
+        return found
+
+    def ordered_jobs(self) -> list[JobSpec]:
+        """Jobs in dependency order (producers first); a cycle is a PipelineError naming it."""
+        producer = {j.output.name: j.name for j in self.jobs.values()}
+        order: list[JobSpec] = []
+        state: dict[str, str] = {}
+
+        def visit(job: JobSpec, path: list[str]) -> None:
+            if state.get(job.name) == "done":
+                return
+            if state.get(job.name) == "visiting":
+                cycle = [*path[path.index(job.name) :], job.name]
+                raise PipelineError(f"jobs form a cycle: {' -> '.join(cycle)}.")
+            state[job.name] = "visiting"
+            for upstream in (producer.get(d.name) for d in job.inputs):
+                if upstream is not None:
+                    visit(self.jobs[upstream], [*path, job.name])
+            state[job.name] = "done"
+            order.append(job)
+
+        for job in sorted(self.jobs.values(), key=lambda j: j.name):
+            visit(job, [])
+        return order
+
+    def select(self, names: Iterable[str]) -> list[JobSpec]:
+        """The named jobs, in dependency order; an unknown name is an error."""
+        wanted = set(names)
+        unknown = sorted(wanted - set(self.jobs))
+        if unknown:
+            raise InvalidInput(
+                f"pipeline {self.name} has no job {', '.join(unknown)}; jobs: {', '.join(sorted(self.jobs))}."
+            )
+        return [j for j in self.ordered_jobs() if j.name in wanted]
+
+
+def _match_parameters(
+    job: str, transform: Callable[..., Any], inputs: tuple[DatasetSpec, ...]
+) -> tuple[dict[str, str], bool]:
+    """Map the transform's parameters to input datasets by name (``-``, ``.``, ``/``, ``:`` read as ``_``)."""
+    if not callable(transform):
+        raise PipelineError(f"job {job}: the transform is not callable.")
+    by_parameter = {_identifier(d.name): d.name for d in inputs}
+    parameters: dict[str, str] = {}
+    takes_lot = takes_any = False
+    for parameter in inspect.signature(transform).parameters.values():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            takes_any = True
+            continue
+        if parameter.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.POSITIONAL_ONLY):
+            raise PipelineError(f"job {job}: parameter {parameter.name} must be passable by name.")
+        if parameter.name in by_parameter:
+            parameters[parameter.name] = by_parameter[parameter.name]
+        elif parameter.name == LOT_PARAMETER:
+            takes_lot = True
+        elif parameter.default is inspect.Parameter.empty:
+            raise PipelineError(
+                f"job {job}: transform parameter {parameter.name} matches no input "
+                f"(inputs: {', '.join(d.name for d in inputs)}; the lot context is '{LOT_PARAMETER}')."
+            )
+    missing = [d for p, d in by_parameter.items() if p not in parameters]
+    if missing and not takes_any:
+        raise PipelineError(f"job {job}: input {', '.join(missing)} is not a parameter of the transform.")
+    return parameters, takes_lot
+
+
+def _identifier(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+
+
+def _mapping(job: str, inputs: tuple[DatasetSpec, ...], output: DatasetSpec) -> str | None:
+    """The lot mapping the intervals imply: none when they are equal, ``PT5M->PT1H`` when finer."""
+    intervals = {d.interval for d in inputs}
+    if len(intervals) > 1:
+        shown = ", ".join(f"{d.name} {d.interval or 'named lots'}" for d in inputs)
+        raise PipelineError(f"job {job}: its inputs have different lot intervals ({shown}).")
+    (interval,) = intervals
+    if interval == output.interval:
+        return None
+    if interval is None or output.interval is None:
+        raise PipelineError(
+            f"job {job}: inputs of {interval or 'named lots'} cannot make {output.name} lots of "
+            f"{output.interval or 'named lots'}."
+        )
+    try:
+        return str(LotMapping.parse(f"{interval}->{output.interval}"))
+    except InvalidInput as error:
+        raise PipelineError(f"job {job}: {error.message}") from None
+
+
+def load_pipeline(reference: str) -> Pipeline:
+    """Import a pipeline from a file path (``pipelines/weblogs.py``) or a module name (``pkg.weblogs``).
+
+    The module must define exactly one ``Pipeline``. Whatever goes wrong on import is one PipelineError.
+    """
+    path = Path(reference)
+    try:
+        if reference.endswith(".py") or path.is_file():
+            module = _import_file(path)
+        else:
+            module = importlib.import_module(reference)
+    except LotlineError as error:
+        raise PipelineError(f"pipeline {reference}: {error.message}") from None
+    except Exception as error:
+        raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}") from None
+    found = [v for v in vars(module).values() if isinstance(v, Pipeline)]
+    if len(found) != 1:
+        raise PipelineError(
+            f"pipeline {reference} must define exactly one Pipeline; it defines {len(found)}."
+        )
+    pipeline = found[0]
+    try:
+        pipeline.ordered_jobs()
+    except PipelineError as error:
+        raise PipelineError(f"pipeline {reference}: {error.message}") from None
+    return pipeline
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise PipelineError(f"no such file {path}")
+    name = f"lotline_pipeline_{_identifier(path.stem)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PipelineError(f"{path} is not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _one_line(error: BaseException) -> str:
+    """``SyntaxError: invalid syntax (weblogs.py, line 3)``: the type and the first line of the message."""
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
