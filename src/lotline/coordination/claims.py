@@ -9,7 +9,7 @@ the job has already done, so it costs the same whatever the job's history.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -134,7 +134,7 @@ def next_candidate(
     now: datetime,
     guard: frontier.Guard | None = None,
     *,
-    skip: Collection[str] = (),
+    skip: Container[str] = (),
 ) -> Candidate | None:
     """The first eligible lot that the job's work list points at, or None. Jobs without inputs
     take named lots only.

@@ -11,8 +11,15 @@ from lotline.domain.errors import InvalidInput
 
 DEFAULT_DB_URL = "sqlite:///./lotline.db"
 DEFAULT_WAREHOUSE = "./warehouse"
+DEFAULT_SPARK_MASTER = "local[*]"
 CONFIG_FILE = "lotline.toml"
-KEYS = ("LOTLINE_DB_URL", "LOTLINE_WAREHOUSE", "LOTLINE_API_TOKEN")
+KEYS = (
+    "LOTLINE_DB_URL",
+    "LOTLINE_WAREHOUSE",
+    "LOTLINE_API_TOKEN",
+    "LOTLINE_SPARK_MASTER",
+    "LOTLINE_SPARK_CONF",
+)
 
 
 @dataclass(frozen=True)
@@ -20,6 +27,10 @@ class Settings:
     db_url: str
     warehouse: str
     api_token: str | None
+    #: Passed to Spark as is: ``local[*]``, ``spark://host:7077``, ``yarn``, ``k8s://https://…``.
+    spark_master: str = DEFAULT_SPARK_MASTER
+    #: Extra Spark settings, from ``LOTLINE_SPARK_CONF="k=v,k=v"``.
+    spark_conf: tuple[tuple[str, str], ...] = ()
 
 
 def load_settings(directory: Path | None = None) -> Settings:
@@ -45,4 +56,19 @@ def load_settings(directory: Path | None = None) -> Settings:
         db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
         warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
         api_token=pick("LOTLINE_API_TOKEN"),
+        spark_master=pick("LOTLINE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
+        spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
     )
+
+
+def parse_spark_conf(text: str) -> tuple[tuple[str, str], ...]:
+    """``spark.executor.memory=2g,spark.sql.shuffle.partitions=64`` -> pairs; a malformed item is an error."""
+    pairs = []
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise InvalidInput(f"LOTLINE_SPARK_CONF item {item!r} is not of the form key=value.")
+        pairs.append((key.strip(), value.strip()))
+    return tuple(pairs)

@@ -7,7 +7,7 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -124,7 +124,7 @@ class LotService:
         *,
         lot: str | None = None,
         lease: timedelta = DEFAULT_LEASE,
-        skip: Collection[str] = (),
+        skip: Container[str] = (),
     ) -> LotClaim | None:
         """Claim the next eligible lot of ``job`` (or the named ``lot``) and start a run on it.
 
@@ -243,7 +243,7 @@ class LotService:
         lease: timedelta,
         *,
         searched: bool = False,
-        skip: Collection[str] = (),
+        skip: Container[str] = (),
     ) -> LotClaim | None:
         """``searched``: the guarded search with the cached registration already found nothing."""
         cached = self._registered.get((namespace, job)) if lot is None else None

@@ -1,0 +1,179 @@
+"""``lotline run PIPELINE``: process every eligible lot of a pipeline on Spark, then exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from lotline.domain.errors import InvalidInput
+from lotline.services import Lineage, open_configured
+from lotline.services.config import Settings, load_settings
+from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
+from lotline.spark.run import RunSummary, Window, run_pipeline
+from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
+from lotline.spark.session import spark_session
+
+
+def run(
+    pipeline: Annotated[str, typer.Argument(help="A pipeline file (path/to/pipeline.py) or module name.")],
+    job: Annotated[
+        list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
+    ] = None,
+    start: Annotated[
+        datetime | None, typer.Option("--from", help="Only lots whose window ends after this (UTC).")
+    ] = None,
+    end: Annotated[
+        datetime | None, typer.Option("--to", help="Only lots whose window starts before this (UTC).")
+    ] = None,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Concurrent claim loops sharing this process's SparkSession.")
+    ] = 1,
+    retries: Annotated[int, typer.Option(min=0, help="Run a failed lot again up to N times.")] = 0,
+    lease: Annotated[
+        float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
+    ] = RUNNER_LEASE.total_seconds(),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Load and check the pipeline, print its jobs; touch nothing.")
+    ] = False,
+) -> None:
+    """Register the pipeline's datasets and jobs, run every eligible lot (downstream lots too, as they
+    become eligible), print a summary. Exit code 1 if a lot is left failed."""
+    loaded = load_pipeline(pipeline)
+    jobs = loaded.select(job) if job else loaded.ordered_jobs()
+    window = _window(start, end)
+    if dry_run:
+        _print_plan(loaded, jobs, as_json)
+        return
+    settings = load_settings()
+    lineage = open_configured(settings)
+    try:
+        summary = _run(
+            lineage,
+            loaded,
+            settings,
+            jobs,
+            workers=workers,
+            retries=retries,
+            lease=timedelta(seconds=lease),
+            window=window,
+            quiet=as_json,
+        )
+    finally:
+        lineage.close()
+    _print_summary(loaded, summary, as_json)
+    if summary.failed:
+        raise typer.Exit(code=1)
+
+
+def _window(start: datetime | None, end: datetime | None) -> Window | None:
+    if start is None and end is None:
+        return None
+    if start is None or end is None:
+        raise InvalidInput("--from and --to go together.")
+    start, end = (t if t.tzinfo else t.replace(tzinfo=UTC) for t in (start, end))
+    if end <= start:
+        raise InvalidInput(f"--to {end.isoformat()} is not after --from {start.isoformat()}.")
+    return Window(start, end)
+
+
+def _run(
+    lineage: Lineage,
+    pipeline: Pipeline,
+    settings: Settings,
+    jobs: list[JobSpec],
+    *,
+    workers: int,
+    retries: int,
+    lease: timedelta,
+    window: Window | None,
+    quiet: bool,
+) -> RunSummary:
+    """Register first (a bad registration fails fast), then start Spark, which takes seconds."""
+    register(lineage, pipeline)
+    with spark_session(settings, f"lotline {pipeline.name}") as spark:
+        runner = LotRunner(lineage, pipeline, spark, lease=lease)
+        worker = f"{socket.gethostname()}:{os.getpid()}"
+        with Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TextColumn("{task.completed} done"),
+            TextColumn("{task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=quiet,
+            transient=True,
+        ) as progress:
+            tasks = {j.name: progress.add_task(j.name, total=None, failed=0) for j in jobs}
+            failed: dict[str, int] = dict.fromkeys(tasks, 0)
+
+            def show(result: LotResult) -> None:
+                if result.ok:
+                    progress.advance(tasks[result.job])
+                else:
+                    failed[result.job] += 1
+                    progress.update(tasks[result.job], failed=failed[result.job])
+                    progress.console.print(f"failed: {result.error}", style="red", highlight=False)
+
+            return run_pipeline(
+                runner, jobs, worker=worker, workers=workers, retries=retries, window=window, on_result=show
+            )
+
+
+def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
+    plan: list[dict[str, Any]] = [
+        {
+            "job": j.name,
+            "inputs": [d.name for d in j.inputs],
+            "output": j.output.name,
+            "lotMapping": j.lot_mapping,
+            "location": j.location,
+            "codeDigest": j.code_digest,
+        }
+        for j in jobs
+    ]
+    if as_json:
+        print(
+            json.dumps({"pipeline": pipeline.name, "namespace": pipeline.namespace, "jobs": plan}, indent=2)
+        )
+        return
+    print(f"pipeline {pipeline.name} (namespace {pipeline.namespace}): {len(jobs)} jobs, in order")
+    for step in plan:
+        mapping = f" [{step['lotMapping']}]" if step["lotMapping"] else ""
+        print(f"  {step['job']}: {', '.join(step['inputs'])} -> {step['output']}{mapping}")
+
+
+def _print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> None:
+    rows = [
+        {
+            "job": name,
+            "done": t.done,
+            "failed": t.failed,
+            "retried": t.retried,
+            "skipped": t.skipped,
+            "seconds": round(t.seconds, 3),
+        }
+        for name, t in summary.tallies.items()
+    ]
+    if as_json:
+        document = {"pipeline": pipeline.name, "namespace": pipeline.namespace, "jobs": rows}
+        print(json.dumps({**document, "errors": summary.errors}, indent=2))
+        return
+    table = Table(title=f"lotline run {pipeline.name}")
+    for column in ("job", "done", "failed", "retried", "skipped", "time"):
+        table.add_column(column, justify="left" if column == "job" else "right")
+    for row in rows:
+        seconds = f"{row['seconds']:.1f}s"
+        table.add_row(*(str(row[k]) for k in ("job", "done", "failed", "retried", "skipped")), seconds)
+    console = Console()
+    console.print(table)
+    for error in summary.errors:
+        console.print(f"[red]left failed:[/red] {error}", highlight=False)

@@ -1,0 +1,90 @@
+"""Row counts of writes from Spark's own metrics, not from a second pass over the data.
+
+A py4j ``QueryExecutionListener`` sees every query the session finishes; for a file write the
+analyzed plan is an ``InsertIntoHadoopFsRelationCommand`` whose executed plan carries
+``numOutputRows``. The listener is called asynchronously (on Spark's listener bus, through the
+py4j callback server), so a writer waits for the report of its own output path.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+WRITE_COMMAND = "InsertIntoHadoopFsRelationCommand"
+#: How long a writer waits for the listener's report before recording no row count.
+REPORT_TIMEOUT_S = 30.0
+
+
+def _path_key(uri: str) -> str:
+    """``file:/x``, ``file:///x`` and ``/x`` name one folder; ``s3a://b/k`` and ``s3://b/k`` one key."""
+    parsed = urlparse(uri)
+    return f"{parsed.netloc}{parsed.path}".rstrip("/")
+
+
+class WriteMetrics:
+    """The session's write reports by output path; one listener per session (``for_session``)."""
+
+    def __init__(self) -> None:
+        self._reports: dict[str, int | None] = {}
+        self._arrived = threading.Condition()
+
+    @classmethod
+    def for_session(cls, spark: SparkSession) -> WriteMetrics:
+        """The listener of ``spark``, registered on first use (Spark keeps listeners until it stops)."""
+        existing: WriteMetrics | None = getattr(spark, "_lotline_write_metrics", None)
+        if existing is not None:
+            return existing
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        metrics = cls()
+        gateway = spark.sparkContext._gateway
+        assert gateway is not None
+        ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+        spark._jsparkSession.listenerManager().register(_Listener(metrics))
+        spark._lotline_write_metrics = metrics  # type: ignore[attr-defined]
+        return metrics
+
+    def rows_written(self, location: str, timeout: float = REPORT_TIMEOUT_S) -> int | None:
+        """``numOutputRows`` of the write to ``location``; None if Spark did not report it in time."""
+        key = _path_key(location)
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: key in self._reports, timeout):
+                log.warning("Spark reported no metrics for the write to %s; row count unknown", location)
+                return None
+            return self._reports.pop(key)
+
+    def report(self, path: str, rows: int | None) -> None:
+        with self._arrived:
+            self._reports[_path_key(path)] = rows
+            self._arrived.notify_all()
+
+
+class _Listener:
+    """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
+
+    def __init__(self, metrics: WriteMetrics) -> None:
+        self._metrics = metrics
+
+    def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
+        try:
+            plan = qe.analyzed()
+            if plan.getClass().getSimpleName() != WRITE_COMMAND:
+                return  # reads, schema inference and other internal queries
+            metrics = qe.executedPlan().metrics()
+            rows = metrics.get("numOutputRows").get().value() if metrics.contains("numOutputRows") else None
+            self._metrics.report(plan.outputPath().toString(), None if rows is None else int(rows))
+        except Exception:
+            log.exception("could not read the metrics of a Spark write")
+
+    def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:
+        """A failed write raises in the writer itself; there is nothing to count."""
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]  # noqa: RUF012

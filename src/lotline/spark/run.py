@@ -1,0 +1,167 @@
+"""``lotline run``'s loop: every eligible lot of every job, downstream lots as they become eligible.
+
+Jobs are visited in dependency order, each claimed until it has nothing eligible; the visit is
+repeated while any lot was done, so a lot that becomes eligible because an upstream lot was just
+published is run in the same invocation. ``workers`` claim loops share the one SparkSession (a
+Spark application runs jobs of several threads at once; sessions are per process). A failed lot is
+retried up to ``retries`` times, then passed over for the rest of the run (``claim(skip=…)``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from lotline.domain.coordination import LotMapping
+from lotline.domain.lots import IntervalLot, parse_lot
+from lotline.spark.pipeline import JobSpec
+from lotline.spark.runner import LotResult, LotRunner
+
+
+@dataclass
+class JobTally:
+    """Per job: lots done, lots left failed, attempts retried, lots skipped (an upstream lot failed)."""
+
+    done: int = 0
+    failed: int = 0
+    retried: int = 0
+    skipped: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class RunSummary:
+    tallies: dict[str, JobTally]
+    #: The last error of every lot left failed, as "job J lot L (attempt N): …".
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.errors)
+
+
+@dataclass(frozen=True)
+class Window:
+    """``--from``/``--to``: only interval lots whose window intersects [start, end)."""
+
+    start: datetime
+    end: datetime
+
+    def admits(self, lot: str) -> bool:
+        parsed = parse_lot(lot)
+        return isinstance(parsed, IntervalLot) and parsed.start < self.end and parsed.end > self.start
+
+
+class _PassOver:
+    """The lots a claim loop passes over: given up after their retries, or outside the window."""
+
+    def __init__(self, window: Window | None) -> None:
+        self.window = window
+        self.given_up: set[str] = set()
+
+    def __contains__(self, lot: object) -> bool:
+        if not isinstance(lot, str):
+            return False
+        return lot in self.given_up or (self.window is not None and not self.window.admits(lot))
+
+
+class _Run:
+    def __init__(self, runner: LotRunner, jobs: list[JobSpec], retries: int, window: Window | None) -> None:
+        self.runner, self.jobs, self.retries = runner, jobs, retries
+        self.lock = threading.Lock()
+        self.tallies = {j.name: JobTally() for j in jobs}
+        self.pass_over = {j.name: _PassOver(window) for j in jobs}
+        self.failures: Counter[tuple[str, str]] = Counter()
+        self.errors: dict[tuple[str, str], str] = {}
+
+    def loop(self, worker: str, on_result: Callable[[LotResult], None]) -> None:
+        """Visit the jobs in order until a whole visit claims nothing."""
+        progressed = True
+        while progressed:
+            progressed = False
+            for job in self.jobs:
+                while (claim := self.runner.claim(worker, job, self.pass_over[job.name])) is not None:
+                    progressed = True
+                    result = self.runner.execute(job, claim)
+                    self.record(job, result)
+                    on_result(result)
+
+    def record(self, job: JobSpec, result: LotResult) -> None:
+        key = (job.name, result.lot)
+        with self.lock:
+            tally = self.tallies[job.name]
+            tally.seconds += result.seconds
+            if result.ok:
+                tally.done += 1
+                self.errors.pop(key, None)
+                return
+            self.failures[key] += 1
+            self.errors[key] = result.error or "failed"
+            if self.failures[key] > self.retries:
+                self.pass_over[job.name].given_up.add(result.lot)
+            else:
+                tally.retried += 1
+
+    def summary(self) -> RunSummary:
+        for job, _ in self.errors:
+            self.tallies[job].failed += 1
+        for job, count in _downstream(self.jobs, self.errors).items():
+            self.tallies[job].skipped += count
+        return RunSummary(self.tallies, [self.errors[k] for k in sorted(self.errors)])
+
+
+def _downstream(jobs: list[JobSpec], failed: Iterable[tuple[str, str]]) -> Counter[str]:
+    """Lots of later jobs that cannot run because a lot they need was left failed (transitively)."""
+    consumers: dict[str, list[JobSpec]] = defaultdict(list)
+    producer_of = {j.output.name: j for j in jobs}
+    for job in jobs:
+        for dataset in job.inputs:
+            if dataset.name in producer_of:
+                consumers[producer_of[dataset.name].name].append(job)
+    blocked: set[tuple[str, str]] = set()
+    todo = list(failed)
+    while todo:
+        job_name, lot = todo.pop()
+        for consumer in consumers[job_name]:
+            mapping = LotMapping.parse(consumer.lot_mapping) if consumer.lot_mapping else None
+            made = mapping.output_lot(lot) if mapping else lot
+            if made is not None and (consumer.name, made) not in blocked:
+                blocked.add((consumer.name, made))
+                todo.append((consumer.name, made))
+    return Counter(job for job, _ in blocked)
+
+
+def run_pipeline(
+    runner: LotRunner,
+    jobs: list[JobSpec],
+    *,
+    worker: str,
+    workers: int = 1,
+    retries: int = 0,
+    window: Window | None = None,
+    on_result: Callable[[LotResult], None] = lambda _: None,
+) -> RunSummary:
+    """Process every eligible lot of ``jobs`` (in dependency order), then return what happened."""
+    run = _Run(runner, jobs, retries, window)
+    if workers == 1:
+        run.loop(worker, on_result)
+        return run.summary()
+    errors: list[BaseException] = []
+
+    def loop(index: int) -> None:
+        try:
+            run.loop(f"{worker}-{index}", on_result)
+        except BaseException as error:  # e.g. the database went away: stop this loop, report it
+            errors.append(error)
+
+    threads = [threading.Thread(target=loop, args=(i,), name=f"claim loop {i}") for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return run.summary()

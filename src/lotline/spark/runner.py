@@ -1,0 +1,291 @@
+"""Executing one lot: read its inputs' manifests, transform, write the attempt, commit or fail.
+
+The claim (made by the caller) created and started the run; this module ends it, through the
+services only: ``lots.complete`` publishes the manifest of what was actually written with the
+run's facets, ``lots.fail`` records the error and what the attempt wrote (which is then removed).
+While Spark works, a daemon thread heartbeats the claim, so a live worker keeps its lot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Container, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from lotline.domain.coordination import LotClaim
+from lotline.domain.errors import Conflict, InvalidInput, LotlineError
+from lotline.domain.lots import IntervalLot, parse_lot
+from lotline.domain.manifests import ManifestDraft
+from lotline.services import Lineage
+from lotline.services.lots import DEFAULT_LEASE, PRODUCER
+from lotline.spark.frames import empty_frame, read_objects, write_attempt
+from lotline.spark.metrics import WriteMetrics
+from lotline.spark.pipeline import JobSpec, Lot, Pipeline
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+#: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
+RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
+_FACET_SCHEMA = "https://github.com/lotline/lotline/blob/main/docs/pipelines.md#run-facets"
+
+
+@dataclass(frozen=True)
+class LotResult:
+    """How one attempt at one lot ended."""
+
+    job: str
+    lot: str
+    attempt: int
+    run_id: Any
+    ok: bool
+    seconds: float
+    rows: int | None = None
+    files: int = 0
+    error: str | None = None
+
+
+class ClaimLost(Conflict):
+    """The claim stopped being live while Spark worked (lease expired, or the lot was invalidated)."""
+
+
+def register(lineage: Lineage, pipeline: Pipeline) -> None:
+    """Declare the namespace, the datasets (at their storage place) and every job for coordination;
+    a job's version follows its code (``code_digest``)."""
+    catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
+    catalog.upsert_namespace(namespace, owner_name="lotline")
+    for dataset in pipeline.datasets.values():
+        catalog.upsert_dataset(
+            namespace, dataset.name, physical_name=storage.dataset_uri(namespace, dataset.name)
+        )
+    for job in pipeline.ordered_jobs():
+        lineage.lots.register_job(
+            namespace,
+            job.name,
+            output=job.output.name,
+            inputs=[d.name for d in job.inputs],
+            lot_mapping=job.lot_mapping,
+            location=job.location,
+            code_digest=job.code_digest,
+        )
+
+
+class LotRunner:
+    """Runs a pipeline's lots on one SparkSession; safe to share between claim loops (threads)."""
+
+    def __init__(
+        self,
+        lineage: Lineage,
+        pipeline: Pipeline,
+        spark: SparkSession,
+        *,
+        lease: timedelta = RUNNER_LEASE,
+    ) -> None:
+        self.lineage = lineage
+        self.pipeline = pipeline
+        self.spark = spark
+        self.lease = lease
+        self._metrics = WriteMetrics.for_session(spark)
+
+    @property
+    def namespace(self) -> str:
+        return self.pipeline.namespace
+
+    def claim(self, worker: str, job: JobSpec, skip: Container[str] = ()) -> LotClaim | None:
+        return self.lineage.lots.claim(worker, self.namespace, job.name, lease=self.lease, skip=skip)
+
+    def execute(self, job: JobSpec, claim: LotClaim) -> LotResult:
+        """Run the claimed lot to its end (complete or fail); never raises for the lot's own errors."""
+        started = time.monotonic()
+        facets = self._facets(claim)
+        location: str | None = None
+        try:
+            with _Heartbeat(self.lineage, claim, self.lease) as beat:
+                frames = self._inputs(job, claim)
+                if frames is None:  # every input lot is empty: so is the output lot
+                    draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
+                else:
+                    output = job.call(frames, self._context(job, claim))
+                    location = self._attempt_uri(job, claim)
+                    write_attempt(output, job.output, location)
+                    rows = self._metrics.rows_written(location)
+                    objects = self.lineage.storage.describe_written(location, format=job.output.format)
+                    draft = ManifestDraft(location, objects, rows)
+                beat.check()
+                facets["lotline_output"] = _facet(
+                    rowCount=draft.row_count,
+                    fileCount=len(draft.objects),
+                    size=sum(o.size for o in draft.objects),
+                    location=draft.location,
+                )
+                try:
+                    self.lineage.lots.complete(claim, manifest=draft, facets=facets)
+                except Conflict as refused:
+                    raise ClaimLost(_lost(claim, refused.message)) from None
+        except BaseException as error:
+            self._fail(job, claim, location, error, facets)
+            if not isinstance(error, Exception):
+                raise  # Ctrl-C and exits: the lot is failed cleanly, then the run stops
+            return LotResult(
+                job.name,
+                claim.lot,
+                claim.attempt,
+                claim.run_id,
+                ok=False,
+                seconds=time.monotonic() - started,
+                error=f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}",
+            )
+        return LotResult(
+            job.name,
+            claim.lot,
+            claim.attempt,
+            claim.run_id,
+            ok=True,
+            seconds=time.monotonic() - started,
+            rows=draft.row_count,
+            files=len(draft.objects),
+        )
+
+    def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
+        return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
+
+    def _inputs(self, job: JobSpec, claim: LotClaim) -> dict[str, DataFrame] | None:
+        """Each input over exactly the objects its lots' current manifests list (a mapped job: the
+        union of its input lots); None when no input lot holds any data."""
+        lots: dict[str, list[str]] = defaultdict(list)
+        for dataset, lot in claim.input_lots:
+            lots[dataset].append(lot)
+        uris: dict[str, list[str]] = {}
+        for spec in job.inputs:
+            manifests = self.lineage.manifests.readable(self.namespace, spec.name, lots[spec.name])
+            unreadable = [lot for lot in lots[spec.name] if lot not in manifests]
+            if unreadable:
+                raise InvalidInput(
+                    f"input {spec.name} lot {unreadable[0]} is READY but has no manifest to read "
+                    "(it was produced outside lotline's storage)."
+                )
+            uris[spec.name] = [o.uri for lot in lots[spec.name] for o in manifests[lot].objects]
+        if not any(uris.values()):
+            return None
+        return {
+            d.name: read_objects(self.spark, d, uris[d.name])
+            if uris[d.name]
+            else empty_frame(self.spark, d, job.name)
+            for d in job.inputs
+        }
+
+    def _context(self, job: JobSpec, claim: LotClaim) -> Lot:
+        parsed = parse_lot(claim.lot)
+        window = (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else (None, None)
+        return Lot(
+            id=claim.lot,
+            start=window[0],
+            end=window[1],
+            inputs=claim.input_lots,
+            run_id=claim.run_id,
+            attempt=claim.attempt,
+            spark=self.spark,
+            log=logging.getLogger(f"lotline.job.{job.name}"),
+        )
+
+    def _facets(self, claim: LotClaim) -> dict[str, Any]:
+        context = self.spark.sparkContext
+        return {
+            "lotline_lot": _facet(
+                lot=claim.lot,
+                attempt=claim.attempt,
+                worker=claim.owner,
+                inputLots=[{"dataset": d, "lot": lot} for d, lot in claim.input_lots],
+            ),
+            "spark_applicationDetails": _facet(
+                master=context.master,
+                appName=context.appName,
+                applicationId=context.applicationId,
+                sparkVersion=self.spark.version,
+            ),
+        }
+
+    def _fail(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        location: str | None,
+        error: BaseException,
+        facets: Mapping[str, Any],
+    ) -> None:
+        """Fail the run with the error; what the attempt wrote is recorded, then removed."""
+        log.warning("job %s lot %s attempt %d failed: %s", job.name, claim.lot, claim.attempt, error)
+        written = (
+            ()
+            if location is None
+            else self.lineage.storage.describe_written(location, format=job.output.format)
+        )
+        draft = None if location is None else ManifestDraft(location, written)
+        try:
+            self.lineage.lots.fail(claim, manifest=draft, error=error, facets=dict(facets))
+        except Conflict as refused:
+            # The claim is no longer ours (reaped or invalidated): its run was already failed.
+            log.warning("job %s lot %s: %s", job.name, claim.lot, refused.message)
+
+
+def _facet(**fields: Any) -> dict[str, Any]:
+    return {"_producer": PRODUCER, "_schemaURL": _FACET_SCHEMA, **fields}
+
+
+def _lost(claim: LotClaim, reason: str) -> str:
+    return (
+        f"the claim on lot {claim.lot} is no longer live ({reason}); "
+        "its result was not committed and the lot will be run again"
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    if isinstance(error, LotlineError):
+        return error.message
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+class _Heartbeat:
+    """Extends the claim's lease every lease/3 while the lot is worked on; notes when it is lost."""
+
+    def __init__(self, lineage: Lineage, claim: LotClaim, lease: timedelta) -> None:
+        self._lineage, self._claim, self._lease = lineage, claim, lease
+        self._stop = threading.Event()
+        self._lost: str | None = None
+        self._thread = threading.Thread(
+            target=self._beat, name=f"heartbeat {claim.job} {claim.lot}", daemon=True
+        )
+
+    def __enter__(self) -> _Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self._lease.total_seconds() / 3):
+            try:
+                self._lineage.lots.heartbeat(self._claim, self._lease)
+            except Conflict as lost:
+                self._lost = lost.message
+                return
+            except Exception:
+                # The database may be back before the lease runs out: keep beating.
+                log.exception("heartbeat of %s lot %s failed", self._claim.job, self._claim.lot)
+
+    def check(self) -> None:
+        """Raise ClaimLost if a heartbeat found the claim no longer live (the commit would be refused)."""
+        if self._lost is not None:
+            raise ClaimLost(_lost(self._claim, self._lost))

@@ -1,0 +1,197 @@
+"""Declaring and loading pipelines: what a pipeline module may say, and the one line it gets when broken.
+
+No Spark here: a pipeline is loaded and checked without a JVM.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from lotline.domain.errors import InvalidInput
+from lotline.services.config import load_settings, parse_spark_conf
+from lotline.spark.pipeline import Pipeline, PipelineError, load_pipeline
+
+HEADER = """
+from lotline.spark.pipeline import Pipeline
+p = Pipeline("weblogs")
+raw = p.dataset("raw_logs", format="text", interval="PT5M")
+hits = p.dataset("hits", format="parquet", interval="PT5M")
+hourly = p.dataset("hourly_hits", format="parquet", interval="PT1H")
+"""
+
+
+def write_pipeline(directory: Path, body: str, name: str = "weblogs.py") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(HEADER) + textwrap.dedent(body))
+    return path
+
+
+def test_a_pipeline_derives_order_mappings_and_parameters(tmp_path: Path) -> None:
+    path = write_pipeline(
+        tmp_path,
+        """
+        @p.job(inputs=[hits], output=hourly)
+        def hourly_counts(hits, lot):
+            return hits
+
+        @p.job(inputs=[raw], output=hits)
+        def parse(raw_logs):
+            return raw_logs
+        """,
+    )
+    pipeline = load_pipeline(str(path))
+    assert (pipeline.name, pipeline.namespace) == ("weblogs", "weblogs")
+    parse, hourly = pipeline.ordered_jobs()
+    assert (parse.name, hourly.name) == ("parse", "hourly_counts")
+    assert (parse.lot_mapping, hourly.lot_mapping) == (None, "PT5M->PT1H")
+    assert (dict(parse.parameters), parse.takes_lot) == ({"raw_logs": "raw_logs"}, False)
+    assert (dict(hourly.parameters), hourly.takes_lot) == ({"hits": "hits"}, True)
+    assert parse.location.endswith(":parse")
+
+
+def test_the_job_version_digest_follows_code_and_declarations(tmp_path: Path) -> None:
+    body = """
+    @p.job(inputs=[raw], output=hits)
+    def parse(raw_logs):
+        return raw_logs{suffix}
+    """
+    first = load_pipeline(str(write_pipeline(tmp_path, body.format(suffix=""), "a.py"))).jobs["parse"]
+    same = load_pipeline(str(write_pipeline(tmp_path, body.format(suffix=""), "b.py"))).jobs["parse"]
+    changed = load_pipeline(str(write_pipeline(tmp_path, body.format(suffix=".limit(1)"), "c.py")))
+    assert first.code_digest == same.code_digest
+    assert changed.jobs["parse"].code_digest != first.code_digest
+    pipeline = Pipeline("p")
+    source = pipeline.dataset("raw_logs", format="csv", interval="PT5M", options={"header": "true"})
+    out = pipeline.dataset("out", format="parquet", interval="PT5M")
+    pipeline.job(inputs=[source], output=out, name="parse")(first.transform)
+    assert pipeline.jobs["parse"].code_digest != first.code_digest  # other reader options
+
+
+def test_a_pipeline_loads_from_a_module_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_pipeline(
+        tmp_path,
+        """
+        @p.job(inputs=[raw], output=hits)
+        def parse(raw_logs):
+            return raw_logs
+        """,
+        "my_weblogs.py",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert list(load_pipeline("my_weblogs").jobs) == ["parse"]
+
+
+BROKEN = [
+    ("import nothing_such_module\n", "cannot load pipeline .*: ModuleNotFoundError: No module named"),
+    ("def broken(:\n", "cannot load pipeline .*: SyntaxError"),
+    (
+        """
+        @p.job(inputs=["clicks"], output=hits)
+        def parse(clicks):
+            return clicks
+        """,
+        "job parse: dataset 'clicks' is not declared in pipeline weblogs",
+    ),
+    (
+        """
+        @p.job(inputs=[raw], output=hits)
+        def parse(raw_logs):
+            return raw_logs
+
+        @p.job(inputs=[raw], output=hits)
+        def parse_again(raw_logs):
+            return raw_logs
+        """,
+        "job parse_again: dataset hits is already produced by job parse",
+    ),
+    (
+        """
+        a = p.dataset("a", format="parquet", interval="PT5M")
+        b = p.dataset("b", format="parquet", interval="PT5M")
+
+        @p.job(inputs=[a], output=b)
+        def one(a):
+            return a
+
+        @p.job(inputs=[b], output=a)
+        def two(b):
+            return b
+        """,
+        "jobs form a cycle: one -> two -> one",
+    ),
+    (
+        """
+        odd = p.dataset("odd", format="parquet", interval="PT7M")
+        """,
+        "does not divide a day",
+    ),
+    (
+        """
+        ten = p.dataset("ten", format="parquet", interval="PT10M")
+        quarter = p.dataset("quarter", format="parquet", interval="PT15M")
+
+        @p.job(inputs=[ten], output=quarter)
+        def roll(ten):
+            return ten
+        """,
+        "job roll: lot mapping 'PT10M->PT15M': PT15M is not a whole number of PT10M",
+    ),
+    (
+        """
+        @p.job(inputs=[raw], output=hits)
+        def parse(raw_log):
+            return raw_log
+        """,
+        "job parse: transform parameter raw_log matches no input",
+    ),
+    (
+        """
+        @p.job(inputs=[raw], output=hits)
+        def parse(lot):
+            return None
+        """,
+        "job parse: input raw_logs is not a parameter of the transform",
+    ),
+    ('p.dataset("x", format="avro")\n', "dataset x: format 'avro' is not one of"),
+    ("q = Pipeline('other')\n", "must define exactly one Pipeline; it defines 2"),
+]
+
+
+@pytest.mark.parametrize(("body", "message"), BROKEN)
+def test_a_broken_pipeline_is_one_clear_error(tmp_path: Path, body: str, message: str) -> None:
+    path = write_pipeline(tmp_path, body)
+    with pytest.raises(PipelineError, match=message) as raised:
+        load_pipeline(str(path))
+    assert "\n" not in raised.value.message
+
+
+def test_a_missing_pipeline_file_or_module(tmp_path: Path) -> None:
+    with pytest.raises(PipelineError, match="no such file"):
+        load_pipeline(str(tmp_path / "nope.py"))
+    with pytest.raises(PipelineError, match="No module named 'no_such_pipeline_module'"):
+        load_pipeline("no_such_pipeline_module")
+
+
+def test_selecting_unknown_jobs_names_the_known_ones() -> None:
+    pipeline = Pipeline("p")
+    a = pipeline.dataset("a", format="text", interval="PT5M")
+    b = pipeline.dataset("b", format="text", interval="PT5M")
+    pipeline.job(inputs=[a], output=b)(lambda a: a)
+    with pytest.raises(InvalidInput, match="pipeline p has no job nope; jobs: <lambda>"):
+        pipeline.select(["nope"])
+
+
+def test_spark_settings_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LOTLINE_SPARK_MASTER", raising=False)
+    monkeypatch.delenv("LOTLINE_SPARK_CONF", raising=False)
+    assert load_settings(tmp_path).spark_master == "local[*]"
+    (tmp_path / "lotline.toml").write_text('LOTLINE_SPARK_MASTER = "spark://10.0.0.1:7077"\n')
+    monkeypatch.setenv("LOTLINE_SPARK_CONF", "spark.executor.memory=2g, spark.sql.shuffle.partitions=64")
+    settings = load_settings(tmp_path)
+    assert settings.spark_master == "spark://10.0.0.1:7077"
+    assert settings.spark_conf == (("spark.executor.memory", "2g"), ("spark.sql.shuffle.partitions", "64"))
+    with pytest.raises(InvalidInput, match="'oops' is not of the form key=value"):
+        parse_spark_conf("a=1,oops")
