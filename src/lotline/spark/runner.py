@@ -133,25 +133,9 @@ class LotRunner:
             self._fail(job, claim, location, error, facets)
             if not isinstance(error, Exception):
                 raise  # Ctrl-C and exits: the lot is failed cleanly, then the run stops
-            return LotResult(
-                job.name,
-                claim.lot,
-                claim.attempt,
-                claim.run_id,
-                ok=False,
-                seconds=time.monotonic() - started,
-                error=f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}",
-            )
-        return LotResult(
-            job.name,
-            claim.lot,
-            claim.attempt,
-            claim.run_id,
-            ok=True,
-            seconds=time.monotonic() - started,
-            rows=draft.row_count,
-            files=len(draft.objects),
-        )
+            message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}"
+            return _result(job, claim, started, ok=False, error=message)
+        return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
@@ -233,6 +217,11 @@ class LotRunner:
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.warning("job %s lot %s: %s", job.name, claim.lot, refused.message)
+
+
+def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
+    seconds = time.monotonic() - started
+    return LotResult(job.name, claim.lot, claim.attempt, claim.run_id, ok=ok, seconds=seconds, **more)
 
 
 def _facet(**fields: Any) -> dict[str, Any]:
