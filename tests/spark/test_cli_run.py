@@ -1,0 +1,100 @@
+"""``lotline run``: a broken pipeline gets one line and claims nothing; a run prints its summary and
+exits non-zero when a lot is left failed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from typer.testing import CliRunner
+
+from lotline.cli.main import app
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.store.engine import Store
+from support.spark import PIPELINES, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture
+def cli(backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.setenv("LOTLINE_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.chdir(tmp_path)
+    return CliRunner()
+
+
+def _lineage(backend_url: str, tmp_path: Path) -> Lineage:
+    return Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse")))
+
+
+def test_a_broken_pipeline_is_one_line_and_claims_nothing(
+    cli: CliRunner, backend_url: str, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken.py"
+    source = (PIPELINES / "weblogs.py").read_text()
+    broken.write_text(source.replace("def hourly_counts(hits:", "def hourly_counts(hitz:"))
+    result = cli.invoke(app, ["run", str(broken)])
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"lotline: error: pipeline {broken}: job hourly_counts: transform parameter hitz")
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        assert lineage.lots.status(role=None) == []
+        assert lineage.catalog.list_namespaces().items == []
+    finally:
+        lineage.close()
+
+
+def test_bad_options_are_one_line(cli: CliRunner) -> None:
+    pipeline = str(PIPELINES / "weblogs.py")
+    result = cli.invoke(app, ["run", pipeline, "--job", "nope"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "lotline: error: pipeline weblogs has no job nope; jobs: hourly_counts, parse."
+    )
+    result = cli.invoke(app, ["run", pipeline, "--from", "2023-01-01T00:00:00"])
+    assert (result.exit_code, result.stderr.strip()) == (2, "lotline: error: --from and --to go together.")
+
+
+def test_dry_run_lists_the_jobs_in_order(cli: CliRunner) -> None:
+    result = cli.invoke(app, ["run", str(PIPELINES / "weblogs.py"), "--dry-run", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    assert [(j["job"], j["lotMapping"]) for j in plan["jobs"]] == [
+        ("parse", None),
+        ("hourly_counts", "PT30M->PT1H"),
+    ]
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_run_prints_a_summary_and_fails_on_a_failed_lot(
+    cli: CliRunner, backend_url: str, tmp_path: Path, spark: SparkSession
+) -> None:
+    pipeline = tmp_path / "weblogs.py"
+    shutil.copyfile(PIPELINES / "weblogs.py", pipeline)
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        # The datasets must exist before the source job publishes into them: a first run registers them.
+        assert cli.invoke(app, ["run", str(pipeline), "--json"]).exit_code == 0
+        ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:01:00 /a 200"]])
+        ingest(lineage, "weblogs", "raw_logs", "20230101PT30M001", [["2023-01-01T00:31:00 /a 599"]])
+        result = cli.invoke(app, ["run", str(pipeline), "--json"])
+        assert result.exit_code == 1, result.output
+        summary = json.loads(result.stdout)
+        jobs = {j["job"]: (j["done"], j["failed"], j["skipped"]) for j in summary["jobs"]}
+        assert jobs == {"parse": (1, 1, 0), "hourly_counts": (0, 0, 1)}
+        [error] = summary["errors"]
+        assert error.startswith("job parse lot 20230101PT30M001 (attempt 1): ")
+        # The next run takes the failed lot again (attempt 2 passes) and then the hour it completes.
+        result = cli.invoke(app, ["run", str(pipeline), "--json"])
+        assert result.exit_code == 0, result.output
+        jobs = {j["job"]: j["done"] for j in json.loads(result.stdout)["jobs"]}
+        assert jobs == {"parse": 1, "hourly_counts": 1}
+    finally:
+        lineage.close()

@@ -1,0 +1,226 @@
+"""Seed 002's scenarios end to end through real Spark jobs, on SQLite and PostgreSQL (``lineage``).
+
+The weblogs pipeline (``pipelines/weblogs.py``): raw half-hour text lots -> ``parse`` -> hits ->
+``hourly_counts`` (two half-hour lots make an hour). Raw lots are published by ``ingest``
+(conftest), as ``lotline ingest`` would. Spark actions are few: one session, small lots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lotline.domain.coordination import Role, Status
+from lotline.domain.manifests import ManifestState
+from lotline.domain.runs import RunState
+from lotline.services import Lineage
+from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.run import RunSummary, Window, run_pipeline
+from lotline.spark.runner import LotRunner, register
+from support.spark import PIPELINES, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+NS = "weblogs"
+HALF = ["20230101PT30M000", "20230101PT30M001", "20230101PT30M002", "20230101PT30M003"]
+HOUR = ["20230101PT1H000", "20230101PT1H001"]
+LOTS = {
+    HALF[0]: [
+        ["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /b 200", "2023-01-01T00:03:00 /a 404"],
+        ["2023-01-01T00:20:00 /a 200"],
+    ],
+    HALF[1]: [["2023-01-01T00:40:00 /a 200", "2023-01-01T00:50:00 /c 500"]],
+    HALF[2]: [],  # an empty lot: hour 01 has data in its second half only
+    HALF[3]: [["2023-01-01T01:45:00 /b 200"]],
+}
+
+
+@pytest.fixture
+def weblogs() -> Pipeline:
+    return load_pipeline(str(PIPELINES / "weblogs.py"))
+
+
+@pytest.fixture
+def runner(lineage: Lineage, weblogs: Pipeline, spark: SparkSession) -> Iterator[LotRunner]:
+    register(lineage, weblogs)
+    yield LotRunner(lineage, weblogs, spark)
+
+
+def _run(runner: LotRunner, **options: object) -> RunSummary:
+    return run_pipeline(runner, runner.pipeline.ordered_jobs(), worker="test", **options)  # type: ignore[arg-type]
+
+
+def _ingest_all(lineage: Lineage, lots: dict[str, list[list[str]]] = LOTS) -> None:
+    for lot, files in lots.items():
+        ingest(lineage, NS, "raw_logs", lot, files)
+
+
+def _read(spark: SparkSession, lineage: Lineage, dataset: str, lots: list[str]) -> DataFrame:
+    """What a reader of these lots sees: exactly the objects of their current manifests."""
+    uris = []
+    for lot in lots:
+        manifest = lineage.manifests.current(NS, dataset, lot)
+        assert manifest is not None
+        uris += [o.uri for o in manifest.objects]
+    return spark.read.parquet(*uris)
+
+
+def _expected_hourly(spark: SparkSession, lines: list[str], hour: str) -> DataFrame:
+    """The same computation in plain PySpark, over the raw lines themselves."""
+    from pyspark.sql import functions as F
+
+    parsed = spark.createDataFrame([(line,) for line in lines], "value string")
+    parts = F.split("value", " ")
+    hits = parsed.select(parts[1].alias("url"), parts[2].cast("int").alias("status"))
+    counted = hits.where("status < 400").groupBy("url").agg(F.count("*").alias("hits"))
+    return counted.withColumn("hour", F.lit(hour).cast("timestamp"))
+
+
+def test_happy_path_dependent_job_and_lineage(
+    lineage: Lineage, runner: LotRunner, spark: SparkSession
+) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    _ingest_all(lineage)
+    summary = _run(runner)
+    assert not summary.failed, summary.errors
+    assert {j: (t.done, t.failed) for j, t in summary.tallies.items()} == {
+        "parse": (4, 0),
+        "hourly_counts": (2, 0),
+    }
+    # Each lot's manifest lists what was written, with Spark's row counts; the empty lot stays empty.
+    manifests = {lot: lineage.manifests.current(NS, "hits", lot) for lot in HALF}
+    assert [m.row_count if m else None for m in manifests.values()] == [4, 2, 0, 1]
+    assert manifests[HALF[2]] is not None
+    assert (manifests[HALF[2]].state, manifests[HALF[2]].objects) == (ManifestState.EMPTY, ())
+    assert all(o.uri.endswith(".parquet") and o.size > 0 for o in manifests[HALF[0]].objects)  # type: ignore[union-attr]
+    # The dependent job read both half hours of each hour and equals plain PySpark.
+    first_hour = [line for lot in HALF[:2] for file in LOTS[lot] for line in file]
+    assertDataFrameEqual(
+        _read(spark, lineage, "hourly_hits", HOUR[:1]),
+        _expected_hourly(spark, first_hour, "2023-01-01 00:00:00"),
+    )
+    # Lineage: one run per lot, inputs pinned to the input lots' versions, the lot's facets.
+    runs = lineage.runs.list_runs(NS, "hourly_counts").items
+    assert sorted(r.lot for r in runs) == HOUR
+    run = next(r for r in runs if r.lot == HOUR[0])
+    assert run.state is RunState.COMPLETED
+    pinned = {(io.dataset, io.lot): io.version for io in run.inputs}
+    assert set(pinned) == {("hits", lot) for lot in HALF[:2]}
+    for (dataset, lot), version in pinned.items():
+        current = lineage.versions.current_version(NS, dataset, lot)
+        assert current is not None
+        assert version == current.id
+    [output] = run.outputs
+    assert (output.dataset, output.lot) == ("hourly_hits", HOUR[0])
+    assert run.facets["lotline_lot"]["attempt"] == 1
+    assert run.facets["spark_applicationDetails"]["applicationId"] == spark.sparkContext.applicationId
+    assert run.facets["lotline_output"]["rowCount"] == 2  # /a and /b
+    job = lineage.catalog.get_job(NS, "hourly_counts")
+    assert job.location is not None
+    assert job.location.endswith(":hourly_counts")
+    graph = {node.key.id for node in lineage.graph.lineage(f"job:{NS}:hourly_counts")}
+    assert {f"dataset:{NS}:hits", f"dataset:{NS}:hourly_hits", f"job:{NS}:parse"} <= graph
+    # Nothing is left to do: a second run claims nothing.
+    again = _run(runner)
+    assert sum(t.done for t in again.tallies.values()) == 0
+
+
+def test_a_failure_is_retried_and_its_objects_are_never_read(
+    lineage: Lineage, runner: LotRunner, spark: SparkSession
+) -> None:
+    # The second, shorter file of the lot fails its first attempt (status 599); with one partition
+    # per file and the v2 committer, the first file's part is already in the attempt's folder.
+    lots = {
+        HALF[0]: [
+            ["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /b 200"],
+            ["2023-01-01T00:03:00 /x 599"],
+        ]
+    }
+    _ingest_all(lineage, lots)
+    settings = {
+        "spark.sql.files.openCostInBytes": str(128 << 20),
+        "mapreduce.fileoutputcommitter.algorithm.version": "2",
+    }
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        failed = _run(runner)
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+    assert failed.failed
+    assert failed.tallies["parse"].failed == 1
+    assert "job parse lot 20230101PT30M000 (attempt 1)" in failed.errors[0]
+    assert "unparseable line" in failed.errors[0]
+    [partial] = lineage.manifests.history(NS, "hits", HALF[0])
+    assert partial.state is ManifestState.REMOVED
+    assert partial.objects  # the first file's part had been written ...
+    assert not any(lineage.storage.exists(o.uri) for o in partial.objects)  # ... and is gone
+    assert lineage.manifests.current(NS, "hits", HALF[0]) is None
+    [run] = lineage.runs.list_runs(NS, "parse").items
+    assert run.state is RunState.FAILED
+    assert "unparseable line" in run.facets["errorMessage"]["message"]
+    # The rerun (attempt 2 passes the line) publishes a new attempt; downstream reads only it.
+    rerun = _run(runner)
+    assert not rerun.failed, rerun.errors
+    current = lineage.manifests.current(NS, "hits", HALF[0])
+    assert current is not None
+    assert (current.attempt, current.row_count) == (2, 3)
+    assert all("/attempt=2/" in o.uri for o in current.objects)
+
+
+def test_retries_in_one_run_and_a_lot_left_failed(lineage: Lineage, runner: LotRunner) -> None:
+    # No v2 committer here: the failing attempt writes nothing; the retry (attempt 2) succeeds.
+    _ingest_all(
+        lineage, {HALF[0]: [["2023-01-01T00:03:00 /x 599"]], HALF[1]: [["2023-01-01T00:33:00 /y 599"]]}
+    )
+    summary = _run(runner, retries=1)
+    assert not summary.failed, summary.errors
+    assert (summary.tallies["parse"].done, summary.tallies["parse"].retried) == (2, 2)
+    assert summary.tallies["hourly_counts"].done == 1
+
+
+def test_invalidation_recomputes_downstream(lineage: Lineage, runner: LotRunner, spark: SparkSession) -> None:
+    from pyspark.testing import assertDataFrameEqual
+
+    _ingest_all(lineage, {lot: LOTS[lot] for lot in HALF[:2]})
+    assert not _run(runner).failed
+    before = lineage.manifests.current(NS, "hourly_hits", HOUR[0])
+    # The sender corrects the first half hour: invalidating it reopens hits and the hour (cascade).
+    reopened = lineage.lots.invalidate(NS, "raw_logs", HALF[0])
+    assert {(r.name, r.lot) for r in reopened} == {
+        ("raw_logs", HALF[0]),
+        ("hits", HALF[0]),
+        ("hourly_hits", HOUR[0]),
+    }
+    corrected = [["2023-01-01T00:05:00 /z 200"]]
+    ingest(lineage, NS, "raw_logs", HALF[0], corrected)
+    summary = _run(runner)
+    assert {j: t.done for j, t in summary.tallies.items()} == {"parse": 1, "hourly_counts": 1}
+    after = lineage.manifests.current(NS, "hourly_hits", HOUR[0])
+    assert before is not None
+    assert after is not None
+    assert after.version_id != before.version_id
+    lines = corrected[0] + LOTS[HALF[1]][0]
+    assertDataFrameEqual(
+        _read(spark, lineage, "hourly_hits", HOUR[:1]), _expected_hourly(spark, lines, "2023-01-01 00:00:00")
+    )
+    statuses = {(r.dataset, r.lot): r.status for r in lineage.lots.status(NS, role=Role.OUTPUT)}
+    assert statuses[("hits", HALF[1])] is Status.READY  # untouched by the invalidation
+
+
+def test_a_window_limits_the_lots_run(lineage: Lineage, runner: LotRunner) -> None:
+    _ingest_all(lineage, {lot: [] for lot in HALF})  # empty lots: no Spark action at all
+    from datetime import UTC, datetime
+
+    window = Window(datetime(2023, 1, 1, 1, tzinfo=UTC), datetime(2023, 1, 1, 2, tzinfo=UTC))
+    summary = _run(runner, window=window)
+    assert {j: t.done for j, t in summary.tallies.items()} == {"parse": 2, "hourly_counts": 1}
+    done = {(r.dataset, r.lot) for r in lineage.lots.status(NS) if r.status is Status.READY}
+    assert ("hits", HALF[0]) not in done
+    assert ("hourly_hits", HOUR[1]) in done
+    assert lineage.manifests.current(NS, "hourly_hits", HOUR[1]).state is ManifestState.EMPTY  # type: ignore[union-attr]
