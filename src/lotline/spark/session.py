@@ -11,8 +11,9 @@ from lotline.services.config import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-#: Lot windows are UTC; so must be how Spark reads and writes timestamps, unless configured otherwise.
-DEFAULTS = {"spark.sql.session.timeZone": "UTC"}
+#: Lot windows are UTC, so Spark's timestamps are too; `lotline run` shows its own progress bar.
+#: Either can be overridden with LOTLINE_SPARK_CONF.
+DEFAULTS = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
 
 
 @contextmanager
