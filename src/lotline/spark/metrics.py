@@ -22,6 +22,11 @@ WRITE_COMMAND = "InsertIntoHadoopFsRelationCommand"
 REPORT_TIMEOUT_S = 30.0
 
 
+_REGISTERING = threading.Lock()
+#: Spark application id -> its listener's reports.
+_LISTENING: dict[str, WriteMetrics] = {}
+
+
 def _path_key(uri: str) -> str:
     """``file:/x``, ``file:///x`` and ``/x`` name one folder; ``s3a://b/k`` and ``s3://b/k`` one key."""
     parsed = urlparse(uri)
@@ -37,19 +42,20 @@ class WriteMetrics:
 
     @classmethod
     def for_session(cls, spark: SparkSession) -> WriteMetrics:
-        """The listener of ``spark``, registered on first use (Spark keeps listeners until it stops)."""
-        existing: WriteMetrics | None = getattr(spark, "_lotline_write_metrics", None)
-        if existing is not None:
-            return existing
+        """The listener of the Spark application, registered on first use (Spark keeps it until it
+        stops; a restarted application has a new id and gets a new one)."""
         from pyspark.java_gateway import ensure_callback_server_started
 
-        metrics = cls()
-        gateway = spark.sparkContext._gateway
-        assert gateway is not None
-        ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-        spark._jsparkSession.listenerManager().register(_Listener(metrics))
-        spark._lotline_write_metrics = metrics  # type: ignore[attr-defined]
-        return metrics
+        application = spark.sparkContext.applicationId
+        with _REGISTERING:
+            if application not in _LISTENING:
+                metrics = cls()
+                gateway = spark.sparkContext._gateway
+                assert gateway is not None
+                ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+                spark._jsparkSession.listenerManager().register(_Listener(metrics))
+                _LISTENING[application] = metrics
+            return _LISTENING[application]
 
     def rows_written(self, location: str, timeout: float = REPORT_TIMEOUT_S) -> int | None:
         """``numOutputRows`` of the write to ``location``; None if Spark did not report it in time."""

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from lotline.domain.coordination import LotMapping
+from lotline.domain.coordination import LotClaim, LotMapping
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.spark.pipeline import JobSpec
 from lotline.spark.runner import LotResult, LotRunner
@@ -62,6 +62,10 @@ class _PassOver:
         self.window = window
         self.given_up: set[str] = set()
 
+    @property
+    def active(self) -> bool:
+        return self.window is not None or bool(self.given_up)
+
     def __contains__(self, lot: object) -> bool:
         if not isinstance(lot, str):
             return False
@@ -83,11 +87,16 @@ class _Run:
         while progressed:
             progressed = False
             for job in self.jobs:
-                while (claim := self.runner.claim(worker, job, self.pass_over[job.name])) is not None:
+                while (claim := self._claim(worker, job)) is not None:
                     progressed = True
                     result = self.runner.execute(job, claim)
                     self.record(job, result)
                     on_result(result)
+
+    def _claim(self, worker: str, job: JobSpec) -> LotClaim | None:
+        """Without lots to pass over, a claim may take the database's one-call path (PostgreSQL)."""
+        pass_over = self.pass_over[job.name]
+        return self.runner.claim(worker, job, pass_over if pass_over.active else ())
 
     def record(self, job: JobSpec, result: LotResult) -> None:
         key = (job.name, result.lot)

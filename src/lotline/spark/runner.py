@@ -125,10 +125,7 @@ class LotRunner:
                     size=sum(o.size for o in draft.objects),
                     location=draft.location,
                 )
-                try:
-                    self.lineage.lots.complete(claim, manifest=draft, facets=facets)
-                except Conflict as refused:
-                    raise ClaimLost(_lost(claim, refused.message)) from None
+                self.lineage.lots.complete(claim, manifest=draft, facets=facets)
         except BaseException as error:
             self._fail(job, claim, location, error, facets)
             if not isinstance(error, Exception):
@@ -217,6 +214,9 @@ class LotRunner:
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.warning("job %s lot %s: %s", job.name, claim.lot, refused.message)
+        except Exception:
+            # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
+            log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
 
 
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
