@@ -12,7 +12,7 @@ from lotline.domain.errors import InvalidInput
 DEFAULT_DB_URL = "sqlite:///./lotline.db"
 DEFAULT_WAREHOUSE = "./warehouse"
 CONFIG_FILE = "lotline.toml"
-KEYS = ("LOTLINE_DB_URL", "LOTLINE_WAREHOUSE", "LOTLINE_API_TOKEN")
+KEYS = ("LOTLINE_DB_URL", "LOTLINE_WAREHOUSE", "LOTLINE_API_TOKEN", "LOTLINE_S3_ENDPOINT_URL")
 
 
 @dataclass(frozen=True)
@@ -20,6 +20,15 @@ class Settings:
     db_url: str
     warehouse: str
     api_token: str | None
+    #: An S3-compatible endpoint (MinIO, moto, …) for ``s3://`` warehouses and landing folders;
+    #: credentials come from the usual AWS variables (``AWS_ACCESS_KEY_ID`` …).
+    s3_endpoint_url: str | None = None
+
+    def storage_options(self) -> dict[str, object]:
+        """fsspec options for the warehouse's file system."""
+        if self.s3_endpoint_url and self.warehouse.startswith("s3://"):
+            return {"endpoint_url": self.s3_endpoint_url}
+        return {}
 
 
 def load_settings(directory: Path | None = None) -> Settings:
@@ -45,4 +54,5 @@ def load_settings(directory: Path | None = None) -> Settings:
         db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
         warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
         api_token=pick("LOTLINE_API_TOKEN"),
+        s3_endpoint_url=pick("LOTLINE_S3_ENDPOINT_URL"),
     )
