@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,9 +21,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from lotline.store.schema import metadata
+from support.storage import new_s3_root, s3_options
 
 PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
@@ -115,7 +121,8 @@ def new_database(request: pytest.FixtureRequest) -> Callable[[str], str]:
 @contextmanager
 def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
     """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
-    lineage = Lineage.over(Store(fresh_url(request, backend)))
+    warehouse = request.getfixturevalue("tmp_path") / "warehouse"
+    lineage = Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse)))
     try:
         yield lineage
     finally:
@@ -129,7 +136,52 @@ def backend_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def lineage(backend_url: str) -> Iterator[Lineage]:
-    service = Lineage.over(Store(backend_url))
+def lineage(backend_url: str, tmp_path: Path) -> Iterator[Lineage]:
+    """The use cases over a fresh database and a private local warehouse."""
+    service = Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse")))
     yield service
     service.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """An S3-compatible server for the whole run: moto's server mode, a process of its own on
+    127.0.0.1 (the storage tests talk to it over HTTP, as to S3)."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                break
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                pytest.fail(f"moto's S3 server did not start on {endpoint}")
+            time.sleep(0.1)
+    try:
+        yield endpoint
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    """An empty storage root of each kind: a local folder, and a bucket on the test S3 server."""
+    if request.param == "local":
+        return Storage(str(tmp_path / "warehouse"))
+    endpoint: str = request.getfixturevalue("s3_endpoint")
+    return Storage(new_s3_root(endpoint), s3_options(endpoint))

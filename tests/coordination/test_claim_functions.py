@@ -170,7 +170,10 @@ def _run(new_database: Callable[[str], str], *, in_database: bool) -> tuple[dict
             calls[function] += function in statement
         return call(connections, statement, params)
 
-    lineage = dataclasses.replace(Lineage.over(store), lots=LotService(store, database_functions=in_database))
+    base = Lineage.over(store)
+    lineage = dataclasses.replace(
+        base, lots=LotService(store, base.manifests, database_functions=in_database)
+    )
     try:
         with pytest.MonkeyPatch.context() as patched:
             patched.setattr(claim_functions, "_call", counted)

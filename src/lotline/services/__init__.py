@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
+from lotline.services.config import DEFAULT_WAREHOUSE, Settings
 from lotline.services.graph import GraphService
+from lotline.services.lot_events import LotEventService
 from lotline.services.lots import LotService
+from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
@@ -28,9 +32,17 @@ class Lineage:
     openlineage: OpenLineageService
     lots: LotService
     projection: ProjectionService
+    manifests: ManifestService
+    lot_events: LotEventService
+
+    @property
+    def storage(self) -> Storage:
+        return self.manifests.storage
 
     @classmethod
-    def over(cls, store: Store) -> Lineage:
+    def over(cls, store: Store, storage: Storage | None = None) -> Lineage:
+        """``storage``: where lots' objects go (by default the local ``./warehouse``)."""
+        manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
         return cls(
             store,
             CatalogService(store),
@@ -39,14 +51,21 @@ class Lineage:
             TagService(store),
             GraphService(store),
             OpenLineageService(store),
-            LotService(store),
+            LotService(store, manifests),
             ProjectionService(store),
+            manifests,
+            LotEventService(store),
         )
 
     def close(self) -> None:
         self.store.dispose()
 
 
-def open_lineage(url: str) -> Lineage:
+def open_lineage(url: str, storage: Storage | None = None) -> Lineage:
     """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
-    return Lineage.over(open_store(url))
+    return Lineage.over(open_store(url), storage)
+
+
+def open_configured(settings: Settings) -> Lineage:
+    """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…)."""
+    return open_lineage(settings.db_url, Storage(settings.warehouse, settings.storage_options()))

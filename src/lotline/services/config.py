@@ -17,6 +17,7 @@ KEYS = (
     "LOTLINE_DB_URL",
     "LOTLINE_WAREHOUSE",
     "LOTLINE_API_TOKEN",
+    "LOTLINE_S3_ENDPOINT_URL",
     "LOTLINE_SPARK_MASTER",
     "LOTLINE_SPARK_CONF",
 )
@@ -27,10 +28,19 @@ class Settings:
     db_url: str
     warehouse: str
     api_token: str | None
+    #: An S3-compatible endpoint (MinIO, moto, …) for ``s3://`` warehouses and landing folders;
+    #: credentials come from the usual AWS variables (``AWS_ACCESS_KEY_ID`` …).
+    s3_endpoint_url: str | None = None
     #: Passed to Spark as is: ``local[*]``, ``spark://host:7077``, ``yarn``, ``k8s://https://…``.
     spark_master: str = DEFAULT_SPARK_MASTER
     #: Extra Spark settings, from ``LOTLINE_SPARK_CONF="k=v,k=v"``.
     spark_conf: tuple[tuple[str, str], ...] = ()
+
+    def storage_options(self) -> dict[str, object]:
+        """fsspec options for the warehouse's file system."""
+        if self.s3_endpoint_url and self.warehouse.startswith("s3://"):
+            return {"endpoint_url": self.s3_endpoint_url}
+        return {}
 
 
 def load_settings(directory: Path | None = None) -> Settings:
@@ -56,6 +66,7 @@ def load_settings(directory: Path | None = None) -> Settings:
         db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
         warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
         api_token=pick("LOTLINE_API_TOKEN"),
+        s3_endpoint_url=pick("LOTLINE_S3_ENDPOINT_URL"),
         spark_master=pick("LOTLINE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
         spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
     )

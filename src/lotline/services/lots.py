@@ -6,6 +6,7 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 
 from __future__ import annotations
 
+import traceback
 import uuid
 from collections.abc import Container, Sequence
 from dataclasses import dataclass, replace
@@ -27,18 +28,23 @@ from lotline.domain.coordination import (
     lock_of,
 )
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.manifests import LotEventKind, ManifestDraft
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common
+from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition, create_run
 from lotline.store.dialect import DriverConnections, has_stored_functions, single_writer
 from lotline.store.engine import Store
-from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs
+from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs, lot_events, runs
+from lotline.store.queries import manifests as manifest_rows
 from lotline.store.types import utcnow
 
 DEFAULT_LEASE = timedelta(seconds=30)
+#: The ``_producer`` of the facets lotline writes itself.
+PRODUCER = "https://github.com/lotline/lotline"
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
 
@@ -59,11 +65,15 @@ class _Registered:
 
 
 class LotService:
-    def __init__(self, store: Store, *, database_functions: bool | None = None) -> None:
+    def __init__(
+        self, store: Store, manifests: ManifestService, *, database_functions: bool | None = None
+    ) -> None:
         """``database_functions``: run a worker's common path (next lot of an unmapped job, its
-        completion or failure) as one call each of the PostgreSQL claim functions (docs/coordination.md)
-        instead of statement by statement; by default wherever the database has them."""
+        completion or failure without a manifest) as one call each of the PostgreSQL claim functions
+        (docs/coordination.md) instead of statement by statement; by default wherever the database
+        has them."""
         self._store = store
+        self._manifests = manifests
         self._registered: dict[tuple[str, str], _Registered] = {}
         self._in_database = (
             has_stored_functions(store.engine) if database_functions is None else database_functions
@@ -312,18 +322,50 @@ class LotService:
             claims.heartbeat(connection, _fence(claim), now + lease, now)
         return LotClaim(**{**claim.__dict__, "lease_expires_at": now + lease})
 
-    def complete(self, claim: LotClaim, at: datetime | None = None) -> None:
-        """OUTPUT READY, INPUTs DONE and the run COMPLETED with its version current: one transaction."""
-        self._finish(claim, success=True, at=at)
+    def complete(
+        self,
+        claim: LotClaim,
+        at: datetime | None = None,
+        *,
+        manifest: ManifestDraft | None = None,
+        facets: dict[str, Any] | None = None,
+    ) -> uuid.UUID | None:
+        """Publish the lot: OUTPUT READY, INPUTs DONE, the run COMPLETED with its version current, the
+        manifest (complete, or empty when it lists nothing) and the lot's READY event — one
+        transaction. Returns the manifest's id; its JSON copy is written after the commit."""
+        return self._finish(claim, success=True, at=at, manifest=manifest, facets=facets)
 
-    def fail(self, claim: LotClaim, at: datetime | None = None) -> None:
-        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED: the lot may be retried."""
-        self._finish(claim, success=False, at=at)
+    def fail(
+        self,
+        claim: LotClaim,
+        at: datetime | None = None,
+        *,
+        manifest: ManifestDraft | None = None,
+        error: BaseException | str | None = None,
+        facets: dict[str, Any] | None = None,
+    ) -> uuid.UUID | None:
+        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it (the
+        OpenLineage ``errorMessage`` facet): the lot may be retried. What the attempt wrote is recorded
+        as a partial manifest in the same transaction, then its objects are removed (manifest removed,
+        arc missing). Returns the manifest's id."""
+        facets = dict(facets or {})
+        if error is not None:
+            facets["errorMessage"] = error_message_facet(error)
+        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets)
 
-    def _finish(self, claim: LotClaim, *, success: bool, at: datetime | None) -> None:
+    def _finish(
+        self,
+        claim: LotClaim,
+        *,
+        success: bool,
+        at: datetime | None,
+        manifest: ManifestDraft | None = None,
+        facets: dict[str, Any] | None = None,
+    ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         fence = _fence(claim)
-        if self._in_database:
+        version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
+        if self._in_database and manifest is None and not facets:
             try:
                 claim_functions.finish_claim(
                     self._driver_connections(),
@@ -335,20 +377,46 @@ class LotService:
                     at=at,
                     output_id=claim.dataset_id,
                     lot=claim.lot,
-                    version_id=output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id),
+                    version_id=version_id,
                 )
-                return
+                return None
             except claim_functions.NotLive:
                 raise claims.not_live(fence, "complete" if success else "fail") from None
             except claim_functions.FallBack:
                 pass  # nothing was written: the Python path below handles every case
         now = utcnow()
+        manifest_id = None if manifest is None else uuid.uuid4()
         with self._store.write() as connection:
             claims.finish(connection, fence, success=success, now=now)
             apply_transition(
                 connection, claim.run_id, RunAction.COMPLETE if success else RunAction.FAIL, at or now
             )
+            if facets:
+                run_row = runs.lock_run(connection, claim.run_id)
+                if run_row is not None:  # apply_transition above found it
+                    runs.merge_run_facets(connection, run_row, facets, now)
             claims.announce(connection, fence, success=success, now=now)
+            if manifest is not None and manifest_id is not None:
+                manifest_rows.insert_manifest(
+                    connection,
+                    manifest_id=manifest_id,
+                    dataset_id=claim.dataset_id,
+                    lot=claim.lot,
+                    run_id=claim.run_id,
+                    version_id=version_id,
+                    attempt=claim.attempt,
+                    state=manifest.state_for(success=success),
+                    draft=manifest,
+                    now=now,
+                )
+            if success:
+                entry = (claim.dataset_id, claim.lot, manifest_id, version_id, claim.run_id)
+                lot_events.append(connection, LotEventKind.READY, [entry], now)
+        if manifest_id is not None:
+            self._manifests.publish_copy(manifest_id)
+            if not success:
+                self._manifests.remove_partial(manifest_id)
+        return manifest_id
 
     def reap(self, limit: int = 100) -> int:
         """Fail claims whose lease expired (ERROR, run FAILED) so their lots become eligible again."""
@@ -370,6 +438,8 @@ class LotService:
             for run_id in done.revoked_runs:
                 apply_transition(connection, run_id, RunAction.FAIL, now)
             refs = datasets.dataset_refs(connection, [d for d, _ in done.reopened])
+            reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
+            lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
         return [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
 
     def hold_lot(self, namespace: str, dataset: str, lot: str) -> bool:
@@ -387,9 +457,14 @@ class LotService:
     def release_lot(self, namespace: str, dataset: str, lot: str) -> Status | None:
         """End a hold; returns the status the lot is back in (None: it had never been produced)."""
         stored_lot = _common.lot_key(lot)
+        now = utcnow()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-            return operator.release_lot(connection, dataset_id, stored_lot, utcnow())
+            restored = operator.release_lot(connection, dataset_id, stored_lot, now)
+            if restored is Status.READY:  # readable again: its consumers may go on
+                entry = (dataset_id, stored_lot, None, None, None)
+                lot_events.append(connection, LotEventKind.READY, [entry], now)
+            return restored
 
     def hold_job(self, namespace: str, job: str) -> bool:
         """Stop new claims of a whole job (running claims finish). False if it was already held."""
@@ -542,3 +617,18 @@ def _lot_claim(
 
 def _fence(claim: LotClaim) -> claims.Fence:
     return claims.Fence(claim.job_id, claim.dataset_id, claim.lot, claim.owner, claim.attempt, claim.run_id)
+
+
+def error_message_facet(error: BaseException | str) -> dict[str, Any]:
+    """OpenLineage's ``errorMessage`` run facet: the message, and the stack of an exception."""
+    facet: dict[str, Any] = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json",
+        "programmingLanguage": "python",
+    }
+    if isinstance(error, BaseException):
+        facet["message"] = f"{type(error).__name__}: {error}"
+        facet["stackTrace"] = "".join(traceback.format_exception(error))
+    else:
+        facet["message"] = str(error)
+    return facet

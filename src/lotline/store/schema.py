@@ -13,6 +13,7 @@ completion (see the table).
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -353,4 +354,74 @@ lot_frontier = Table(
     Column("lot", String(LOT), primary_key=True),
     # Set by every upsert: raising a hint must update (and so wait for) a row a searcher holds.
     Column("touched_at", UtcDateTime, nullable=False),
+)
+
+# -- lots on storage (SPEC §5) ----------------------------------------------------------------
+
+MANIFEST_STATES = "'complete', 'empty', 'partial', 'removed'"
+
+# One row per attempt at a lot that wrote (or tried to write) data: the authority on which
+# objects a lot consists of. A lot's readable manifest is the one of its current version
+# (``version_id`` → ``dataset_versions.state = 'current'``), so a lot has exactly one readable
+# manifest exactly when it is READY. ``objects`` is the list of objects, in the JSON form of
+# ``ManifestObject.to_json``.
+manifests = Table(
+    "manifests",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), nullable=False),
+    Column("lot", String(LOT), nullable=False),
+    Column("run_id", ForeignKey("runs.id"), index=True),
+    Column("version_id", ForeignKey("dataset_versions.id"), unique=True),
+    Column("attempt", Integer, nullable=False),
+    Column("state", String(16), nullable=False),
+    Column("uri_type", String(16), nullable=False),
+    Column("location", Text, nullable=False),
+    Column("objects", JsonDocument, nullable=False),
+    Column("object_count", Integer, nullable=False),
+    Column("total_bytes", BigInteger, nullable=False),
+    Column("row_count", BigInteger),
+    Column("comment", Text),
+    *_timestamps(),
+    CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
+    Index(None, "dataset_id", "lot", "state"),
+    # Partial manifests waiting for their objects to be removed (cleanup's work list).
+    Index(
+        "ix_manifests_partial",
+        "created_at",
+        postgresql_where=text("state = 'partial'"),
+        sqlite_where=text("state = 'partial'"),
+    ),
+)
+
+# The durable, ordered lot availability log: appended in the transaction that makes a lot READY
+# (or reopens it). ``id`` is the position; appends take an exclusive lock first (see
+# store/queries/lot_events.py), so positions are assigned in commit order and a reader that has
+# seen position N can never later find a new event below N.
+lot_events = Table(
+    "lot_events",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dataset_id", ForeignKey("datasets.id"), nullable=False),
+    Column("lot", String(LOT), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("manifest_id", ForeignKey("manifests.id")),
+    Column("version_id", ForeignKey("dataset_versions.id")),
+    Column("run_id", ForeignKey("runs.id")),
+    Column("created_at", UtcDateTime, nullable=False),
+    CheckConstraint("kind IN ('READY', 'REOPENED')", name="kind"),
+    Index(None, "dataset_id", "id"),
+)
+
+# Webhook delivery of lot events: one row per configured URL, holding the position delivered up
+# to, so a restarted deliverer resumes where it stopped (at least once).
+webhook_deliveries = Table(
+    "webhook_deliveries",
+    metadata,
+    Column("url", String(NAME), primary_key=True),
+    Column("position", BigInteger, nullable=False, server_default=text("0")),
+    Column("failures", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    Column("next_attempt_at", UtcDateTime),
+    *_timestamps(),
 )

@@ -1,0 +1,215 @@
+"""Object storage for lots, through fsspec: the local warehouse by default, ``s3://…`` through s3fs.
+
+Layout under the root (SPEC §5):
+
+- data: ``<root>/<namespace>/<dataset>/lot=<L>/attempt=<N>/…`` — a fresh location per attempt, so a
+  failed attempt never mixes with good data;
+- manifest copies: ``<root>/<namespace>/_manifests/datasets/name=<dataset>/lot=<L>/state=<S>``
+  ``[/attempt=<N>]/manifest.json`` (``attempt=`` for partial and removed manifests only).
+
+Readers never list these folders to find data; they take the objects a manifest lists. Listing
+happens only where lotline needs to know what is *there*: what an attempt actually wrote, and
+what cleanup may delete.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import fsspec
+
+from lotline.domain.errors import InvalidInput, InvalidName
+from lotline.domain.lots import validate_lot_id
+from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, check_format, manifest_document
+
+MANIFESTS_FOLDER = "_manifests"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+#: Files that writers (Spark, Hadoop) leave beside the data and that are not part of it.
+_NOT_DATA = re.compile(r"^(_SUCCESS|_committed_.*|_started_.*|.*\.crc)$|^[._]")
+
+
+def storage_segments(kind: str, name: str) -> list[str]:
+    """The path segments a name becomes under the root, or InvalidName if it could escape it.
+
+    Refused: absolute names, empty, ``.`` or ``..`` segments, backslashes and control characters.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidName(f"{kind} name must not be empty.")
+    if _CONTROL.search(name) or "\\" in name:
+        raise InvalidName(f"{kind} name {name!r} contains a control character or a backslash.")
+    if name.startswith("/"):
+        raise InvalidName(f"{kind} name {name!r} is an absolute path; it cannot be stored under the root.")
+    segments = name.split("/")
+    if any(s in ("", ".", "..") for s in segments):
+        raise InvalidName(f"{kind} name {name!r} has an empty, '.' or '..' path segment.")
+    if segments[0] == MANIFESTS_FOLDER:
+        raise InvalidName(f"{kind} name {name!r} would collide with the {MANIFESTS_FOLDER} folder.")
+    return segments
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """An object found in storage (a listing: what is there, not what a lot consists of)."""
+
+    uri: str
+    size: int
+    modified_at: datetime
+
+
+class Storage:
+    """One storage root. ``uri`` values are full URLs (``file:///…``, ``s3://bucket/…``)."""
+
+    def __init__(self, root: str, options: Mapping[str, Any] | None = None) -> None:
+        if "://" not in root:
+            root = Path(root).expanduser().resolve().as_uri()
+        options = dict(options or {})
+        if root.startswith("s3://"):
+            # Other processes (Spark, other workers) write here too: never trust a cached listing.
+            options.setdefault("use_listings_cache", False)
+        self.fs, path = fsspec.core.url_to_fs(root, **options)
+        self.protocol = root.split("://", 1)[0]
+        self.root = self._uri(path.rstrip("/"))
+
+    def _uri(self, path: str) -> str:
+        if self.protocol == "file":
+            return "file://" + path
+        return f"{self.protocol}://{path}"
+
+    def _path(self, uri: str) -> str:
+        path: str = self.fs._strip_protocol(uri)
+        return path
+
+    # -- where things go ------------------------------------------------------------------------
+    def dataset_uri(self, namespace: str, dataset: str) -> str:
+        parts = [*storage_segments("Namespace", namespace), *storage_segments("Dataset", dataset)]
+        return posixpath.join(self.root, *parts)
+
+    def lot_uri(self, namespace: str, dataset: str, lot: str) -> str:
+        return posixpath.join(self.dataset_uri(namespace, dataset), f"lot={validate_lot_id(lot)}")
+
+    def attempt_uri(self, namespace: str, dataset: str, lot: str, attempt: int) -> str:
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+            raise InvalidInput(f"attempt must be a positive integer, got {attempt!r}.")
+        return posixpath.join(self.lot_uri(namespace, dataset, lot), f"attempt={attempt}")
+
+    def manifest_copy_uri(self, manifest: Manifest, state: ManifestState | None = None) -> str:
+        state = state or manifest.state
+        parts = [
+            *storage_segments("Namespace", manifest.namespace),
+            MANIFESTS_FOLDER,
+            "datasets",
+            "name=" + "/".join(storage_segments("Dataset", manifest.dataset)),
+            f"lot={validate_lot_id(manifest.lot)}",
+            f"state={state.value}",
+        ]
+        if state in (ManifestState.PARTIAL, ManifestState.REMOVED):
+            parts.append(f"attempt={manifest.attempt}")
+        return posixpath.join(self.root, *parts, "manifest.json")
+
+    def local_path(self, uri: str) -> str:
+        """The path Spark and other local readers take for a ``file://`` uri (uris elsewhere pass)."""
+        return self._path(uri) if uri.startswith("file://") else uri
+
+    # -- what is there ----------------------------------------------------------------------------
+    def objects_under(self, uri: str) -> Iterator[StoredObject]:
+        """Every object below ``uri`` (recursively), written-by-tool markers included."""
+        path = self._path(uri)
+        if not self.fs.exists(path):
+            return
+        for found, info in sorted(self.fs.find(path, detail=True).items()):
+            if info.get("type") == "directory":
+                continue
+            yield StoredObject(self._uri(found), int(info["size"]), _modified(info))
+
+    def describe_written(self, location: str, *, format: str) -> tuple[ManifestObject, ...]:
+        """The data files an attempt wrote under ``location``, as manifest objects: sizes and times
+        from storage, partition values from ``key=value`` folders below the location."""
+        check_format(format)
+        prefix = location.rstrip("/") + "/"
+        described = []
+        for found in self.objects_under(location):
+            relative = found.uri[len(prefix) :] if found.uri.startswith(prefix) else found.uri
+            *folders, name = relative.split("/")
+            if _NOT_DATA.match(name) or any(f.startswith(("_", ".")) for f in folders):
+                continue
+            partitions = dict(f.split("=", 1) for f in folders if "=" in f)
+            described.append(ManifestObject(found.uri, found.size, found.modified_at, format, partitions))
+        return tuple(described)
+
+    def stat(self, uri: str) -> StoredObject:
+        info = self.fs.info(self._path(uri))
+        return StoredObject(uri, int(info["size"]), _modified(info))
+
+    def exists(self, uri: str) -> bool:
+        return bool(self.fs.exists(self._path(uri)))
+
+    # -- writing ------------------------------------------------------------------------------------
+    def write_bytes(self, uri: str, data: bytes) -> None:
+        path = self._path(uri)
+        self.fs.makedirs(posixpath.dirname(path), exist_ok=True)
+        with self.fs.open(path, "wb") as handle:
+            handle.write(data)
+
+    def read_bytes(self, uri: str) -> bytes:
+        with self.fs.open(self._path(uri), "rb") as handle:
+            data: bytes = handle.read()
+            return data
+
+    def copy_in(self, source_uri: str, target_uri: str) -> None:
+        """Copy an object into this storage: through this storage's own connection when the source
+        has its protocol (same endpoint and credentials), else wherever fsspec reaches."""
+        if source_uri.startswith(self.protocol + "://"):
+            self.write_bytes(target_uri, self.read_bytes(source_uri))
+            return
+        with fsspec.open(source_uri, "rb") as source:
+            self.write_bytes(target_uri, source.read())
+
+    def delete(self, uris: Iterable[str]) -> int:
+        """Delete objects; ones already gone are fine (cleanup and retries may repeat a delete)."""
+        deleted = 0
+        for uri in uris:
+            path = self._path(uri)
+            if self.fs.exists(path):
+                self.fs.rm(path)
+                deleted += 1
+        return deleted
+
+    def delete_empty_folders(self, uri: str) -> None:
+        """Remove ``uri`` if it holds no objects any more (local folders linger; S3 has none)."""
+        path = self._path(uri)
+        if self.protocol == "file" and self.fs.exists(path) and not self.fs.find(path):
+            self.fs.rm(path, recursive=True)
+
+    def write_manifest_copy(self, manifest: Manifest) -> str:
+        """Write the manifest's JSON copy at its layout place; a removed partial manifest also
+        takes the place of its partial copy."""
+        uri = self.manifest_copy_uri(manifest)
+        document = json.dumps(manifest_document(manifest), indent=2, sort_keys=True).encode()
+        self.write_bytes(uri, document)
+        if manifest.state is ManifestState.REMOVED:
+            self.delete([self.manifest_copy_uri(manifest, ManifestState.PARTIAL)])
+        return uri
+
+    def read_manifest_copy(self, uri: str) -> dict[str, Any]:
+        document: dict[str, Any] = json.loads(self.read_bytes(uri))
+        return document
+
+
+def _modified(info: Mapping[str, Any]) -> datetime:
+    """Modification time from an fsspec info dict (local: ``mtime`` seconds; S3: ``LastModified``)."""
+    value = info.get("mtime", info.get("LastModified", info.get("last_modified")))
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC)
+    if isinstance(value, str):
+        parsed = datetime.fromisoformat(value)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return datetime.now(UTC)

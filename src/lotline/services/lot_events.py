@@ -1,0 +1,71 @@
+"""Reading the lot availability log (SPEC §5 "Events"): from any position, once or following it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from lotline.domain.errors import InvalidInput
+from lotline.domain.manifests import LotEvent
+from lotline.services import _common
+from lotline.store.dialect import Listener
+from lotline.store.engine import Store
+from lotline.store.queries import lot_events as q
+
+MAX_PAGE = 1000
+#: How long a follower sleeps between looks where nothing wakes it (SQLite), or at most (PostgreSQL).
+POLL_SECONDS = 1.0
+
+
+class LotEventService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def after(
+        self,
+        position: int = 0,
+        *,
+        namespace: str | None = None,
+        datasets: Sequence[str] = (),
+        limit: int = 100,
+    ) -> list[LotEvent]:
+        """The events after ``position`` (0: from the start), oldest first, optionally of some
+        datasets of one namespace only."""
+        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+            raise InvalidInput(f"position must be a non-negative integer, got {position!r}.")
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}.")
+        if datasets and namespace is None:
+            raise InvalidInput("A dataset filter needs its namespace.")
+        with self._store.read() as connection:
+            ids = (
+                [_common.require_dataset(connection, namespace, d) for d in datasets]
+                if datasets and namespace is not None
+                else None
+            )
+            return q.after(connection, position, limit, ids)
+
+    def last_position(self) -> int:
+        with self._store.read() as connection:
+            return q.last_position(connection)
+
+    def follow(
+        self,
+        position: int = 0,
+        *,
+        namespace: str | None = None,
+        datasets: Sequence[str] = (),
+        poll_seconds: float = POLL_SECONDS,
+    ) -> Iterator[LotEvent]:
+        """Every event after ``position``, then each new one as it is appended, forever (the caller
+        stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite."""
+        listener = Listener(self._store.engine, q.CHANNEL)
+        try:
+            while True:
+                page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)
+                yield from page
+                if page:
+                    position = page[-1].position
+                if len(page) < MAX_PAGE:
+                    listener.wait(poll_seconds)
+        finally:
+            listener.close()

@@ -1,0 +1,94 @@
+"""The lot availability log: append (in the transaction that changes the lot) and read from a position.
+
+Positions are ids from a sequence, and a sequence hands out ids at insert, not at commit: two
+transactions could commit ids 8 and 7 in that order, and a reader that saw 8 would never see 7.
+So every append first takes one exclusive lock (``APPEND_LOCK``, an advisory transaction lock on
+PostgreSQL, the write lock itself on SQLite), held until commit: appends, which come last in
+their transaction, commit in position order. The claim-finishing function of migration 0008
+takes the same lock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import Connection, func, insert, select
+
+from lotline.domain.manifests import LotEvent, LotEventKind
+from lotline.store.dialect import notify, try_exclusive_lock
+from lotline.store.schema import datasets, lot_events, namespaces
+
+APPEND_LOCK = 7810735312196363877
+#: NOTIFY channel on PostgreSQL: subscribers wake up on it instead of polling.
+CHANNEL = "lotline_lots"
+
+_INSERT = insert(lot_events)
+
+
+def append(
+    connection: Connection,
+    kind: LotEventKind,
+    entries: Sequence[tuple[uuid.UUID, str, uuid.UUID | None, uuid.UUID | None, uuid.UUID | None]],
+    now: datetime,
+) -> None:
+    """Append (dataset, lot, manifest, version, run) events; call last in the transaction."""
+    if not entries:
+        return
+    try_exclusive_lock(connection, APPEND_LOCK, wait=True)
+    connection.execute(
+        _INSERT,
+        [
+            {
+                "dataset_id": d,
+                "lot": lot,
+                "kind": kind.value,
+                "manifest_id": m,
+                "version_id": v,
+                "run_id": r,
+                "created_at": now,
+            }
+            for d, lot, m, v, r in entries
+        ],
+    )
+    notify(connection, CHANNEL)
+
+
+def after(
+    connection: Connection, position: int, limit: int, dataset_ids: Sequence[uuid.UUID] | None = None
+) -> list[LotEvent]:
+    """Events after ``position`` in order, optionally of some datasets only."""
+    query = (
+        select(
+            lot_events,
+            namespaces.c.name.label("namespace_name"),
+            datasets.c.name.label("dataset_name"),
+        )
+        .join(datasets, datasets.c.id == lot_events.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(lot_events.c.id > position)
+        .order_by(lot_events.c.id)
+        .limit(limit)
+    )
+    if dataset_ids is not None:
+        query = query.where(lot_events.c.dataset_id.in_(list(dataset_ids)))
+    return [
+        LotEvent(
+            position=r.id,
+            kind=LotEventKind(r.kind),
+            namespace=r.namespace_name,
+            dataset=r.dataset_name,
+            lot=r.lot,
+            manifest_id=r.manifest_id,
+            version_id=r.version_id,
+            run_id=r.run_id,
+            created_at=r.created_at,
+        )
+        for r in connection.execute(query)
+    ]
+
+
+def last_position(connection: Connection) -> int:
+    found: int | None = connection.execute(select(func.max(lot_events.c.id))).scalar()
+    return found or 0

@@ -1,0 +1,174 @@
+"""Manifests: insert, the readable manifest of a lot, a lot's history, partial ones to remove."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, Select, and_, insert, select, update
+
+from lotline.domain.manifests import (
+    Manifest,
+    ManifestDraft,
+    ManifestObject,
+    ManifestState,
+    UriType,
+)
+from lotline.domain.versions import VersionState
+from lotline.store.schema import dataset_versions, datasets, manifests, namespaces
+
+_INSERT = insert(manifests)
+
+
+def insert_manifest(
+    connection: Connection,
+    *,
+    manifest_id: uuid.UUID,
+    dataset_id: uuid.UUID,
+    lot: str,
+    run_id: uuid.UUID | None,
+    version_id: uuid.UUID | None,
+    attempt: int,
+    state: ManifestState,
+    draft: ManifestDraft,
+    now: datetime,
+) -> None:
+    connection.execute(
+        _INSERT,
+        {
+            "id": manifest_id,
+            "dataset_id": dataset_id,
+            "lot": lot,
+            "run_id": run_id,
+            "version_id": version_id,
+            "attempt": attempt,
+            "state": state.value,
+            "uri_type": UriType.PATH.value,
+            "location": draft.location,
+            "objects": [o.to_json() for o in draft.objects],
+            "object_count": len(draft.objects),
+            "total_bytes": sum(o.size for o in draft.objects),
+            "row_count": draft.row_count,
+            "comment": draft.comment,
+            "created_at": now,
+            "updated_at": now,
+        },
+    )
+
+
+def set_state(
+    connection: Connection,
+    manifest_id: uuid.UUID,
+    expected: ManifestState,
+    state: ManifestState,
+    now: datetime,
+) -> bool:
+    """Move a manifest from ``expected`` to ``state``; False if it was no longer ``expected``."""
+    done = connection.execute(
+        update(manifests)
+        .where(manifests.c.id == manifest_id, manifests.c.state == expected.value)
+        .values(state=state.value, updated_at=now)
+    )
+    return done.rowcount == 1
+
+
+def _selected() -> Select[Any]:
+    return (
+        select(
+            manifests,
+            namespaces.c.name.label("namespace_name"),
+            datasets.c.name.label("dataset_name"),
+            dataset_versions.c.version_number,
+        )
+        .join(datasets, datasets.c.id == manifests.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .outerjoin(dataset_versions, dataset_versions.c.id == manifests.c.version_id)
+    )
+
+
+def readable(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, Manifest]:
+    """The manifest of each lot's current version: what readers of the lot may take."""
+    rows = connection.execute(
+        _selected().where(
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot.in_(list(lots)),
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+    ).all()
+    return {r.lot: _manifest(r) for r in rows}
+
+
+def by_id(connection: Connection, manifest_id: uuid.UUID) -> Manifest | None:
+    row = connection.execute(_selected().where(manifests.c.id == manifest_id)).first()
+    return None if row is None else _manifest(row)
+
+
+def of_run(connection: Connection, run_id: uuid.UUID) -> list[Manifest]:
+    rows = connection.execute(
+        _selected().where(manifests.c.run_id == run_id).order_by(manifests.c.created_at)
+    )
+    return [_manifest(r) for r in rows]
+
+
+def history(connection: Connection, dataset_id: uuid.UUID, lot: str) -> list[Manifest]:
+    """Every manifest of a lot, oldest first."""
+    rows = connection.execute(
+        _selected()
+        .where(manifests.c.dataset_id == dataset_id, manifests.c.lot == lot)
+        .order_by(manifests.c.created_at, manifests.c.attempt)
+    )
+    return [_manifest(r) for r in rows]
+
+
+def partial_before(connection: Connection, before: datetime, limit: int) -> list[Manifest]:
+    """Partial manifests created before ``before``: attempts whose objects are still to be removed."""
+    rows = connection.execute(
+        _selected()
+        .where(and_(manifests.c.state == ManifestState.PARTIAL.value, manifests.c.created_at < before))
+        .order_by(manifests.c.created_at)
+        .limit(limit)
+    )
+    return [_manifest(r) for r in rows]
+
+
+def listed_uris(connection: Connection, location_prefix: str) -> set[str]:
+    """Every object uri listed by a complete, empty or partial manifest whose location starts with
+    the prefix: objects that cleanup must keep."""
+    rows = connection.execute(
+        select(manifests.c.objects).where(
+            manifests.c.state != ManifestState.REMOVED.value,
+            manifests.c.location.startswith(location_prefix, autoescape=True),
+        )
+    )
+    return {o["uri"] for (objects,) in rows for o in objects}
+
+
+def every_manifest(connection: Connection, after: uuid.UUID | None, limit: int) -> list[Manifest]:
+    """All manifests in id order, a page at a time (rewriting missing copies)."""
+    query = _selected().order_by(manifests.c.id).limit(limit)
+    if after is not None:
+        query = query.where(manifests.c.id > after)
+    return [_manifest(r) for r in connection.execute(query)]
+
+
+def _manifest(r: Row[Any]) -> Manifest:
+    return Manifest(
+        id=r.id,
+        namespace=r.namespace_name,
+        dataset=r.dataset_name,
+        lot=r.lot,
+        state=ManifestState(r.state),
+        attempt=r.attempt,
+        run_id=r.run_id,
+        version_id=r.version_id,
+        version_number=r.version_number,
+        uri_type=UriType(r.uri_type),
+        location=r.location,
+        objects=tuple(ManifestObject.from_json(o) for o in r.objects),
+        row_count=r.row_count,
+        comment=r.comment,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
