@@ -72,6 +72,24 @@ class WriteMetrics:
             self._arrived.notify_all()
 
 
+def _write_node_metrics(node: Any) -> Any:
+    """The metrics of the plan's ``DataWritingCommandExec``: under adaptive execution it sits in the
+    final plan of an ``AdaptiveSparkPlanExec``, inside a query stage."""
+    kind = node.getClass().getSimpleName()
+    if kind == "DataWritingCommandExec":
+        return node.metrics()
+    if kind == "AdaptiveSparkPlanExec":
+        return _write_node_metrics(node.executedPlan())
+    if kind.endswith("QueryStageExec"):
+        return _write_node_metrics(node.plan())
+    children = node.children()
+    for index in range(children.size()):
+        found = _write_node_metrics(children.apply(index))
+        if found is not None:
+            return found
+    return None
+
+
 class _Listener:
     """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
 
@@ -83,9 +101,11 @@ class _Listener:
             plan = qe.analyzed()
             if plan.getClass().getSimpleName() != WRITE_COMMAND:
                 return  # reads, schema inference and other internal queries
-            metrics = qe.executedPlan().metrics()
-            rows = metrics.get("numOutputRows").get().value() if metrics.contains("numOutputRows") else None
-            self._metrics.report(plan.outputPath().toString(), None if rows is None else int(rows))
+            metrics = _write_node_metrics(qe.executedPlan())
+            rows = None
+            if metrics is not None and metrics.contains("numOutputRows"):
+                rows = int(metrics.get("numOutputRows").get().value())
+            self._metrics.report(plan.outputPath().toString(), rows)
         except Exception:
             log.exception("could not read the metrics of a Spark write")
 
