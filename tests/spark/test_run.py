@@ -224,3 +224,31 @@ def test_a_window_limits_the_lots_run(lineage: Lineage, runner: LotRunner) -> No
     assert ("hits", HALF[0]) not in done
     assert ("hourly_hits", HOUR[1]) in done
     assert lineage.manifests.current(NS, "hourly_hits", HOUR[1]).state is ManifestState.EMPTY  # type: ignore[union-attr]
+
+
+def test_a_claim_taken_away_mid_lot_commits_nothing(lineage: Lineage, spark: SparkSession) -> None:
+    pipeline = load_pipeline(str(PIPELINES / "revoked.py"))
+    register(lineage, pipeline)
+    ingest(lineage, "revoked", "events", HALF[0], [["one"], ["two"]])
+    # An operator invalidates the input while the job works on it: the claim is revoked.
+    hooks = pipeline.jobs["copy"].transform.__globals__["ON_TRANSFORM"]
+    hooks.append(lambda lot: lineage.lots.invalidate("revoked", "events", lot.id))
+    summary = run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), worker="test")
+    [error] = summary.errors
+    assert error.startswith(f"job copy lot {HALF[0]} (attempt 1): ")
+    assert "is no longer a live claim" in error
+    assert lineage.manifests.current("revoked", "copies", HALF[0]) is None
+    [run] = lineage.runs.list_runs("revoked", "copy").items
+    assert run.state is RunState.FAILED
+
+
+def test_worker_threads_share_the_session_and_run_each_lot_once(lineage: Lineage, runner: LotRunner) -> None:
+    _ingest_all(lineage)
+    summary = _run(runner, workers=2)
+    assert not summary.failed, summary.errors
+    assert {j: t.done for j, t in summary.tallies.items()} == {"parse": 4, "hourly_counts": 2}
+    runs = lineage.runs.list_runs(NS, "parse").items
+    assert sorted(r.lot for r in runs) == HALF
+    assert {r.state for r in runs} == {RunState.COMPLETED}
+    owners = {r.facets["lotline_lot"]["worker"] for r in runs}
+    assert owners <= {"test-0", "test-1"}
