@@ -7,7 +7,9 @@ The weblogs pipeline (``pipelines/weblogs.py``): raw half-hour text lots -> ``pa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import pytest
@@ -16,9 +18,9 @@ from lotline.domain.coordination import Role, Status
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
-from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.pipeline import Lot, Pipeline, load_pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import RUNNER_LEASE, LotRunner, register
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -226,20 +228,52 @@ def test_a_window_limits_the_lots_run(lineage: Lineage, runner: LotRunner) -> No
     assert lineage.manifests.current(NS, "hourly_hits", HOUR[1]).state is ManifestState.EMPTY  # type: ignore[union-attr]
 
 
-def test_a_claim_taken_away_mid_lot_commits_nothing(lineage: Lineage, spark: SparkSession) -> None:
+SHORT_LEASE = timedelta(milliseconds=300)
+
+
+def _revoked(
+    lineage: Lineage, spark: SparkSession, lease: timedelta, *hooks: Callable[[Lot], object]
+) -> RunSummary:
+    """Run the one-job ``revoked`` pipeline on one lot, with ``hooks`` called inside its transform."""
     pipeline = load_pipeline(str(PIPELINES / "revoked.py"))
     register(lineage, pipeline)
     ingest(lineage, "revoked", "events", HALF[0], [["one"], ["two"]])
-    # An operator invalidates the input while the job works on it: the claim is revoked.
-    hooks = pipeline.jobs["copy"].transform.__globals__["ON_TRANSFORM"]
-    hooks.append(lambda lot: lineage.lots.invalidate("revoked", "events", lot.id))
-    summary = run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), worker="test")
+    pipeline.jobs["copy"].transform.__globals__["ON_TRANSFORM"].extend(hooks)
+    runner = LotRunner(lineage, pipeline, spark, lease=lease)
+    return run_pipeline(runner, pipeline.ordered_jobs(), worker="test")
+
+
+def _invalidate(lineage: Lineage) -> Callable[[Lot], object]:
+    """An operator invalidates the input while the job works on it: the claim is revoked."""
+    return lambda lot: lineage.lots.invalidate("revoked", "events", lot.id)
+
+
+def _wait_past(lease: timedelta) -> Callable[[Lot], object]:
+    """Work longer than the lease (waiting, not measuring)."""
+    return lambda lot: time.sleep(3 * lease.total_seconds())
+
+
+def test_a_claim_taken_away_mid_lot_commits_nothing(lineage: Lineage, spark: SparkSession) -> None:
+    summary = _revoked(lineage, spark, RUNNER_LEASE, _invalidate(lineage))
     [error] = summary.errors
-    assert error.startswith(f"job copy lot {HALF[0]} (attempt 1): ")
+    assert error.startswith(f"job copy lot {HALF[0]} (attempt 1): Cannot complete lot {HALF[0]}")
     assert "is no longer a live claim" in error
     assert lineage.manifests.current("revoked", "copies", HALF[0]) is None
     [run] = lineage.runs.list_runs("revoked", "copy").items
     assert run.state is RunState.FAILED
+
+
+def test_the_heartbeat_notices_a_lost_claim_before_the_commit(lineage: Lineage, spark: SparkSession) -> None:
+    summary = _revoked(lineage, spark, SHORT_LEASE, _invalidate(lineage), _wait_past(SHORT_LEASE))
+    [error] = summary.errors
+    assert f"the claim on lot {HALF[0]} is no longer live (Cannot heartbeat lot {HALF[0]}" in error
+    assert lineage.manifests.current("revoked", "copies", HALF[0]) is None
+
+
+def test_the_heartbeat_keeps_a_lot_longer_than_its_lease(lineage: Lineage, spark: SparkSession) -> None:
+    summary = _revoked(lineage, spark, SHORT_LEASE, _wait_past(SHORT_LEASE))
+    assert not summary.failed, summary.errors
+    assert summary.tallies["copy"].done == 1
 
 
 def test_worker_threads_share_the_session_and_run_each_lot_once(lineage: Lineage, runner: LotRunner) -> None:
