@@ -121,6 +121,9 @@ def test_happy_path_dependent_job_and_lineage(
     assert run.facets["lotline_lot"]["attempt"] == 1
     assert run.facets["spark_applicationDetails"]["applicationId"] == spark.sparkContext.applicationId
     assert run.facets["lotline_output"]["rowCount"] == 2  # /a and /b
+    fields = lineage.catalog.get_dataset(NS, "hourly_hits").fields
+    schema = [("url", "string"), ("hits", "bigint"), ("hour", "timestamp")]
+    assert [(f.name, f.type) for f in fields] == schema
     job = lineage.catalog.get_job(NS, "hourly_counts")
     assert job.location is not None
     assert job.location.endswith(":hourly_counts")

@@ -22,6 +22,7 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import ManifestDraft
+from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
@@ -93,6 +94,8 @@ class LotRunner:
         self.spark = spark
         self.lease = lease
         self._metrics = WriteMetrics.for_session(spark)
+        self._lock = threading.Lock()
+        self._fields: dict[str, tuple[FieldSpec, ...]] = {}
 
     @property
     def namespace(self) -> str:
@@ -115,6 +118,7 @@ class LotRunner:
                     output = job.call(frames, self._context(job, claim))
                     location = self._attempt_uri(job, claim)
                     write_attempt(output, job.output, location)
+                    self._record_fields(job, output)
                     rows = self._metrics.rows_written(location)
                     objects = self.lineage.storage.describe_written(location, format=job.output.format)
                     draft = ManifestDraft(location, objects, rows)
@@ -133,6 +137,15 @@ class LotRunner:
             message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}"
             return _result(job, claim, started, ok=False, error=message)
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
+
+    def _record_fields(self, job: JobSpec, output: DataFrame) -> None:
+        """The output's columns become the dataset's fields (its schema in lineage), when they change."""
+        fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
+        with self._lock:
+            if self._fields.get(job.output.name) == fields:
+                return
+            self._fields[job.output.name] = fields
+        self.lineage.catalog.upsert_dataset(self.namespace, job.output.name, fields=fields)
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
@@ -202,7 +215,6 @@ class LotRunner:
         facets: Mapping[str, Any],
     ) -> None:
         """Fail the run with the error; what the attempt wrote is recorded, then removed."""
-        log.warning("job %s lot %s attempt %d failed: %s", job.name, claim.lot, claim.attempt, error)
         written = (
             ()
             if location is None
