@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -289,3 +290,22 @@ def test_worker_threads_share_the_session_and_run_each_lot_once(lineage: Lineage
     assert {r.state for r in runs} == {RunState.COMPLETED}
     owners = {r.facets["lotline_lot"]["worker"] for r in runs}
     assert owners <= {"test-0", "test-1"}
+
+
+def test_a_code_change_is_a_new_job_version(lineage: Lineage, spark: SparkSession, tmp_path: Path) -> None:
+    register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
+    register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))  # the same code: the same version
+    first = lineage.catalog.get_job(NS, "hourly_counts").current_version
+    edited = tmp_path / "weblogs.py"
+    source = (PIPELINES / "weblogs.py").read_text()
+    edited.write_text(source.replace('F.col("status") < 400', 'F.col("status") < 300'))
+    pipeline = load_pipeline(str(edited))
+    register(lineage, pipeline)
+    second = lineage.catalog.get_job(NS, "hourly_counts").current_version
+    assert {v.id for v in lineage.catalog.list_job_versions(NS, "hourly_counts").items} == {first, second}
+    assert lineage.catalog.list_job_versions(NS, "parse").total_count == 1  # parse did not change
+    # Runs record the version they ran (empty lots: no Spark job needed).
+    _ingest_all(lineage, {lot: [] for lot in HALF[:2]})
+    assert not run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), worker="t").failed
+    [run] = lineage.runs.list_runs(NS, "hourly_counts").items
+    assert run.job_version == second
