@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ class LotResult:
     job: str
     lot: str
     attempt: int
-    run_id: Any
+    run_id: uuid.UUID
     ok: bool
     seconds: float
     rows: int | None = None
