@@ -4,7 +4,10 @@ exits non-zero when a lot is left failed."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,5 +99,27 @@ def test_run_prints_a_summary_and_fails_on_a_failed_lot(
         assert result.exit_code == 0, result.output
         jobs = {j["job"]: j["done"] for j in json.loads(result.stdout)["jobs"]}
         assert jobs == {"parse": 1, "hourly_counts": 1}
+    finally:
+        lineage.close()
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_a_master_spark_cannot_use_is_one_line(backend_url: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "LOTLINE_DB_URL": backend_url,
+        "LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "LOTLINE_SPARK_MASTER": "nowhere://spark",
+    }
+    command = [sys.executable, "-m", "lotline", "run", str(PIPELINES / "weblogs.py")]
+    done = subprocess.run(
+        command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 2
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("lotline: error: LOTLINE_SPARK_MASTER 'nowhere://spark' is not a Spark master")
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        assert lineage.catalog.list_namespaces().items == []  # checked before anything was registered
     finally:
         lineage.close()

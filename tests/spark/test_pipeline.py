@@ -13,6 +13,7 @@ import pytest
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import load_settings, parse_spark_conf
 from lotline.spark.pipeline import Pipeline, PipelineError, load_pipeline
+from lotline.spark.session import check_master
 
 HEADER = """
 from lotline.spark.pipeline import Pipeline
@@ -195,3 +196,17 @@ def test_spark_settings_come_from_the_environment(tmp_path: Path, monkeypatch: p
     assert settings.spark_conf == (("spark.executor.memory", "2g"), ("spark.sql.shuffle.partitions", "64"))
     with pytest.raises(InvalidInput, match="'oops' is not of the form key=value"):
         parse_spark_conf("a=1,oops")
+
+
+@pytest.mark.parametrize(
+    "master",
+    ["local", "local[*]", "local[4]", "local[4,2]", "yarn", "spark://a:7077,b:7077", "k8s://https://k:443"],
+)
+def test_spark_masters_pass_through(master: str) -> None:
+    assert check_master(master) == master
+
+
+@pytest.mark.parametrize("master", ["", "local[x]", "nowhere://spark", "mesos://m:5050", "spark:/a"])
+def test_other_masters_are_refused(master: str) -> None:
+    with pytest.raises(InvalidInput, match="is not a Spark master"):
+        check_master(master)

@@ -19,7 +19,7 @@ from lotline.services.config import Settings, load_settings
 from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
-from lotline.spark.session import spark_session
+from lotline.spark.session import check_master, spark_session
 
 
 def run(
@@ -54,6 +54,7 @@ def run(
         _print_plan(loaded, jobs, as_json)
         return
     settings = load_settings()
+    check_master(settings.spark_master)
     lineage = open_configured(settings)
     try:
         summary = _run(
