@@ -123,3 +123,23 @@ def test_a_master_spark_cannot_use_is_one_line(backend_url: str, tmp_path: Path)
         assert lineage.catalog.list_namespaces().items == []  # checked before anything was registered
     finally:
         lineage.close()
+
+
+def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
+    cli: CliRunner, backend_url: str, tmp_path: Path
+) -> None:
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        lineage.catalog.upsert_namespace("weblogs")
+        for dataset in ("raw_logs", "hits"):
+            lineage.catalog.upsert_dataset("weblogs", dataset)
+        lineage.lots.register_job("weblogs", "legacy_parse", inputs=["raw_logs"], output="hits")
+        ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:01:00 /a 200"]])
+        result = cli.invoke(app, ["run", str(PIPELINES / "weblogs.py")])
+        assert result.exit_code == 2
+        [line] = result.stderr.splitlines()
+        assert line.startswith("lotline: error: ")
+        assert "legacy_parse" in line
+        assert [r.job for r in lineage.lots.status("weblogs")] == ["ingest_raw_logs"]
+    finally:
+        lineage.close()
