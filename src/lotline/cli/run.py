@@ -28,7 +28,8 @@ def run(
         list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
     ] = None,
     start: Annotated[
-        datetime | None, typer.Option("--from", help="Only lots whose window ends after this (UTC).")
+        datetime | None,
+        typer.Option("--from", help="Only lots whose window ends after this (UTC, 2023-01-01T04:00:00)."),
     ] = None,
     end: Annotated[
         datetime | None, typer.Option("--to", help="Only lots whose window starts before this (UTC).")
