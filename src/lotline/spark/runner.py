@@ -226,7 +226,7 @@ class LotRunner:
             self.lineage.lots.fail(claim, manifest=draft, error=error, facets=dict(facets))
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
-            log.warning("job %s lot %s: %s", job.name, claim.lot, refused.message)
+            log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
