@@ -71,7 +71,7 @@ def run(
         )
     finally:
         lineage.close()
-    _print_summary(loaded, summary, as_json)
+    print_summary(loaded, summary, as_json)
     if summary.failed:
         raise typer.Exit(code=1)
 
@@ -103,31 +103,44 @@ def _run(
     register(lineage, pipeline)
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
         runner = LotRunner(lineage, pipeline, spark, lease=lease)
-        worker = f"{socket.gethostname()}:{os.getpid()}"
-        with Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TextColumn("{task.completed} done"),
-            TextColumn("{task.fields[failed]} failed"),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            disable=quiet,
-            transient=True,
-        ) as progress:
-            tasks = {j.name: progress.add_task(j.name, total=None, failed=0) for j in jobs}
-            failed: dict[str, int] = dict.fromkeys(tasks, 0)
+        return run_with_progress(runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet)
 
-            def show(result: LotResult) -> None:
-                if result.ok:
-                    progress.advance(tasks[result.job])
-                else:
-                    failed[result.job] += 1
-                    progress.update(tasks[result.job], failed=failed[result.job])
-                    progress.console.print(f"failed: {result.error}", style="red", highlight=False)
 
-            return run_pipeline(
-                runner, jobs, worker=worker, workers=workers, retries=retries, window=window, on_result=show
-            )
+def run_with_progress(
+    runner: LotRunner,
+    jobs: list[JobSpec],
+    *,
+    workers: int = 1,
+    retries: int = 0,
+    window: Window | None = None,
+    quiet: bool = False,
+) -> RunSummary:
+    """``run_pipeline`` with a live line per job on stderr (lots done and failed, time)."""
+    worker = f"{socket.gethostname()}:{os.getpid()}"
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TextColumn("{task.completed} done"),
+        TextColumn("{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=quiet,
+        transient=True,
+    ) as progress:
+        tasks = {j.name: progress.add_task(j.name, total=None, failed=0) for j in jobs}
+        failed: dict[str, int] = dict.fromkeys(tasks, 0)
+
+        def show(result: LotResult) -> None:
+            if result.ok:
+                progress.advance(tasks[result.job])
+            else:
+                failed[result.job] += 1
+                progress.update(tasks[result.job], failed=failed[result.job])
+                progress.console.print(f"failed: {result.error}", style="red", highlight=False)
+
+        return run_pipeline(
+            runner, jobs, worker=worker, workers=workers, retries=retries, window=window, on_result=show
+        )
 
 
 def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
@@ -153,7 +166,7 @@ def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
         print(f"  {step['job']}: {', '.join(step['inputs'])} -> {step['output']}{mapping}")
 
 
-def _print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> None:
+def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> None:
     rows = [
         {
             "job": name,

@@ -1,0 +1,147 @@
+"""lotline's cost per lot beside Spark's: the demo pipeline over 48 five-minute lots, with lotline
+and as a bare PySpark loop doing the same reads, transforms and writes, in one run.
+
+    .venv/bin/python -m bench.overhead [--lots 48] [--rounds 2] [--master local[2]]
+
+Both sides run the example pipeline ``lotline.spark.examples.weblogs``'s first two jobs (parse 48
+five-minute lots, roll them up into 4 hours: 52 Spark writes; its daily report needs all 24 hours
+of a day) on the same SparkSession, against the same landing files. lotline's side is
+``run_pipeline`` on an embedded SQLite database and a local
+warehouse, as ``lotline run`` does it: claims, manifest-listed reads, attempt folders, manifests
+from the written files, row counts from Spark's metrics, commits with versions and lot events. The
+raw lots are registered before the clock starts (ingest is not part of the comparison). The bare
+loop calls the same transforms on the same files and writes the same folders, with nothing else.
+Rounds alternate the two sides after a warm-up round of each (the JVM's JIT); each round's ratio is
+its own pair, and the median ratio is reported. Target: at most 1.10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import statistics
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from lotline.domain.lots import Interval, lot_at
+from lotline.domain.manifests import ManifestDraft
+from lotline.lots.storage import Storage
+from lotline.services import Lineage, open_lineage
+from lotline.spark.examples import sample_logs, weblogs
+from lotline.spark.pipeline import Lot
+from lotline.spark.run import run_pipeline
+from lotline.spark.runner import LotRunner, register
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+START = datetime(2026, 11, 2, 8, tzinfo=UTC)
+FIVE_MINUTES = Interval.parse("PT5M")
+HOUR = Interval.parse("PT1H")
+JOBS = ("parse", "hourly_counts")
+
+
+def _publish_raw(lineage: Lineage, files: list[sample_logs.LandingFile]) -> None:
+    """Register each landing file as its five-minute lot of raw_logs, referenced in place."""
+    namespace = weblogs.p.namespace
+    lineage.lots.register_job(namespace, "ingest_raw_logs", output="raw_logs")
+    for file in files:
+        lot = str(lot_at(file.window_start, FIVE_MINUTES))
+        claim = lineage.lots.claim("bench", namespace, "ingest_raw_logs", lot=lot)
+        assert claim is not None
+        uri = file.path.resolve().as_uri()
+        objects = lineage.storage.describe_written(uri, format="text")
+        lineage.lots.complete(claim, manifest=ManifestDraft(uri, objects))
+
+
+def lotline_round(spark: SparkSession, files: list[sample_logs.LandingFile], folder: Path) -> float:
+    folder.mkdir(parents=True)
+    lineage = open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse")))
+    try:
+        register(lineage, weblogs.p)
+        _publish_raw(lineage, files)
+        runner = LotRunner(lineage, weblogs.p, spark)
+        started = time.perf_counter()
+        summary = run_pipeline(runner, weblogs.p.select(JOBS), worker="bench")
+        elapsed = time.perf_counter() - started
+    finally:
+        lineage.close()
+    if summary.failed or sum(t.done for t in summary.tallies.values()) != len(files) + len(files) // 12:
+        raise SystemExit(f"lotline did not do every lot: {summary}")
+    return elapsed
+
+
+def bare_round(spark: SparkSession, files: list[sample_logs.LandingFile], folder: Path) -> float:
+    """The same transforms and writes as a plain loop: read, transform, write, per lot."""
+    log = logging.getLogger("bench.bare")
+    out = folder / "bare"
+
+    def lot(id_: str) -> Lot:
+        return Lot(id_, None, None, (), uuid.uuid4(), 1, spark, log)
+
+    started = time.perf_counter()
+    hours: dict[str, list[str]] = defaultdict(list)
+    for file in files:
+        five = str(lot_at(file.window_start, FIVE_MINUTES))
+        target = (out / "hits" / five).as_uri()
+        weblogs.parse(spark.read.text([file.path.resolve().as_uri()]), lot(five)).write.parquet(target)
+        hours[str(lot_at(file.window_start, HOUR))].append(target)
+    for hour, parts in sorted(hours.items()):
+        target = (out / "hourly" / hour).as_uri()
+        weblogs.hourly_counts(spark.read.parquet(*parts), lot(hour)).write.parquet(target)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--lots", type=int, default=48, help="five-minute lots (a multiple of 12)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--master", default="local[2]")
+    args = parser.parse_args()
+    if args.lots % 12 or args.lots > 288 - 12 * START.hour:
+        raise SystemExit("--lots must be a multiple of 12 within the day")
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(args.master)
+        .appName("lotline bench.overhead")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    with tempfile.TemporaryDirectory(prefix="lotline-bench-") as scratch:
+        root = Path(scratch)
+        files = sample_logs.write_access_logs(root / "landing", START, args.lots)
+        lines = sum(f.lines for f in files)
+        print(f"{args.lots} five-minute lots ({len(files)} files, {lines} lines), master {args.master}")
+        bare_round(spark, files, root / "warm-bare")
+        lotline_round(spark, files, root / "warm-lotline")
+        ratios = []
+        for index in range(args.rounds):
+            first, second = ("lotline", "bare") if index % 2 == 0 else ("bare", "lotline")
+            seconds = {}
+            for side in (first, second):
+                measure = lotline_round if side == "lotline" else bare_round
+                seconds[side] = measure(spark, files, root / f"{side}-{index}")
+            ratios.append(seconds["lotline"] / seconds["bare"])
+            lots = args.lots + args.lots // 12
+            more = 1000 * (seconds["lotline"] - seconds["bare"]) / lots
+            print(
+                f"round {index + 1}: lotline {seconds['lotline']:.2f} s, bare loop {seconds['bare']:.2f} s "
+                f"for {lots} lots ({more:.0f} ms more per lot); ratio {ratios[-1]:.3f}"
+            )
+        print(f"median ratio lotline / bare PySpark: {statistics.median(ratios):.3f} (target <= 1.10)")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

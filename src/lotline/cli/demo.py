@@ -1,0 +1,194 @@
+"""``lotline demo``: the main job on the embedded default, start to finish, in a folder of its own.
+
+A day of web access logs arrives in 5-minute files (a few busy hours; one interval with no file;
+one file with a broken line). The demo ingests them into lots, runs the three-job example pipeline
+(``lotline.spark.examples.weblogs``: parse -> hourly -> daily report) on Spark, watches the broken
+lot fail without anything downstream reading it, has the sender fix the file, ingests the
+correction (a new version of that lot), runs again (only what the failure held back runs), and
+prints the status, the gaps and the report. Everything it does is what the commands do.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from lotline.cli.run import print_summary, run_with_progress
+from lotline.domain.errors import InvalidInput
+from lotline.lots.storage import Storage
+from lotline.services import Lineage, open_lineage
+from lotline.services.config import Settings, load_settings
+from lotline.spark.examples import sample_logs
+from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.run import RunSummary
+from lotline.spark.runner import LotRunner, register
+from lotline.spark.session import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Left in a demo folder so that a later ``lotline demo`` may replace it (and nothing else).
+MARKER = ".lotline-demo"
+PIPELINE_FILE = "weblogs.py"
+FIRST_HOUR, HOURS = 9, 3
+EMPTY_WINDOW, MALFORMED_WINDOW = 17, 32  # 10:25 and 11:40 of the busy hours
+TIME_PATTERN = r"(?P<year>\d{4})/(?P<month>\d\d)/(?P<day>\d\d)/(?P<hour>\d\d)(?P<minute>\d\d)\.log$"
+
+
+def demo(
+    directory: Annotated[
+        Path, typer.Option("--dir", help="Folder to create (a previous demo's folder is replaced).")
+    ] = Path("lotline-demo"),
+) -> None:
+    """Run the main job on the embedded default (SQLite, local files, Spark): sample data, ingest,
+    a three-job pipeline, a failure and its fix, status, gaps. Then try `lotline serve` in the folder."""
+    started = time.monotonic()
+    console = Console(highlight=False)
+    folder = _prepare(directory)
+    day = (datetime.now(UTC) - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    settings = Settings(
+        db_url=f"sqlite:///{folder / 'lotline.db'}",
+        warehouse=str(folder / "warehouse"),
+        api_token=None,
+        spark_master=load_settings().spark_master,
+    )
+    shutil.copyfile(Path(sample_logs.__file__).with_name("weblogs.py"), folder / PIPELINE_FILE)
+    pipeline = load_pipeline(str(folder / PIPELINE_FILE))
+
+    console.rule("[bold]lotline demo[/bold]: web access logs, lot by lot")
+    files = sample_logs.write_access_logs(
+        folder / "landing",
+        day + timedelta(hours=FIRST_HOUR),
+        HOURS * 12,
+        empty=frozenset({EMPTY_WINDOW}),
+        malformed=frozenset({MALFORMED_WINDOW}),
+    )
+    broken = next(f for f in files if f.window_start == _window(day, MALFORMED_WINDOW))
+    console.print(
+        f"1. The sender wrote {len(files)} five-minute log files to landing/ for {day:%Y-%m-%d} "
+        f"{FIRST_HOUR:02d}:00-{FIRST_HOUR + HOURS:02d}:00 UTC: nothing for "
+        f"{_window(day, EMPTY_WINDOW):%H:%M}, and a broken line in {broken.path.relative_to(folder)}."
+    )
+    lineage = open_lineage(settings.db_url, Storage(settings.warehouse))
+    try:
+        _ingest(lineage, console, pipeline, folder, day, step=2)
+        register(lineage, pipeline)
+        with spark_session(settings, "lotline demo") as spark:
+            spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
+            runner = LotRunner(lineage, pipeline, spark)
+            console.print(f"3. lotline run {PIPELINE_FILE}: parse -> hourly_counts -> daily_report")
+            _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
+            sample_logs.repair(broken)
+            console.print(
+                f"4. The sender fixes {broken.path.relative_to(folder)}; ingest sees the corrected file "
+                "and gives its lot a new version."
+            )
+            _ingest(lineage, console, pipeline, folder, day, step=5)
+            console.print(f"6. lotline run {PIPELINE_FILE} again: only what the failure held back runs")
+            _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
+            _show_report(console, lineage, pipeline, spark, day)
+        _show_status(console, lineage, pipeline)
+    finally:
+        lineage.close()
+    console.rule(f"done in {time.monotonic() - started:.0f} s")
+    console.print(
+        f"Next, in {folder}:\n"
+        "  lotline serve                                   # then open http://127.0.0.1:5000\n"
+        f"  lotline gaps --namespace weblogs --job parse --from {day:%Y-%m-%d} --to "
+        f"{day + timedelta(days=1):%Y-%m-%d}\n"
+        "  lotline events --namespace weblogs             # the lot availability log\n"
+        f"  lotline run {PIPELINE_FILE}                          # after editing a transform: new job version"
+    )
+
+
+def _prepare(directory: Path) -> Path:
+    """An empty folder for the demo; a previous demo's folder is replaced, anything else refused."""
+    folder = directory.resolve()
+    if folder.exists():
+        if not folder.is_dir():
+            raise InvalidInput(f"{folder} exists and is not a folder.")
+        if any(folder.iterdir()):
+            if not (folder / MARKER).exists():
+                raise InvalidInput(
+                    f"{folder} is not empty and was not made by lotline demo; choose another --dir."
+                )
+            shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER).write_text("made by `lotline demo`; the next demo run replaces this folder\n")
+    return folder
+
+
+def _window(day: datetime, index: int) -> datetime:
+    return day + timedelta(hours=FIRST_HOUR, minutes=5 * index)
+
+
+def _ingest(
+    lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path, day: datetime, *, step: int
+) -> None:
+    """TEMPORARY stand-in for the ingest service: every PT5M lot of the day, files referenced in place."""
+    from lotline.domain.lots import Interval, lots_between
+    from lotline.domain.manifests import ManifestDraft
+
+    ns = pipeline.namespace
+    register(lineage, pipeline)
+    lineage.lots.register_job(ns, "ingest_raw_logs", output="raw_logs")
+    landing = folder / "landing"
+    new = changed = 0
+    for lot in lots_between(day, day + timedelta(days=1), Interval.parse("PT5M")):
+        path = sample_logs.landing_path(landing, lot.start)
+        uri = path.resolve().as_uri()
+        objects = lineage.storage.describe_written(uri, format="text") if path.exists() else ()
+        current = lineage.manifests.current(ns, "raw_logs", str(lot))
+        if current is not None:
+            if current.objects == objects:
+                continue
+            lineage.lots.invalidate(ns, "raw_logs", str(lot))
+            changed += 1
+        else:
+            new += 1
+        claim = lineage.lots.claim("demo", ns, "ingest_raw_logs", lot=str(lot))
+        assert claim is not None
+        lineage.lots.complete(claim, manifest=ManifestDraft(landing.resolve().as_uri(), objects))
+    console.print(f"{step}. ingest: {new} new lots, {changed} re-versioned")
+
+
+def _report_run(console: Console, pipeline: Pipeline, summary: RunSummary) -> None:
+    print_summary(pipeline, summary, as_json=False)
+
+
+def _show_report(
+    console: Console, lineage: Lineage, pipeline: Pipeline, spark: SparkSession, day: datetime
+) -> None:
+    """The day's report, read the way any reader reads a lot: the objects its manifest lists."""
+    lot = f"{day:%Y%m%d}P1D000"
+    manifest = lineage.manifests.current(pipeline.namespace, "daily_report", lot)
+    if manifest is None:
+        console.print(f"[red]daily_report lot {lot} is not READY[/red]")
+        return
+    rows = spark.read.parquet(*[o.uri for o in manifest.objects]).orderBy("hits", ascending=False).collect()
+    table = Table(title=f"daily_report lot {lot} (version {manifest.version_number}, {len(rows)} paths)")
+    for column in ("path", "hits", "errors", "bytes"):
+        table.add_column(column, justify="left" if column == "path" else "right")
+    for row in rows[:5]:
+        table.add_row(row["path"], str(row["hits"]), str(row["errors"]), f"{row['bytes']:,}")
+    console.print(table)
+
+
+def _show_status(console: Console, lineage: Lineage, pipeline: Pipeline) -> None:
+    table = Table(title="lots by job and state (lotline status)")
+    for column in ("job", "READY", "ERROR", "other"):
+        table.add_column(column, justify="left" if column == "job" else "right")
+    for job in pipeline.ordered_jobs():
+        counts = lineage.lots.counts(pipeline.namespace, job.name)
+        ready = sum(n for s, n in counts.items() if s.value == "READY")
+        error = sum(n for s, n in counts.items() if s.value == "ERROR")
+        other = sum(counts.values()) - ready - error
+        table.add_row(job.name, str(ready), str(error), str(other))
+    console.print(table)

@@ -1,0 +1,83 @@
+"""``lotline demo`` as a newcomer runs it: a separate process, its own Spark, an empty folder."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lotline.domain.coordination import Status
+from lotline.domain.manifests import ManifestState
+from lotline.lots.storage import Storage
+from lotline.services import open_lineage
+
+NS = "weblogs"
+BROKEN_LOT_ORDINAL = "140"  # 11:40, the file with a broken line
+
+
+def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    env["LOTLINE_SPARK_MASTER"] = "local[1]"  # the suite's other Spark work shares two cores
+    return subprocess.run(
+        [sys.executable, "-m", "lotline", "demo", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> None:
+    done = _demo(cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    folder = tmp_path / "lotline-demo"
+    assert "malformed log line" in done.stdout + done.stderr
+    assert (folder / "weblogs.py").is_file()
+
+    lineage = open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse")))
+    try:
+        ready = {job: lineage.lots.counts(NS, job) for job in ("parse", "hourly_counts", "daily_report")}
+        assert ready == {
+            "parse": {Status.READY: 288},
+            "hourly_counts": {Status.READY: 24},
+            "daily_report": {Status.READY: 1},
+        }
+        [broken_raw] = [
+            s.lot for s in lineage.lots.status(NS, dataset="raw_logs") if s.lot.endswith(BROKEN_LOT_ORDINAL)
+        ]
+        raw_history = lineage.manifests.history(NS, "raw_logs", broken_raw)
+        assert [m.state for m in raw_history] == [ManifestState.COMPLETE, ManifestState.COMPLETE]
+        assert raw_history[0].objects[0].size > raw_history[1].objects[0].size  # the broken line is gone
+
+        parse_history = lineage.manifests.history(NS, "hits", broken_raw)
+        assert [(m.attempt, m.state) for m in parse_history] == [
+            (1, ManifestState.REMOVED),  # what the failed attempt wrote, deleted
+            (2, ManifestState.COMPLETE),
+        ]
+        failed_run = parse_history[0].run_id
+        assert failed_run is not None
+        run = lineage.runs.get_run(failed_run)
+        assert run.state.value == "FAILED"
+        assert "malformed log line" in run.facets["errorMessage"]["message"]
+
+        day = broken_raw[:8]
+        report = lineage.manifests.current(NS, "daily_report", f"{day}P1D000")
+        assert report is not None and report.state is ManifestState.COMPLETE and report.row_count == 12
+    finally:
+        lineage.close()
+
+    again = _demo(cwd=tmp_path)  # a previous demo's folder is replaced
+    assert again.returncode == 0, again.stderr[-3000:]
+
+
+def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
+    mine = tmp_path / "lotline-demo"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    done = _demo(cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("lotline: error:") and "not empty" in done.stderr
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
