@@ -22,9 +22,12 @@ from rich.table import Table
 
 from lotline.cli.run import print_summary, run_with_progress
 from lotline.domain.errors import InvalidInput
+from lotline.domain.ingress import TimeRule
+from lotline.domain.lots import Interval
 from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.services.config import Settings, load_settings
+from lotline.services.ingest import IngestRequest
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import Pipeline, load_pipeline
 from lotline.spark.run import RunSummary
@@ -78,8 +81,9 @@ def demo(
     )
     lineage = open_lineage(settings.db_url, Storage(settings.warehouse))
     try:
-        _ingest(lineage, console, pipeline, folder, day, step=2)
         register(lineage, pipeline)
+        console.print("2. Ingest the day into five-minute lots of raw_logs:")
+        _ingest(lineage, console, pipeline, folder, day)
         with spark_session(settings, "lotline demo") as spark:
             spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
             runner = LotRunner(lineage, pipeline, spark)
@@ -90,7 +94,8 @@ def demo(
                 f"4. The sender fixes {broken.path.relative_to(folder)}; ingest sees the corrected file "
                 "and gives its lot a new version."
             )
-            _ingest(lineage, console, pipeline, folder, day, step=5)
+            console.print("5. Ingest again:")
+            _ingest(lineage, console, pipeline, folder, day)
             console.print(f"6. lotline run {PIPELINE_FILE} again: only what the failure held back runs")
             _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
             _show_report(console, lineage, pipeline, spark, day)
@@ -129,34 +134,24 @@ def _window(day: datetime, index: int) -> datetime:
     return day + timedelta(hours=FIRST_HOUR, minutes=5 * index)
 
 
-def _ingest(
-    lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path, day: datetime, *, step: int
-) -> None:
-    """TEMPORARY stand-in for the ingest service: every PT5M lot of the day, files referenced in place."""
-    from lotline.domain.lots import Interval, lots_between
-    from lotline.domain.manifests import ManifestDraft
-
-    ns = pipeline.namespace
-    register(lineage, pipeline)
-    lineage.lots.register_job(ns, "ingest_raw_logs", output="raw_logs")
-    landing = folder / "landing"
-    new = changed = 0
-    for lot in lots_between(day, day + timedelta(days=1), Interval.parse("PT5M")):
-        path = sample_logs.landing_path(landing, lot.start)
-        uri = path.resolve().as_uri()
-        objects = lineage.storage.describe_written(uri, format="text") if path.exists() else ()
-        current = lineage.manifests.current(ns, "raw_logs", str(lot))
-        if current is not None:
-            if current.objects == objects:
-                continue
-            lineage.lots.invalidate(ns, "raw_logs", str(lot))
-            changed += 1
-        else:
-            new += 1
-        claim = lineage.lots.claim("demo", ns, "ingest_raw_logs", lot=str(lot))
-        assert claim is not None
-        lineage.lots.complete(claim, manifest=ManifestDraft(landing.resolve().as_uri(), objects))
-    console.print(f"{step}. ingest: {new} new lots, {changed} re-versioned")
+def _ingest(lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path, day: datetime) -> None:
+    """``lotline ingest`` over the whole day: lots with files, the rest closed as empty."""
+    request = IngestRequest(
+        namespace=pipeline.namespace,
+        dataset="raw_logs",
+        landing=str(folder / "landing"),
+        interval=Interval.parse("PT5M"),
+        time_rule=TimeRule.parse("path:" + TIME_PATTERN),
+        start=day,
+        end=day + timedelta(days=1),
+    )
+    report = lineage.ingest.ingest(request)
+    console.print(
+        f"   lotline ingest --dataset raw_logs --landing landing --interval PT5M --time 'path:…' "
+        f"--from {day:%Y-%m-%d} --to {day + timedelta(days=1):%Y-%m-%d}\n"
+        f"   {len(report.registered)} lots registered with their files, {len(report.empty)} closed as "
+        f"empty, {len(report.reversioned)} given a new version, {report.unchanged} unchanged"
+    )
 
 
 def _report_run(console: Console, pipeline: Pipeline, summary: RunSummary) -> None:

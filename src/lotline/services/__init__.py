@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
 from lotline.services.config import DEFAULT_WAREHOUSE, Settings
 from lotline.services.graph import GraphService
+from lotline.services.ingest import IngestService
 from lotline.services.lot_events import LotEventService
 from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
@@ -34,38 +36,50 @@ class Lineage:
     projection: ProjectionService
     manifests: ManifestService
     lot_events: LotEventService
+    ingest: IngestService
 
     @property
     def storage(self) -> Storage:
         return self.manifests.storage
 
     @classmethod
-    def over(cls, store: Store, storage: Storage | None = None) -> Lineage:
-        """``storage``: where lots' objects go (by default the local ``./warehouse``)."""
+    def over(
+        cls, store: Store, storage: Storage | None = None, storage_options: dict[str, Any] | None = None
+    ) -> Lineage:
+        """``storage``: where lots' objects go (by default the local ``./warehouse``);
+        ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing)."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
+        catalog, lots = CatalogService(store), LotService(store, manifests)
         return cls(
             store,
-            CatalogService(store),
+            catalog,
             RunService(store),
             VersionService(store),
             TagService(store),
             GraphService(store),
             OpenLineageService(store),
-            LotService(store, manifests),
+            lots,
             ProjectionService(store),
             manifests,
             LotEventService(store),
+            IngestService(catalog, lots, manifests, storage_options),
         )
 
     def close(self) -> None:
         self.store.dispose()
 
 
-def open_lineage(url: str, storage: Storage | None = None) -> Lineage:
+def open_lineage(
+    url: str, storage: Storage | None = None, storage_options: dict[str, Any] | None = None
+) -> Lineage:
     """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
-    return Lineage.over(open_store(url), storage)
+    return Lineage.over(open_store(url), storage, storage_options)
 
 
 def open_configured(settings: Settings) -> Lineage:
     """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…)."""
-    return open_lineage(settings.db_url, Storage(settings.warehouse, settings.storage_options()))
+    return open_lineage(
+        settings.db_url,
+        Storage(settings.warehouse, settings.storage_options()),
+        settings.s3_options(),
+    )

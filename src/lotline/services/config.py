@@ -38,9 +38,11 @@ class Settings:
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
-        if self.s3_endpoint_url and self.warehouse.startswith("s3://"):
-            return {"endpoint_url": self.s3_endpoint_url}
-        return {}
+        return self.s3_options() if self.warehouse.startswith("s3://") else {}
+
+    def s3_options(self) -> dict[str, object]:
+        """fsspec options for any ``s3://`` location (the warehouse, a landing folder)."""
+        return {"endpoint_url": self.s3_endpoint_url} if self.s3_endpoint_url else {}
 
 
 def load_settings(directory: Path | None = None) -> Settings:

@@ -1,0 +1,214 @@
+"""Ingress (SPEC §5): files arriving in a landing location become interval lots of a dataset.
+
+Each lot is published through the same coordination as any produced lot: the dataset's producer
+is a job ``ingest:<dataset>`` without inputs, which claims the lot by name and completes it with a
+manifest listing the lot's files (referenced in place, or copied into the attempt's fresh
+location with ``copy``). So downstream jobs see an ingested lot exactly like a computed one, and
+its run and version are in the lineage. What landed for a lot is recorded as a digest in its
+manifest's comment (``domain.ingress.digest``): a scan that finds the same files changes
+nothing; one that finds a file more (late data), a file replaced or gone (a corrected lot)
+reopens the lot and everything computed from it (``LotService.invalidate``) and registers the new
+list as the lot's next version — unless ``reject_late``, which only reports it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.ingress import (
+    LandedFile,
+    LotChange,
+    LotPlan,
+    TimeRule,
+    lot_range,
+    plan_lots,
+    sort_into_lots,
+)
+from lotline.domain.lots import Interval
+from lotline.domain.manifests import ManifestDraft, ManifestObject, check_format
+from lotline.lots.storage import Storage
+from lotline.services.catalog import CatalogService
+from lotline.services.lots import LotService
+from lotline.services.manifests import ManifestService
+from lotline.store.types import utcnow
+
+#: Default wait after an interval's end before it is closed (files may still be arriving).
+DEFAULT_LATENESS = timedelta(minutes=5)
+#: Readable manifests are looked up this many lots at a time.
+_LOOKUP_CHUNK = 1000
+
+
+def ingest_job(dataset: str) -> str:
+    """The job that produces an ingested dataset's lots."""
+    return f"ingest:{dataset}"
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    namespace: str
+    dataset: str
+    landing: str
+    interval: Interval
+    time_rule: TimeRule = field(default_factory=TimeRule)
+    format: str = "text"
+    copy: bool = False
+    start: datetime | None = None
+    end: datetime | None = None
+    lateness: timedelta = DEFAULT_LATENESS
+    reject_late: bool = False
+
+
+@dataclass
+class IngestReport:
+    """What one scan did: lots by outcome, and the files it could not place (with the reason)."""
+
+    registered: list[str] = field(default_factory=list)
+    empty: list[str] = field(default_factory=list)
+    reversioned: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    files: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "registered": self.registered,
+            "empty": self.empty,
+            "reversioned": self.reversioned,
+            "rejected": self.rejected,
+            "waiting": self.waiting,
+            "busy": self.busy,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+        }
+
+
+class IngestService:
+    def __init__(
+        self,
+        catalog: CatalogService,
+        lots: LotService,
+        manifests: ManifestService,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        self._catalog, self._lots, self._manifests = catalog, lots, manifests
+        self._storage_options = dict(storage_options or {})
+        self._worker = f"ingest@{socket.gethostname()}:{os.getpid()}"
+
+    def ingest(self, request: IngestRequest, now: datetime | None = None) -> IngestReport:
+        """Scan the landing location once and register, close, re-version or report every lot."""
+        check_format(request.format)
+        if request.lateness < timedelta(0):
+            raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
+        landing = self._landing(request.landing)
+        warehouse = self._manifests.storage
+        if request.copy:
+            warehouse.dataset_uri(request.namespace, request.dataset)  # refuse names that escape the root
+        self._declare(request)
+        files = list(_landed(landing))
+        scan = sort_into_lots(files, request.time_rule, request.interval)
+        report = IngestReport(files=len(files), skipped=scan.skipped)
+        lots = lot_range(scan, request.interval, request.start, request.end)
+        registered = self._registered(request, [str(lot) for lot in lots])
+        plans = plan_lots(scan, lots, registered, now=now or utcnow(), lateness=request.lateness)
+        for plan in plans:
+            self._apply(request, plan, landing, report)
+        return report
+
+    def _landing(self, location: str) -> Storage:
+        options = self._storage_options if location.startswith("s3://") else {}
+        landing = Storage(location, options)
+        if not landing.exists(landing.root):
+            raise InvalidInput(f"landing location {location} does not exist.")
+        return landing
+
+    def _declare(self, request: IngestRequest) -> None:
+        """The namespace and dataset if new, and the ingest job as the dataset's producer."""
+        try:
+            self._catalog.get_namespace(request.namespace)
+        except NotFound:
+            self._catalog.upsert_namespace(request.namespace, owner_name="lotline")
+        try:
+            self._catalog.get_dataset(request.namespace, request.dataset)
+        except NotFound:
+            self._catalog.upsert_dataset(request.namespace, request.dataset, physical_name=request.landing)
+        self._lots.register_job(request.namespace, ingest_job(request.dataset), output=request.dataset)
+
+    def _registered(self, request: IngestRequest, lots: list[str]) -> dict[str, str | None]:
+        """Each lot's readable manifest's digest (None: published without one)."""
+        found: dict[str, str | None] = {}
+        for index in range(0, len(lots), _LOOKUP_CHUNK):
+            chunk = lots[index : index + _LOOKUP_CHUNK]
+            for lot, manifest in self._manifests.readable(request.namespace, request.dataset, chunk).items():
+                found[lot] = manifest.comment
+        return found
+
+    def _apply(self, request: IngestRequest, plan: LotPlan, landing: Storage, report: IngestReport) -> None:
+        if plan.change is LotChange.OPEN:
+            if plan.files:
+                report.waiting.append(plan.lot)
+            return
+        if plan.change is LotChange.UNCHANGED:
+            report.unchanged += 1
+            return
+        if plan.change is LotChange.CHANGED:
+            if request.reject_late:
+                report.rejected.append(plan.lot)
+                return
+            self._lots.invalidate(request.namespace, request.dataset, plan.lot)
+        try:
+            self._publish(request, plan, landing)
+        except Conflict:
+            report.busy.append(plan.lot)  # another ingest or an operator holds the lot: next scan
+            return
+        if plan.change is LotChange.CHANGED:
+            report.reversioned.append(plan.lot)
+        elif plan.files:
+            report.registered.append(plan.lot)
+        else:
+            report.empty.append(plan.lot)
+
+    def _publish(self, request: IngestRequest, plan: LotPlan, landing: Storage) -> None:
+        """Claim the lot, list (or copy) its files, complete it; any failure fails the claim, so the
+        lot is either published with its whole list or not at all."""
+        claim = self._lots.claim(self._worker, request.namespace, ingest_job(request.dataset), lot=plan.lot)
+        if claim is None:
+            raise Conflict(f"lot {plan.lot} is held")
+        warehouse = self._manifests.storage
+        location = landing.root
+        objects: tuple[ManifestObject, ...] = ()
+        try:
+            if request.copy:
+                location = warehouse.attempt_uri(request.namespace, request.dataset, plan.lot, claim.attempt)
+                for f in plan.files:
+                    warehouse.write_bytes(f"{location}/{f.relative_path}", landing.read_bytes(f.uri))
+                objects = warehouse.describe_written(location, format=request.format)
+            else:
+                objects = tuple(
+                    ManifestObject(f.uri, f.size, f.modified_at, request.format) for f in plan.files
+                )
+            draft = ManifestDraft(location, objects, comment=plan.digest)
+            self._lots.complete(claim, manifest=draft)
+        except BaseException as error:
+            written = warehouse.describe_written(location, format=request.format) if request.copy else ()
+            self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error)
+            raise
+
+
+def _landed(landing: Storage) -> Iterator[LandedFile]:
+    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data."""
+    prefix = landing.root.rstrip("/") + "/"
+    for found in landing.objects_under(landing.root):
+        relative = found.uri[len(prefix) :]
+        if any(part.startswith((".", "_")) for part in relative.split("/")):
+            continue
+        yield LandedFile(found.uri, relative, found.size, found.modified_at)
