@@ -153,11 +153,8 @@ def plan_lots(
     return plans
 
 
-def lot_range(
-    scan: Scan, interval: Interval, start: datetime | None, end: datetime | None
-) -> list[IntervalLot]:
-    """The lots a scan covers: those of [start, end) if given, else from the first to the last lot
-    that has a file."""
+def check_range(start: datetime | None, end: datetime | None) -> None:
+    """``--from``/``--to``: both or neither, in order, at most ten years apart."""
     if (start is None) != (end is None):
         raise InvalidInput("--from and --to go together.")
     if start is not None and end is not None:
@@ -165,6 +162,15 @@ def lot_range(
             raise InvalidInput(f"--to {end.isoformat()} is not after --from {start.isoformat()}.")
         if end - start > timedelta(days=3660):
             raise InvalidInput("--from/--to may span at most ten years.")
+
+
+def lot_range(
+    scan: Scan, interval: Interval, start: datetime | None, end: datetime | None
+) -> list[IntervalLot]:
+    """The lots a scan covers: those of [start, end) if given, else from the first to the last lot
+    that has a file."""
+    check_range(start, end)
+    if start is not None and end is not None:
         return lots_between(start, end, interval)
     if not scan.by_lot:
         return []

@@ -147,6 +147,11 @@ class Storage:
         info = self.fs.info(self._path(uri))
         return StoredObject(uri, int(info["size"]), _modified(info))
 
+    def root_exists(self) -> bool:
+        """A local root is a folder that must exist; an S3 root needs its bucket (keys make folders)."""
+        path = self._path(self.root)
+        return bool(self.fs.exists(path if self.protocol == "file" else path.split("/", 1)[0]))
+
     def exists(self, uri: str) -> bool:
         return bool(self.fs.exists(self._path(uri)))
 

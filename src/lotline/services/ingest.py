@@ -26,6 +26,7 @@ from lotline.domain.ingress import (
     LotChange,
     LotPlan,
     TimeRule,
+    check_range,
     lot_range,
     plan_lots,
     sort_into_lots,
@@ -107,6 +108,7 @@ class IngestService:
     def ingest(self, request: IngestRequest, now: datetime | None = None) -> IngestReport:
         """Scan the landing location once and register, close, re-version or report every lot."""
         check_format(request.format)
+        check_range(request.start, request.end)
         if request.lateness < timedelta(0):
             raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
@@ -127,7 +129,7 @@ class IngestService:
     def _landing(self, location: str) -> Storage:
         options = self._storage_options if location.startswith("s3://") else {}
         landing = Storage(location, options)
-        if not landing.exists(landing.root):
+        if not landing.root_exists():
             raise InvalidInput(f"landing location {location} does not exist.")
         return landing
 

@@ -1,0 +1,48 @@
+"""``lotline ingest`` as an operator runs it: a separate process, one JSON report per scan."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli.test_db_upgrade import lotline
+from lotline.services import Lineage
+from lotline.store.engine import Store
+
+PATTERN = r"path:(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)T(?P<hour>\d\d)(?P<minute>\d\d)"
+
+
+def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.log").write_text("a\n")
+    args = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(landing), "--interval", "PT5M")
+    window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:20:00", "--time", PATTERN, "--json")
+    first = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert (report["registered"], report["empty"]) == (["20230101PT5M050"], ["20230101PT5M051"])
+    again = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
+    assert json.loads(again.stdout)["unchanged"] == 2
+
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        assert len(lineage.lots.status("cli", dataset="raw")) == 2
+    finally:
+        lineage.close()
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "landing").mkdir()
+    base = ("ingest", "-d", "raw", "--landing", str(tmp_path / "landing"))
+    nowhere = ("ingest", "-d", "raw", "--landing", str(tmp_path / "none"))
+    for args, words in (
+        ((*base, "--interval", "PT7M"), "duration"),
+        ((*base, "--interval", "PT5M", "--time", "path:(oops"), "--time"),
+        ((*base, "--interval", "PT5M", "--late", "drop"), "--late"),
+        ((*nowhere, "--interval", "PT5M"), "does not exist"),
+    ):
+        done = lotline(*args, cwd=tmp_path)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("lotline: error:") and words in lines[0], done.stderr
