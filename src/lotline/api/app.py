@@ -18,7 +18,7 @@ from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, jobs, lineage, lots, namespaces, openlineage, runs, tags
-from lotline.services import open_lineage
+from lotline.services import open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.journal import JournalWriter
 from lotline.services.projector import ProjectorProcess
@@ -44,7 +44,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        lineage = app.state.lineage = open_lineage(settings.db_url)
+        lineage = app.state.lineage = open_configured(settings)
         projector = ProjectorProcess(lineage.store.url)
         projector.start()
         journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)

@@ -11,7 +11,7 @@ import typer
 
 from lotline.domain.coordination import LotStatus, Status
 from lotline.domain.errors import InvalidInput
-from lotline.services import Lineage, open_lineage
+from lotline.services import Lineage, open_configured
 from lotline.services.config import load_settings
 
 DEFAULT_NAMESPACE = "default"
@@ -21,7 +21,7 @@ Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of 
 
 
 def _lineage() -> Lineage:
-    return open_lineage(load_settings().db_url)
+    return open_configured(load_settings())
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

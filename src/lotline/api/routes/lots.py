@@ -3,6 +3,7 @@ and arc states of a job's or dataset's lots, and the operator's invalidate / hol
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
@@ -103,3 +104,31 @@ def hold_job(namespace: str, job: str, lineage: Services) -> Json:
 def release_job(namespace: str, job: str, lineage: Services) -> Json:
     lineage.lots.release_job(namespace, job)
     return {"held": False}
+
+
+#: The longest a request for lot events may wait for the first one to arrive.
+MAX_EVENT_WAIT_S = 30.0
+_EVENT_POLL_S = 0.25
+
+
+@router.get("/lots/events")
+def lot_events(
+    lineage: Services,
+    after: Annotated[int, Query(ge=0, description="Events after this position (0: from the start).")] = 0,
+    namespace: Annotated[str | None, Query(description="Namespace of the datasets filter.")] = None,
+    dataset: Annotated[list[str] | None, Query(description="Only these datasets (repeatable).")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    wait: Annotated[
+        float, Query(ge=0, le=MAX_EVENT_WAIT_S, description="Seconds to wait for an event if none is there.")
+    ] = 0,
+) -> Json:
+    """The lot availability log (SPEC §5) from a position: READY and REOPENED events in commit
+    order. ``lastPosition`` is where the next request should start (``after``)."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = lineage.lot_events.after(after, namespace=namespace, datasets=dataset or (), limit=limit)
+        if found or time.monotonic() >= deadline:
+            break
+        time.sleep(_EVENT_POLL_S)
+    last = found[-1].position if found else after
+    return {"events": [e.to_json() for e in found], "lastPosition": last}

@@ -1,0 +1,63 @@
+"""``lotline events``: the lot availability log, once or followed (docs/lots.md "Lot events")."""
+
+from __future__ import annotations
+
+import json
+import signal
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from lotline.domain.manifests import LotEvent
+from lotline.services import open_configured
+from lotline.services.config import load_settings
+
+
+def events(
+    after: Annotated[int, typer.Option(min=0, help="Start after this position (0: the beginning).")] = 0,
+    namespace: Annotated[
+        str | None, typer.Option("--namespace", "-n", help="Namespace of --dataset.")
+    ] = None,
+    dataset: Annotated[
+        list[str] | None, typer.Option("--dataset", "-d", help="Only this dataset (repeatable).")
+    ] = None,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new events until stopped.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """Print lot events (READY, REOPENED) in order; with --follow, wait for new ones (woken by
+    LISTEN/NOTIFY on PostgreSQL, polling on SQLite) until SIGINT or SIGTERM."""
+    lineage = open_configured(load_settings())
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        datasets = dataset or ()
+        if follow:
+            for event in lineage.lot_events.follow(after, namespace=namespace, datasets=datasets):
+                _print(event, as_json)
+        else:
+            while page := lineage.lot_events.after(after, namespace=namespace, datasets=datasets, limit=1000):
+                for event in page:
+                    _print(event, as_json)
+                after = page[-1].position
+    except KeyboardInterrupt:
+        pass  # stopped: a clean end for a follower
+    finally:
+        lineage.close()
+
+
+def _stop(_signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _print(event: LotEvent, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(event.to_json()), flush=True)
+        return
+    manifest = f"manifest {event.manifest_id}" if event.manifest_id else ""
+    print(
+        f"{event.position:>8}  {event.created_at:%Y-%m-%dT%H:%M:%S}Z  {event.kind.value:<8}  "
+        f"{event.namespace}:{event.dataset}  {event.lot}  {manifest}".rstrip(),
+        flush=True,
+    )
