@@ -48,6 +48,11 @@ class LotEventService:
         with self._store.read() as connection:
             return q.last_position(connection)
 
+    def subscribe(self) -> Listener:
+        """A wake-up for new events: ``wait(timeout)`` returns early when one is appended
+        (PostgreSQL's NOTIFY; on SQLite it only sleeps). The caller closes it."""
+        return Listener(self._store.engine, q.CHANNEL)
+
     def follow(
         self,
         position: int = 0,
@@ -58,7 +63,7 @@ class LotEventService:
     ) -> Iterator[LotEvent]:
         """Every event after ``position``, then each new one as it is appended, forever (the caller
         stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite."""
-        listener = Listener(self._store.engine, q.CHANNEL)
+        listener = self.subscribe()
         try:
             while True:
                 page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)

@@ -1,0 +1,75 @@
+"""``lotline worker PIPELINE``: claim and run the pipeline's lots until stopped (docs/pipelines.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+from datetime import timedelta
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from lotline.services import open_configured
+from lotline.services.config import load_settings
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
+from lotline.spark.session import check_master, spark_session
+from lotline.spark.worker import DEFAULT_POLL_S, Worker
+
+
+def worker(
+    pipeline: Annotated[str, typer.Argument(help="A pipeline file (path/to/pipeline.py) or module name.")],
+    job: Annotated[
+        list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
+    ] = None,
+    lease: Annotated[
+        float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
+    ] = RUNNER_LEASE.total_seconds(),
+    poll: Annotated[
+        float, typer.Option(min=0.1, help="Longest wait between looks for work when nothing wakes it.")
+    ] = DEFAULT_POLL_S,
+    idle_exit: Annotated[
+        float | None, typer.Option(min=0, help="Exit after this many seconds without eligible lots.")
+    ] = None,
+) -> None:
+    """Run the pipeline's lots as they become eligible, until SIGTERM or SIGINT: the lot in progress
+    is finished first (a second signal fails it cleanly, nothing half-written visible), then exit 0."""
+    loaded = load_pipeline(pipeline)
+    jobs = loaded.select(job) if job else loaded.ordered_jobs()
+    settings = load_settings()
+    check_master(settings.spark_master)
+    lineage = open_configured(settings)
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt  # second signal: the runner fails the lot in progress, then we end
+        stop.set()
+        print("lotline worker: stopping after the lot in progress (signal again to fail it now)", flush=True)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    try:
+        register(lineage, loaded)
+        with spark_session(settings, f"lotline worker {loaded.name}") as spark:
+            runner = LotRunner(lineage, loaded, spark, lease=timedelta(seconds=lease))
+            print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
+            tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
+            print(
+                f"lotline worker {name}: stopped; {tally.done} lots done, {tally.failed} failed", flush=True
+            )
+    except KeyboardInterrupt:
+        print("lotline worker: stopped during a lot (it was failed cleanly)", flush=True)
+    finally:
+        lineage.close()
+
+
+def _print(result: LotResult) -> None:
+    outcome = "done" if result.ok else f"FAILED: {result.error}"
+    print(
+        f"{result.job} {result.lot} attempt {result.attempt}: {outcome} ({result.seconds:.1f} s)", flush=True
+    )

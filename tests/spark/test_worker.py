@@ -1,0 +1,128 @@
+"""``lotline worker``: the loop in process (shared Spark session), the back-off, and the command as
+real processes — stopped by SIGTERM, and SIGKILLed mid-lot with its lot taken over after the lease."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from lotline.domain.coordination import Status
+from lotline.domain.manifests import ManifestState
+from lotline.domain.runs import RunState
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.runner import LotRunner, register
+from lotline.spark.worker import Backoff, Worker
+from lotline.store.engine import Store
+from spark.test_processes import SPARK_CONF
+from support.spark import PIPELINES, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+NS = "weblogs"
+HALF = ["20230101PT30M000", "20230101PT30M001"]
+
+
+def test_backoff_doubles_up_to_its_cap_and_forgets_a_success() -> None:
+    now = [0.0]
+    backoff = Backoff(first=10, cap=35, clock=lambda: now[0])
+    waiting = backoff.waiting("parse")
+    assert not waiting and "L" not in waiting
+    assert [backoff.failed("parse", "L") for _ in range(3)] == [10, 20, 35]
+    assert waiting and "L" in waiting and "L" not in backoff.waiting("other")
+    now[0] = 34.9
+    assert "L" in waiting
+    now[0] = 35.0
+    assert "L" not in waiting and not waiting
+    backoff.succeeded("parse", "L")
+    assert backoff.failed("parse", "L") == 10
+
+
+def test_the_loop_runs_lots_as_they_arrive_and_passes_over_a_failing_one(
+    lineage: Lineage, spark: SparkSession
+) -> None:
+    pipeline = load_pipeline(str(PIPELINES / "weblogs.py"))
+    register(lineage, pipeline)
+    ingest(lineage, NS, "raw_logs", HALF[0], [["2023-01-01T00:01:00 /a 200"]])
+    ingest(lineage, NS, "raw_logs", HALF[1], [["2023-01-01T00:31:00 /a 599"]])  # attempt 1 fails
+    worker = Worker(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), name="w", poll=0.2)
+    tally = worker.run(threading.Event(), idle_exit=1.0)
+    assert (tally.done, tally.failed) == (1, 1)  # the failing lot was not retried at once
+    statuses = {s.lot: s.status for s in lineage.lots.status(NS, job="parse")}
+    assert statuses == {HALF[0]: Status.READY, HALF[1]: Status.ERROR}
+
+    worker.backoff = Backoff(first=0)  # its time has come: the retry (attempt 2) succeeds
+    tally = worker.run(threading.Event(), idle_exit=1.0)
+    assert lineage.lots.counts(NS, "parse") == {Status.READY: 2}
+    assert lineage.lots.counts(NS, "hourly_counts") == {Status.READY: 1}
+
+
+def _start_worker(tmp_path: Path, db_url: str, warehouse: Path, *args: str) -> subprocess.Popen[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")},
+        "LOTLINE_DB_URL": db_url,
+        "LOTLINE_WAREHOUSE": str(warehouse),
+        "LOTLINE_SPARK_MASTER": "local[1]",
+        "LOTLINE_SPARK_CONF": SPARK_CONF,
+    }
+    command = [sys.executable, "-m", "lotline", "worker", str(PIPELINES / "slow.py"), "--poll", "0.5", *args]
+    return subprocess.Popen(
+        command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for(condition: object, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
+    backend_url: str, tmp_path: Path
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
+    try:
+        register(lineage, load_pipeline(str(PIPELINES / "slow.py")))
+        ingest(lineage, "slow", "events", HALF[0], [["a", "b", "c"]])
+        first = _start_worker(tmp_path, backend_url, warehouse, "--lease", "3")
+        try:
+            _wait_for(lambda: lineage.lots.counts("slow", "copy").get(Status.RUNNING) == 1, 120)
+            time.sleep(1.0)  # inside the slow transform (it sleeps 600 s on attempt 1)
+            first.send_signal(signal.SIGKILL)
+            first.wait(timeout=30)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        assert lineage.manifests.current("slow", "copies", HALF[0]) is None  # nothing visible
+
+        second = _start_worker(tmp_path, backend_url, warehouse, "--lease", "3")
+        try:
+            _wait_for(lambda: lineage.lots.counts("slow", "copy") == {Status.READY: 1}, 120)
+            second.send_signal(signal.SIGTERM)
+            out, err = second.communicate(timeout=60)
+        finally:
+            if second.poll() is None:
+                second.kill()
+        assert second.returncode == 0, err[-2000:]
+        assert "stopped" in out
+
+        manifest = lineage.manifests.current("slow", "copies", HALF[0])
+        assert manifest is not None and manifest.attempt == 2 and manifest.state is ManifestState.COMPLETE
+        assert all("/attempt=2/" in o.uri for o in manifest.objects) and manifest.row_count == 3
+        runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
+        assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
+    finally:
+        lineage.close()
