@@ -21,12 +21,22 @@ from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
 from lotline.spark.session import check_master, spark_session
 
+#: Arguments ``lotline run`` and ``lotline worker`` share.
+PipelineArgument = Annotated[
+    str, typer.Argument(help="A pipeline file (path/to/pipeline.py) or module name.")
+]
+JobsOption = Annotated[
+    list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
+]
+DEFAULT_LEASE_S = RUNNER_LEASE.total_seconds()
+LeaseOption = Annotated[
+    float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
+]
+
 
 def run(
-    pipeline: Annotated[str, typer.Argument(help="A pipeline file (path/to/pipeline.py) or module name.")],
-    job: Annotated[
-        list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
-    ] = None,
+    pipeline: PipelineArgument,
+    job: JobsOption = None,
     start: Annotated[
         datetime | None,
         typer.Option("--from", help="Only lots whose window ends after this (UTC, 2023-01-01T04:00:00)."),
@@ -38,9 +48,7 @@ def run(
         int, typer.Option(min=1, help="Concurrent claim loops sharing this process's SparkSession.")
     ] = 1,
     retries: Annotated[int, typer.Option(min=0, help="Run a failed lot again up to N times.")] = 0,
-    lease: Annotated[
-        float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
-    ] = RUNNER_LEASE.total_seconds(),
+    lease: LeaseOption = DEFAULT_LEASE_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Load and check the pipeline, print its jobs; touch nothing.")

@@ -12,22 +12,19 @@ from typing import Annotated
 
 import typer
 
+from lotline.cli.run import DEFAULT_LEASE_S, JobsOption, LeaseOption, PipelineArgument
 from lotline.services import open_configured
 from lotline.services.config import load_settings
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
+from lotline.spark.runner import LotResult, LotRunner, register
 from lotline.spark.session import check_master, spark_session
 from lotline.spark.worker import DEFAULT_POLL_S, Worker
 
 
 def worker(
-    pipeline: Annotated[str, typer.Argument(help="A pipeline file (path/to/pipeline.py) or module name.")],
-    job: Annotated[
-        list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
-    ] = None,
-    lease: Annotated[
-        float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
-    ] = RUNNER_LEASE.total_seconds(),
+    pipeline: PipelineArgument,
+    job: JobsOption = None,
+    lease: LeaseOption = DEFAULT_LEASE_S,
     poll: Annotated[
         float, typer.Option(min=0.1, help="Longest wait between looks for work when nothing wakes it.")
     ] = DEFAULT_POLL_S,
