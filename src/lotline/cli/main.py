@@ -11,7 +11,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from sqlalchemy.exc import OperationalError
 
-from lotline.cli import demo, events, ingest, lots, run, worker
+from lotline.cli import cleanup, demo, events, ingest, lots, run, worker
 from lotline.domain.errors import LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
@@ -55,6 +55,7 @@ app.command("demo")(one_line_errors(demo.demo))
 app.command("ingest")(one_line_errors(ingest.ingest))
 app.command("events")(one_line_errors(events.events))
 app.command("worker")(one_line_errors(worker.worker))
+app.command("cleanup")(one_line_errors(cleanup.cleanup))
 
 
 @db_app.command("upgrade")

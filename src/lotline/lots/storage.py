@@ -100,17 +100,23 @@ class Storage:
         return posixpath.join(self.lot_uri(namespace, dataset, lot), f"attempt={attempt}")
 
     def manifest_copy_uri(self, manifest: Manifest, state: ManifestState | None = None) -> str:
-        state = state or manifest.state
+        return self.copy_uri(
+            manifest.namespace, manifest.dataset, manifest.lot, state or manifest.state, manifest.attempt
+        )
+
+    def copy_uri(self, namespace: str, dataset: str, lot: str, state: ManifestState, attempt: int) -> str:
+        """Where the copy of a manifest in ``state`` goes (``attempt`` matters for partial and
+        removed ones only: a lot has one complete or empty copy, that of its current version)."""
         parts = [
-            *storage_segments("Namespace", manifest.namespace),
+            *storage_segments("Namespace", namespace),
             MANIFESTS_FOLDER,
             "datasets",
-            "name=" + "/".join(storage_segments("Dataset", manifest.dataset)),
-            f"lot={validate_lot_id(manifest.lot)}",
+            "name=" + "/".join(storage_segments("Dataset", dataset)),
+            f"lot={validate_lot_id(lot)}",
             f"state={state.value}",
         ]
         if state in (ManifestState.PARTIAL, ManifestState.REMOVED):
-            parts.append(f"attempt={manifest.attempt}")
+            parts.append(f"attempt={attempt}")
         return posixpath.join(self.root, *parts, "manifest.json")
 
     def local_path(self, uri: str) -> str:

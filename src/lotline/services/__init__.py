@@ -7,6 +7,7 @@ from typing import Any
 
 from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
+from lotline.services.cleanup import CleanupService
 from lotline.services.config import DEFAULT_WAREHOUSE, Settings
 from lotline.services.graph import GraphService
 from lotline.services.ingest import IngestService
@@ -37,6 +38,7 @@ class Lineage:
     manifests: ManifestService
     lot_events: LotEventService
     ingest: IngestService
+    cleanup: CleanupService
 
     @property
     def storage(self) -> Storage:
@@ -63,6 +65,7 @@ class Lineage:
             manifests,
             LotEventService(store),
             IngestService(catalog, lots, manifests, storage_options),
+            CleanupService(store, manifests),
         )
 
     def close(self) -> None:

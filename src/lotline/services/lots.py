@@ -440,7 +440,11 @@ class LotService:
             refs = datasets.dataset_refs(connection, [d for d, _ in done.reopened])
             reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
             lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
-        return [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+        found = [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+        for ref in found:
+            if ref.lot:
+                self._manifests.withdraw_copies(ref.namespace, ref.name, ref.lot)
+        return found
 
     def hold_lot(self, namespace: str, dataset: str, lot: str) -> bool:
         """Pause (dataset, lot): it is neither produced nor read until released. False if already held."""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from lotline.coordination import operator
 from lotline.domain.coordination import ArcState
-from lotline.domain.errors import NotFound
+from lotline.domain.errors import InvalidName, NotFound
 from lotline.domain.manifests import Manifest, ManifestState, check_manifest_transition
 from lotline.lots.storage import Storage
 from lotline.services import _common
@@ -65,6 +65,23 @@ class ManifestService:
         except OSError as error:
             log.warning(
                 "manifest %s: its copy could not be written (%s); cleanup rewrites it", manifest.id, error
+            )
+
+    def withdraw_copies(self, namespace: str, dataset: str, lot: str) -> None:
+        """A reopened lot has no readable manifest: its complete or empty copy goes too, so that
+        tools reading the object store alone stop reading it (cleanup retries a failed delete)."""
+        try:
+            uris = [
+                self.storage.copy_uri(namespace, dataset, lot, state, 0)
+                for state in (ManifestState.COMPLETE, ManifestState.EMPTY)
+            ]
+        except InvalidName:
+            return  # a name that cannot be stored (a lineage-only dataset) has no copies
+        try:
+            self.storage.delete(uris)
+        except OSError as error:
+            log.warning(
+                "%s:%s lot %s: copy not withdrawn (%s); cleanup deletes it", namespace, dataset, lot, error
             )
 
     def remove_partial(self, manifest_id: uuid.UUID) -> Manifest:

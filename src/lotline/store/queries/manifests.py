@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, and_, insert, select, update
+from sqlalchemy import Connection, Row, Select, and_, insert, or_, select, update
 
 from lotline.domain.manifests import (
     Manifest,
@@ -17,7 +17,7 @@ from lotline.domain.manifests import (
     UriType,
 )
 from lotline.domain.versions import VersionState
-from lotline.store.schema import dataset_versions, datasets, manifests, namespaces
+from lotline.store.schema import data_status, dataset_versions, datasets, manifests, namespaces
 
 _INSERT = insert(manifests)
 
@@ -135,7 +135,7 @@ def partial_before(connection: Connection, before: datetime, limit: int) -> list
 
 def listed_uris(connection: Connection, location_prefix: str) -> set[str]:
     """Every object uri listed by a complete, empty or partial manifest whose location starts with
-    the prefix: objects that cleanup must keep."""
+    the prefix: objects that cleanup must keep (superseded versions' objects included: history)."""
     rows = connection.execute(
         select(manifests.c.objects).where(
             manifests.c.state != ManifestState.REMOVED.value,
@@ -145,9 +145,26 @@ def listed_uris(connection: Connection, location_prefix: str) -> set[str]:
     return {o["uri"] for (objects,) in rows for o in objects}
 
 
-def every_manifest(connection: Connection, after: uuid.UUID | None, limit: int) -> list[Manifest]:
-    """All manifests in id order, a page at a time (rewriting missing copies)."""
-    query = _selected().order_by(manifests.c.id).limit(limit)
+def live_attempts(connection: Connection) -> list[tuple[str, str, str, int]]:
+    """(namespace, dataset, lot, attempt) of every claim being worked on: their folders are not
+    cleanup's, whatever the age of what is in them."""
+    rows = connection.execute(
+        select(namespaces.c.name, datasets.c.name, data_status.c.lot, data_status.c.attempt)
+        .join(datasets, datasets.c.id == data_status.c.dataset_id)
+        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        .where(data_status.c.role == "OUTPUT", data_status.c.status == "RUNNING")
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def copy_owners(connection: Connection, after: uuid.UUID | None, limit: int) -> list[Manifest]:
+    """The manifests whose copy belongs in the object store, in id order, a page at a time: every
+    partial and removed one, and the complete or empty one of each lot's current version."""
+    owns = or_(
+        manifests.c.state.in_([ManifestState.PARTIAL.value, ManifestState.REMOVED.value]),
+        dataset_versions.c.state == VersionState.CURRENT.value,
+    )
+    query = _selected().where(owns).order_by(manifests.c.id).limit(limit)
     if after is not None:
         query = query.where(manifests.c.id > after)
     return [_manifest(r) for r in connection.execute(query)]

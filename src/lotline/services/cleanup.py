@@ -1,0 +1,142 @@
+"""``lotline cleanup``: what crashes leave behind in the object store, removed or repaired.
+
+A process can die at any point of an attempt (docs/lots.md "Crash safety and cleanup"); none of
+these leaves anything readable, because readers take only what a current manifest lists. What
+they can leave is garbage and missing copies, which this repairs:
+
+1. partial manifests whose objects were never removed (died between ``fail``'s commit and the
+   removal): ``ManifestService.remove_partial``;
+2. objects that no manifest lists (died after writing, before committing; or a claim lost while
+   Spark wrote), once they are older than the longest lease plus a grace — never in the folder
+   of a claim still being worked on, whatever their age;
+3. manifest copies that are missing or differ from the database (the authority), and complete or
+   empty copies of lots that have no readable manifest any more (reopened lots).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from lotline.domain.errors import InvalidInput
+from lotline.domain.manifests import Manifest, ManifestState, manifest_document
+from lotline.lots.storage import MANIFESTS_FOLDER, StoredObject
+from lotline.services.manifests import ManifestService
+from lotline.store.engine import Store
+from lotline.store.queries import manifests as q
+from lotline.store.types import utcnow
+
+_PAGE = 500
+
+
+@dataclass
+class CleanupReport:
+    dry_run: bool
+    partial_removed: list[str] = field(default_factory=list)
+    unlisted_deleted: int = 0
+    unlisted_bytes: int = 0
+    unlisted_kept_young: int = 0
+    copies_written: list[str] = field(default_factory=list)
+    copies_deleted: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "dryRun": self.dry_run,
+            "partialManifestsRemoved": self.partial_removed,
+            "unlistedObjectsDeleted": self.unlisted_deleted,
+            "unlistedBytesDeleted": self.unlisted_bytes,
+            "unlistedObjectsTooYoung": self.unlisted_kept_young,
+            "copiesWritten": self.copies_written,
+            "copiesDeleted": self.copies_deleted,
+        }
+
+
+class CleanupService:
+    def __init__(self, store: Store, manifests: ManifestService) -> None:
+        self._store = store
+        self._manifests = manifests
+
+    def cleanup(
+        self,
+        *,
+        grace: timedelta,
+        max_lease: timedelta,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> CleanupReport:
+        if grace < timedelta(0) or max_lease <= timedelta(0):
+            raise InvalidInput("grace must not be negative and the longest lease must be positive.")
+        now = now or utcnow()
+        report = CleanupReport(dry_run)
+        self._finish_removals(now - grace, report)
+        self._delete_unlisted(now - max_lease - grace, report)
+        self._repair_copies(report)
+        return report
+
+    def _finish_removals(self, before: datetime, report: CleanupReport) -> None:
+        with self._store.read() as connection:
+            stuck = q.partial_before(connection, before, 10_000)
+        for manifest in stuck:
+            report.partial_removed.append(f"{manifest.namespace}:{manifest.dataset} lot {manifest.lot}")
+            if not report.dry_run:
+                self._manifests.remove_partial(manifest.id)
+
+    def _delete_unlisted(self, older_than: datetime, report: CleanupReport) -> None:
+        storage = self._manifests.storage
+        with self._store.read() as connection:
+            listed = q.listed_uris(connection, storage.root.rstrip("/") + "/")
+            live = [storage.attempt_uri(*attempt) + "/" for attempt in q.live_attempts(connection)]
+        garbage: list[StoredObject] = []
+        for found in storage.objects_under(storage.root):
+            relative = found.uri[len(storage.root) + 1 :]
+            if f"/{MANIFESTS_FOLDER}/" in f"/{relative}" or found.uri in listed:
+                continue
+            if any(found.uri.startswith(prefix) for prefix in live):
+                continue
+            if found.modified_at >= older_than:
+                report.unlisted_kept_young += 1
+                continue
+            garbage.append(found)
+        report.unlisted_deleted = len(garbage)
+        report.unlisted_bytes = sum(g.size for g in garbage)
+        if not report.dry_run:
+            storage.delete(g.uri for g in garbage)
+
+    def _repair_copies(self, report: CleanupReport) -> None:
+        storage = self._manifests.storage
+        owned: set[str] = set()
+        after: uuid.UUID | None = None
+        while True:
+            with self._store.read() as connection:
+                page = q.copy_owners(connection, after, _PAGE)
+            for manifest in page:
+                uri = storage.manifest_copy_uri(manifest)
+                owned.add(uri)
+                if not _copy_matches(self._manifests, manifest, uri):
+                    report.copies_written.append(uri)
+                    if not report.dry_run:
+                        storage.write_manifest_copy(manifest)
+            if len(page) < _PAGE:
+                break
+            after = page[-1].id
+        published = (f"/state={ManifestState.COMPLETE.value}/", f"/state={ManifestState.EMPTY.value}/")
+        for found in storage.objects_under(storage.root):
+            if f"/{MANIFESTS_FOLDER}/" not in found.uri or found.uri in owned:
+                continue
+            if any(marker in found.uri for marker in published):  # a reopened lot's copy
+                report.copies_deleted.append(found.uri)
+                if not report.dry_run:
+                    storage.delete([found.uri])
+
+
+def _copy_matches(manifests: ManifestService, manifest: Manifest, uri: str) -> bool:
+    storage = manifests.storage
+    if not storage.exists(uri):
+        return False
+    try:
+        return bool(storage.read_manifest_copy(uri) == json.loads(json.dumps(manifest_document(manifest))))
+    except ValueError:
+        return False

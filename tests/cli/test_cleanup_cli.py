@@ -1,0 +1,50 @@
+"""``lotline cleanup`` as an operator runs it: a separate process over the configured warehouse."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.store.engine import Store
+from support.lots import LotWorld
+
+
+def _cleanup(tmp_path: Path, db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    env.update(LOTLINE_DB_URL=db_url, LOTLINE_WAREHOUSE=str(tmp_path / "warehouse"))
+    return subprocess.run(
+        [sys.executable, "-m", "lotline", "cleanup", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cleanup_deletes_an_old_unlisted_object_and_rewrites_a_missing_copy(
+    backend_url: str, tmp_path: Path
+) -> None:
+    lineage = Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse")))
+    try:
+        world = LotWorld(lineage, "cli")
+        world.job("ingest", output="raw")
+        world.produce("ingest", "d1")  # published without a manifest: nothing to list or copy
+        stray = tmp_path / "warehouse" / "cli" / "raw" / "lot=d2" / "attempt=1" / "part-0.txt"
+        stray.parent.mkdir(parents=True)
+        stray.write_text("left by a dead worker\n")
+        os.utime(stray, (0, 0))  # written long ago
+        dry = _cleanup(tmp_path, backend_url, "--grace", "0", "--dry-run", "--json")
+        assert dry.returncode == 0, dry.stderr
+        assert json.loads(dry.stdout)["unlistedObjectsDeleted"] == 1 and stray.exists()
+        done = _cleanup(tmp_path, backend_url, "--grace", "0")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("deleted 1 unlisted objects") and not stray.exists()
+    finally:
+        lineage.close()

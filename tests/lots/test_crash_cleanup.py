@@ -1,0 +1,175 @@
+"""Crash safety with really killed processes, and what ``lotline cleanup`` repairs — on SQLite and
+PostgreSQL, on a local folder and on S3 (moto's server)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from lotline.domain.coordination import ArcState, Status
+from lotline.domain.manifests import ManifestDraft, ManifestState
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.store.engine import Store
+from lotline.store.types import utcnow
+from support.lots import LotWorld
+from support.storage import s3_options
+
+NS = "crash"
+LOT = "2023-01-01"
+TESTS = Path(__file__).resolve().parent.parent
+
+
+#: fsspec options of the storage under test, for the processes the tests kill.
+_OPTIONS: dict[str, dict[str, object]] = {}
+
+
+@pytest.fixture
+def crash_lineage(backend_url: str, storage: Storage, request: pytest.FixtureRequest) -> Iterator[Lineage]:
+    options = s3_options(request.getfixturevalue("s3_endpoint")) if storage.protocol == "s3" else {}
+    _OPTIONS[storage.root] = options
+    service = Lineage.over(Store(backend_url), Storage(storage.root, options))
+    yield service
+    service.close()
+
+
+def _die_at(lineage: Lineage, backend_url: str, point: str) -> None:
+    root = lineage.storage.root
+    arguments = [backend_url, root, json.dumps(_OPTIONS[root]), NS, "ingest", LOT, point]
+    done = subprocess.run(
+        [sys.executable, "-m", "support.crash", *arguments],
+        env={**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr[-2000:]
+
+
+def _world(lineage: Lineage) -> LotWorld:
+    world = LotWorld(lineage, NS)
+    world.job("ingest", output="raw")
+    return world
+
+
+def _publish(world: LotWorld, name: str) -> ManifestDraft:
+    claim = world.claim("ingest", LOT)
+    assert claim is not None
+    storage = world.lineage.storage
+    location = storage.attempt_uri(NS, "raw", LOT, claim.attempt)
+    storage.write_bytes(f"{location}/{name}", b"good\n")
+    draft = ManifestDraft(location, storage.describe_written(location, format="text"))
+    world.lots.complete(claim, manifest=draft)
+    return draft
+
+
+def _reap_after_lease(lineage: Lineage) -> None:
+    time.sleep(1.1)  # the dead worker's one-second lease runs out
+    assert lineage.lots.reap() == 1
+
+
+def test_killed_after_writing_leaves_nothing_visible_and_cleanup_deletes_it(
+    crash_lineage: Lineage, backend_url: str
+) -> None:
+    lineage = crash_lineage
+    world = _world(lineage)
+    _die_at(lineage, backend_url, "after-write")
+    dead = lineage.storage.attempt_uri(NS, "raw", LOT, 1)
+    assert [o.uri for o in lineage.storage.objects_under(dead)] != []  # it did write
+    assert lineage.manifests.current(NS, "raw", LOT) is None
+    assert lineage.lot_events.after(0) == []
+    assert world.status("raw", LOT, "ingest") == "RUNNING"
+
+    _reap_after_lease(lineage)
+    good = _publish(world, "part-0.txt")
+    assert good.location.endswith("/attempt=2")
+    manifest = lineage.manifests.current(NS, "raw", LOT)
+    assert manifest is not None and [o.uri for o in manifest.objects] == [o.uri for o in good.objects]
+
+    young = lineage.cleanup.cleanup(grace=timedelta(minutes=10), max_lease=timedelta(seconds=60))
+    assert (young.unlisted_deleted, young.unlisted_kept_young) == (0, 2)  # too young to be garbage
+    later = utcnow() + timedelta(hours=1)
+    dry = lineage.cleanup.cleanup(
+        grace=timedelta(0), max_lease=timedelta(seconds=60), dry_run=True, now=later
+    )
+    assert dry.unlisted_deleted == 2 and len(list(lineage.storage.objects_under(dead))) == 2
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60), now=later)
+    assert report.unlisted_deleted == 2 and report.unlisted_bytes == 2 * len(b"half of a lot\n")
+    assert list(lineage.storage.objects_under(dead)) == []
+    assert all(lineage.storage.exists(o.uri) for o in manifest.objects)
+    assert lineage.storage.exists(lineage.storage.manifest_copy_uri(manifest))
+
+
+def test_killed_between_the_failure_and_the_removal_cleanup_finishes_it(
+    crash_lineage: Lineage, backend_url: str
+) -> None:
+    lineage = crash_lineage
+    world = _world(lineage)
+    _die_at(lineage, backend_url, "before-removal")
+    [partial] = lineage.manifests.history(NS, "raw", LOT)
+    assert partial.state is ManifestState.PARTIAL and len(partial.objects) == 2
+    assert lineage.lots.arc_state(NS, "ingest", LOT) is ArcState.PARTIAL
+    assert world.status("raw", LOT, "ingest") == Status.ERROR.value
+
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60))
+    assert len(report.partial_removed) == 1
+    removed = lineage.manifests.get(partial.id)
+    assert removed.state is ManifestState.REMOVED
+    assert not any(lineage.storage.exists(o.uri) for o in partial.objects)
+    assert lineage.lots.arc_state(NS, "ingest", LOT) is ArcState.MISSING
+    assert lineage.storage.exists(lineage.storage.manifest_copy_uri(removed))
+
+
+def test_copies_are_rewritten_from_the_database_and_withdrawn_when_a_lot_is_reopened(
+    crash_lineage: Lineage,
+) -> None:
+    lineage = crash_lineage
+    world = _world(lineage)
+    _publish(world, "part-0.txt")
+    manifest = lineage.manifests.current(NS, "raw", LOT)
+    assert manifest is not None
+    copy = lineage.storage.manifest_copy_uri(manifest)
+    original = lineage.storage.read_bytes(copy)
+    lineage.storage.delete([copy])
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60))
+    assert report.copies_written == [copy]
+    assert json.loads(lineage.storage.read_bytes(copy)) == json.loads(original)
+    assert lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60)).copies_written == []
+
+    lineage.lots.invalidate(NS, "raw", LOT)
+    assert not lineage.storage.exists(copy)  # a reopened lot is not readable from the store either
+    lineage.storage.write_bytes(copy, original)  # as if the withdrawal had failed
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60))
+    assert report.copies_deleted == [copy] and not lineage.storage.exists(copy)
+    assert all(lineage.storage.exists(o.uri) for o in manifest.objects)  # history keeps its objects
+
+
+def test_a_live_claim_s_folder_is_never_touched(crash_lineage: Lineage) -> None:
+    lineage = crash_lineage
+    world = _world(lineage)
+    claim = world.claim("ingest", LOT)
+    assert claim is not None
+    location = lineage.storage.attempt_uri(NS, "raw", LOT, claim.attempt)
+    lineage.storage.write_bytes(f"{location}/in-progress.txt", b"x")
+    later = utcnow() + timedelta(hours=1)
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=1), now=later)
+    assert report.unlisted_deleted == 0
+    assert lineage.storage.exists(f"{location}/in-progress.txt")
+
+
+def test_bad_input_is_refused(lineage: Lineage) -> None:
+    from lotline.domain.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        lineage.cleanup.cleanup(grace=timedelta(seconds=-1), max_lease=timedelta(seconds=60))
+    with pytest.raises(InvalidInput):
+        lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(0))
