@@ -36,6 +36,8 @@ def test_no_server_errors(api_server: ApiServer) -> None:
             suppress_health_check=list(HealthCheck),
         )
         def check(case: Case) -> None:
+            if case.query and "wait" in case.query:
+                case.query["wait"] = 0  # a long poll's duration is not what is fuzzed here
             case.call_and_validate(base_url=api_server.url, headers=AUTH, checks=[not_a_server_error])
 
         try:

@@ -30,7 +30,7 @@ class LotEventService:
     ) -> list[LotEvent]:
         """The events after ``position`` (0: from the start), oldest first, optionally of some
         datasets of one namespace only."""
-        if isinstance(position, bool) or not isinstance(position, int) or position < 0:
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**63:
             raise InvalidInput(f"position must be a non-negative integer, got {position!r}.")
         if not 1 <= limit <= MAX_PAGE:
             raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}.")

@@ -108,13 +108,17 @@ def release_job(namespace: str, job: str, lineage: Services) -> Json:
 
 #: The longest a request for lot events may wait for the first one to arrive.
 MAX_EVENT_WAIT_S = 30.0
+#: Positions are 64-bit.
+MAX_POSITION = 2**63 - 1
 _EVENT_POLL_S = 0.25
 
 
 @router.get("/lots/events")
 def lot_events(
     lineage: Services,
-    after: Annotated[int, Query(ge=0, description="Events after this position (0: from the start).")] = 0,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_POSITION, description="Events after this position (0: from the start).")
+    ] = 0,
     namespace: Annotated[str | None, Query(description="Namespace of the datasets filter.")] = None,
     dataset: Annotated[list[str] | None, Query(description="Only these datasets (repeatable).")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
