@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lotline.services.catalog import CatalogService
+from lotline.services.gaps import GapService
 from lotline.services.graph import GraphService
 from lotline.services.lots import LotService
 from lotline.services.openlineage import OpenLineageService
@@ -28,9 +29,11 @@ class Lineage:
     openlineage: OpenLineageService
     lots: LotService
     projection: ProjectionService
+    gaps: GapService
 
     @classmethod
     def over(cls, store: Store) -> Lineage:
+        lots = LotService(store)
         return cls(
             store,
             CatalogService(store),
@@ -39,8 +42,9 @@ class Lineage:
             TagService(store),
             GraphService(store),
             OpenLineageService(store),
-            LotService(store),
+            lots,
             ProjectionService(store),
+            GapService(store, lots),
         )
 
     def close(self) -> None:
