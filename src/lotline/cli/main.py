@@ -11,7 +11,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from sqlalchemy.exc import OperationalError
 
-from lotline.cli import lots
+from lotline.cli import gaps, lots
 from lotline.domain.errors import LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
@@ -50,6 +50,7 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 
 lots.register(app, one_line_errors)
+gaps.register(app, one_line_errors)
 
 
 @db_app.command("upgrade")

@@ -340,3 +340,48 @@ class Backfill:
     hinted: list[LotRun]
     unhinted: list[LotRun]
     left: list[LotRun]
+
+
+def run_json(run: LotRun) -> dict[str, object]:
+    cause = run.cause
+    waiting = (
+        None
+        if cause is None
+        else {"dataset": cause.dataset, "from": cause.first, "to": cause.last, "state": cause.state.value}
+    )
+    return {
+        "state": run.state.value,
+        "from": run.first,
+        "to": run.last,
+        "count": run.count,
+        "waitingOn": waiting,
+    }
+
+
+def report_json(report: GapReport, offset: int = 0, limit: int | None = None) -> dict[str, object]:
+    """The report as the CLI's ``--json`` and the REST API show it; ``runs`` may be one page."""
+    shown = report.runs[offset:] if limit is None else report.runs[offset : offset + limit]
+    return {
+        "namespace": report.namespace,
+        "dataset": report.dataset,
+        "job": report.job,
+        "interval": None if report.interval is None else str(report.interval),
+        "from": report.start.isoformat().replace("+00:00", "Z"),
+        "to": report.end.isoformat().replace("+00:00", "Z"),
+        "totalLots": report.total,
+        "counts": {s.value: report.counts[s] for s in STATES},
+        "runs": [run_json(r) for r in shown],
+        "totalRuns": len(report.runs),
+    }
+
+
+def backfill_json(done: Backfill) -> dict[str, object]:
+    return {
+        "dryRun": done.dry_run,
+        "report": report_json(done.report),
+        "reopened": [run_json(r) for r in done.reopened],
+        "cascaded": done.cascaded,
+        "hinted": [run_json(r) for r in done.hinted],
+        "unhinted": [run_json(r) for r in done.unhinted],
+        "left": [run_json(r) for r in done.left],
+    }
