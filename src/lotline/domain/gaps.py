@@ -51,7 +51,7 @@ def parse_time(label: str, text: str) -> datetime.datetime:
         if _DATE.fullmatch(text):
             return datetime.datetime.combine(datetime.date.fromisoformat(text), datetime.time(), datetime.UTC)
         return datetime.datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(datetime.UTC)
-    except ValueError as error:
+    except (ValueError, OverflowError) as error:
         raise InvalidInput(f"{label} {text!r} is not a valid date or time: {error}.") from None
 
 

@@ -1,0 +1,23 @@
+"""The ``lotline`` command as a user runs it: a separate process, configured by its environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def lotline(*args: str, cwd: Path, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    if db_url is not None:
+        env["LOTLINE_DB_URL"] = db_url
+    return subprocess.run(
+        [sys.executable, "-m", "lotline", *args],
+        check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
