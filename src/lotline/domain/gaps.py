@@ -1,9 +1,9 @@
 """Gap reports: which lots of a time range are not complete, and why, as runs of consecutive lots.
 
 A year of five-minute lots is 105,120 lots; the report never makes one object per lot. Lots are
-numbered by ``lot_index`` (consecutive lots of one interval have consecutive indexes), stored
-rows are read per day, and every list is a run ``[start, stop)`` of one state (docs/lots.md,
-"Gap reports and backfill").
+numbered by ``lot_index`` (consecutive lots of one interval have consecutive indexes), READY rows
+are read only where their runs break, and every list is a run ``[start, stop)`` of one state
+(docs/lots.md, "Gap reports and backfill").
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import datetime
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -110,50 +110,16 @@ class Segment:
     cause: Cause | None = None
 
 
-@dataclass(frozen=True)
-class DaySlice:
-    """One UTC day's part of the range, with what its rows say: ``ready`` READY rows and the other
-    rows by index. ``ready_indexes`` is needed only when the day is partly missing (``partial``)."""
-
-    start: int
-    stop: int
-    ready: int
-    other: Mapping[int, GapState]
-
-    @property
-    def missing(self) -> int:
-        return self.stop - self.start - self.ready - len(self.other)
-
-    @property
-    def partial(self) -> bool:
-        return 0 < self.missing < self.stop - self.start
-
-
-def day_slices(
-    first: int, stop: int, interval: Interval, ready: Mapping[int, int], other: Mapping[int, GapState]
-) -> list[DaySlice]:
-    """Cut ``[first, stop)`` into days; ``ready`` counts READY rows by day number (``index // per day``)."""
-    per_day = interval.windows_per_day
-    by_day: dict[int, dict[int, GapState]] = {}
-    for i, state in other.items():
-        by_day.setdefault(i // per_day, {})[i] = state
-    return [
-        DaySlice(
-            max(first, day * per_day), min(stop, (day + 1) * per_day), ready.get(day, 0), by_day.get(day, {})
-        )
-        for day in range(first // per_day, (stop - 1) // per_day + 1)
-    ]
-
-
 def index_of(lot: str, interval: Interval) -> int:
     """``lot_index`` of a stored interval lot id of ``interval``, without building the lot (ids read
     from the store are valid: they were checked when written)."""
-    return day_number(lot) * interval.windows_per_day + int(lot[-interval.ordinal_width :])
+    day = datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])).toordinal()
+    return day * interval.windows_per_day + int(lot[-interval.ordinal_width :])
 
 
-def day_number(day: str) -> int:
-    """``index // windows_per_day`` of the lots of a day given as ``yyyyMMdd`` (or a lot id)."""
-    return datetime.date(int(day[:4]), int(day[4:6]), int(day[6:8])).toordinal()
+def ordinal_position(interval: Interval) -> int:
+    """1-based position of the ordinal in ``interval``'s lot ids (after ``yyyyMMdd`` and the duration)."""
+    return 9 + len(str(interval))
 
 
 def id_pattern(interval: Interval) -> str:
@@ -161,23 +127,47 @@ def id_pattern(interval: Interval) -> str:
     return "_" * 8 + str(interval) + "_" * interval.ordinal_width
 
 
-def segments(slices: Sequence[DaySlice], ready_indexes: Iterable[int] = ()) -> list[Segment]:
-    """The lots that are not complete, as coalesced segments; ``ready_indexes`` holds the READY
-    lots of the partly missing days (nothing else needs them)."""
-    present = set(ready_indexes)
+def ready_runs(breaks: Iterable[tuple[int, int | None, int | None]]) -> list[tuple[int, int]]:
+    """Runs ``[start, stop)`` of consecutive READY lots from where they may break: (lot, lot before,
+    lot after) as indexes, in lot order (``None``: no READY lot before / after it)."""
+    found: list[tuple[int, int]] = []
+    start: int | None = None
+    for lot, before, after in breaks:
+        if before is None or start is None:
+            start = lot
+        if after is None or after != lot + 1:
+            found.append((start, lot + 1))
+            start = after
+    return found
+
+
+def segments(
+    first: int, stop: int, ready: Sequence[tuple[int, int]], other: Mapping[int, GapState]
+) -> list[Segment]:
+    """The lots of ``[first, stop)`` that are not complete, as coalesced segments: outside the
+    ``ready`` runs, a lot is in the state of its row (``other``) or missing."""
+    rows = sorted(other)
     pieces: list[Segment] = []
-    for day in slices:
-        if day.missing == day.stop - day.start:
-            pieces.append(Segment(day.start, day.stop, GapState.MISSING))
-        elif day.missing == 0:
-            pieces.extend(Segment(i, i + 1, s) for i, s in sorted(day.other.items()))
-        else:
-            for i in range(day.start, day.stop):
-                if i in day.other:
-                    pieces.append(Segment(i, i + 1, day.other[i]))
-                elif i not in present:
-                    pieces.append(Segment(i, i + 1, GapState.MISSING))
+    for gap_start, gap_stop in _complement(first, stop, ready):
+        position = gap_start
+        for i in rows[bisect.bisect_left(rows, gap_start) : bisect.bisect_left(rows, gap_stop)]:
+            if i > position:
+                pieces.append(Segment(position, i, GapState.MISSING))
+            pieces.append(Segment(i, i + 1, other[i]))
+            position = i + 1
+        if position < gap_stop:
+            pieces.append(Segment(position, gap_stop, GapState.MISSING))
     return coalesce(pieces)
+
+
+def _complement(first: int, stop: int, ready: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    position = first
+    for start, end in ready:
+        if start > position:
+            yield position, start
+        position = max(position, end)
+    if position < stop:
+        yield position, stop
 
 
 def coalesce(pieces: Iterable[Segment]) -> list[Segment]:

@@ -229,25 +229,22 @@ def _segments(
     """The dataset's lots ``[first, stop)`` that are not complete, from its rows in a few reads."""
     lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     pattern = g.id_pattern(interval)
-    per_day = gaps.ready_per_day(connection, dataset_id, lot_from, lot_to, pattern)
-    ready = {g.day_number(day): n for day, n in per_day.items()}
+    breaks = gaps.ready_breaks(
+        connection, dataset_id, lot_from, lot_to, pattern, g.ordinal_position(interval)
+    )
+    ready = g.ready_runs(
+        (
+            g.index_of(r.lot, interval),
+            None if r.prv is None else g.index_of(r.prv, interval),
+            None if r.nxt is None else g.index_of(r.nxt, interval),
+        )
+        for r in breaks
+    )
     other = {
         g.index_of(r.lot, interval): g.state_of(r.status, r.held_status, r.data_removed_at is not None)
         for r in gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
     }
-    slices = g.day_slices(first, stop, interval, ready, other)
-    partial = [s for s in slices if s.partial]
-    present: list[int] = []
-    if partial:
-        lots = gaps.ready_lots(
-            connection,
-            dataset_id,
-            str(lot_from_index(partial[0].start, interval)),
-            str(lot_from_index(partial[-1].stop - 1, interval)),
-            pattern,
-        )
-        present = [g.index_of(lot, interval) for lot in lots]
-    return g.segments(slices, present)
+    return g.segments(first, stop, ready, other)
 
 
 def _named_report(connection: Connection, namespace: str, target: _Target, span: TimeRange) -> GapReport:
