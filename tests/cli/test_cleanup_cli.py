@@ -5,27 +5,18 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
+from support.processes import lotline
 
 
 def _cleanup(tmp_path: Path, db_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    env.update(LOTLINE_DB_URL=db_url, LOTLINE_WAREHOUSE=str(tmp_path / "warehouse"))
-    return subprocess.run(
-        [sys.executable, "-m", "lotline", "cleanup", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    warehouse = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse")}
+    return lotline("cleanup", *args, cwd=tmp_path, db_url=db_url, settings=warehouse)
 
 
 def test_cleanup_deletes_an_old_unlisted_object_and_rewrites_a_missing_copy(

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
@@ -13,21 +10,7 @@ import pytest
 from conftest import PgDatabases
 from lotline.store import migrate
 from lotline.store.engine import Store
-
-
-def lotline(*args: str, cwd: Path, db_url: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    if db_url is not None:
-        env["LOTLINE_DB_URL"] = db_url
-    return subprocess.run(
-        [sys.executable, "-m", "lotline", *args],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+from support.processes import lotline
 
 
 def _revision(url: str) -> str | None:

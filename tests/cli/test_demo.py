@@ -2,32 +2,22 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from lotline.domain.coordination import Status
 from lotline.domain.manifests import ManifestState
 from lotline.lots.storage import Storage
 from lotline.services import open_lineage
+from support.processes import lotline
 
 NS = "weblogs"
 BROKEN_LOT_ORDINAL = "140"  # 11:40, the file with a broken line
 
 
 def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    env["LOTLINE_SPARK_MASTER"] = "local[1]"  # the suite's other Spark work shares two cores
-    return subprocess.run(
-        [sys.executable, "-m", "lotline", "demo", *args],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    # local[1]: the suite's other Spark work shares two cores.
+    return lotline("demo", *args, cwd=cwd, settings={"LOTLINE_SPARK_MASTER": "local[1]"}, timeout=300)
 
 
 def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> None:

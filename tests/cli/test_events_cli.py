@@ -10,10 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli.test_db_upgrade import lotline
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
+from support.processes import lotline
 
 
 def _read_line(process: subprocess.Popen[str], timeout: float) -> str:

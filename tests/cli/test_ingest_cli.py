@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli.test_db_upgrade import lotline
 from lotline.services import Lineage
 from lotline.store.engine import Store
+from support.processes import lotline
 
 PATTERN = r"path:(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)T(?P<hour>\d\d)(?P<minute>\d\d)"
 

@@ -6,12 +6,12 @@ import json
 import uuid
 from pathlib import Path
 
-from cli.test_db_upgrade import lotline
 from lotline.domain.openlineage import run_uuid
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.ol import run_history
+from support.processes import lotline
 
 
 def test_project_drains_the_journal_and_exits(backend_url: str, tmp_path: Path) -> None:

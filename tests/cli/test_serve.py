@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from cli.test_db_upgrade import lotline
+from support.processes import lotline
 
 
 def _free_port() -> int:

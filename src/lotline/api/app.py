@@ -17,7 +17,7 @@ from lotline.api.guards import Guard, GuardMiddleware
 from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
-from lotline.api.routes import datasets, jobs, lineage, lots, namespaces, openlineage, runs, tags
+from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
 from lotline.services import open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.journal import JournalWriter
@@ -72,6 +72,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(module.router, prefix=API_PREFIX, dependencies=fresh)
     # Lot coordination reads no projected OpenLineage state.
     app.include_router(lots.router, prefix=API_PREFIX)
+    app.include_router(gaps.router, prefix=API_PREFIX)
 
     @app.get("/healthz", tags=["ops"])
     def healthz() -> dict[str, str]:

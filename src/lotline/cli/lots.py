@@ -20,11 +20,11 @@ STATUS_ORDER = [s.value for s in Status]
 Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the jobs and datasets.")]
 
 
-def _lineage() -> Lineage:
+def lineage_from_settings() -> Lineage:
     return open_configured(load_settings())
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def table(header: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
     lines = [header, *rows]
     return "\n".join(
@@ -57,7 +57,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every lot).")] = False,
 ) -> None:
     """Lots by state: how many lots of each job are in each status (and, with --lots, which)."""
-    lineage = _lineage()
+    lineage = lineage_from_settings()
     try:
         rows = lineage.lots.status(namespace, job=job, dataset=dataset)
     finally:
@@ -87,7 +87,7 @@ def status(
         [j, d, *[str(counts[(j, d, s)]) for s in STATUS_ORDER], str(sum(r.job == j for r in rows))]
         for j, d in pairs
     ]
-    print(_table(header, body))
+    print(table(header, body))
     if lots:
         print()
         detail = [
@@ -102,7 +102,7 @@ def status(
             ]
             for r in rows
         ]
-        print(_table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER"], detail))
+        print(table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER"], detail))
 
 
 def invalidate(
@@ -111,7 +111,7 @@ def invalidate(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Reopen a READY lot (RESUBMIT) and every lot made from it, transitively."""
-    lineage = _lineage()
+    lineage = lineage_from_settings()
     try:
         reopened = lineage.lots.invalidate(namespace, dataset, lot)
     finally:
@@ -135,7 +135,7 @@ def hold(
 ) -> None:
     """Pause a lot (nobody produces or reads it) or a whole job (no new claims) until released."""
     _target(dataset, lot, job)
-    lineage = _lineage()
+    lineage = lineage_from_settings()
     try:
         if job is not None:
             changed = lineage.lots.hold_job(namespace, job)
@@ -156,7 +156,7 @@ def release(
 ) -> None:
     """End a hold on a lot (back to the status it paused) or on a job."""
     _target(dataset, lot, job)
-    lineage = _lineage()
+    lineage = lineage_from_settings()
     try:
         if job is not None:
             lineage.lots.release_job(namespace, job)

@@ -216,12 +216,12 @@ def lot_at(instant: datetime.datetime, interval: Interval) -> IntervalLot:
     return IntervalLot(utc.date(), interval, (utc.hour * 60 + utc.minute) // interval.minutes)
 
 
-def _index(lot: IntervalLot) -> int:
+def lot_index(lot: IntervalLot) -> int:
     """Position of a lot among all lots of its interval, counted from 0001-01-01."""
     return lot.day.toordinal() * lot.interval.windows_per_day + lot.ordinal
 
 
-def _from_index(index: int, interval: Interval) -> IntervalLot:
+def lot_from_index(index: int, interval: Interval) -> IntervalLot:
     day, ordinal = divmod(index, interval.windows_per_day)
     return IntervalLot(datetime.date.fromordinal(day), interval, ordinal)
 
@@ -234,8 +234,8 @@ def lots_between(start: datetime.datetime, end: datetime.datetime, interval: Int
     if end == start:
         return []
     # The window starting exactly at ``end`` does not intersect the half-open range.
-    stop = _index(last) + (0 if last.start == end else 1)
-    return [_from_index(i, interval) for i in range(_index(first), stop)]
+    stop = lot_index(last) + (0 if last.start == end else 1)
+    return [lot_from_index(i, interval) for i in range(lot_index(first), stop)]
 
 
 def _check_finer(fine: Interval, coarse: Interval) -> int:

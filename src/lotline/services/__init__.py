@@ -9,6 +9,7 @@ from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
 from lotline.services.cleanup import CleanupService
 from lotline.services.config import DEFAULT_WAREHOUSE, Settings
+from lotline.services.gaps import GapService
 from lotline.services.graph import GraphService
 from lotline.services.ingest import IngestService
 from lotline.services.lot_events import LotEventService
@@ -39,6 +40,7 @@ class Lineage:
     lot_events: LotEventService
     ingest: IngestService
     cleanup: CleanupService
+    gaps: GapService
 
     @property
     def storage(self) -> Storage:
@@ -66,6 +68,7 @@ class Lineage:
             LotEventService(store),
             IngestService(catalog, lots, manifests, storage_options),
             CleanupService(store, manifests),
+            GapService(store, lots),
         )
 
     def close(self) -> None:

@@ -1,0 +1,125 @@
+"""``lotline gaps | backfill``: which lots of a time range are not complete, and making them eligible."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from lotline.cli.lots import DEFAULT_NAMESPACE, Namespace, lineage_from_settings, table
+from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json, report_json
+
+From = Annotated[str, typer.Option("--from", help="Start: an RFC 3339 instant or a date (midnight UTC).")]
+To = Annotated[str, typer.Option("--to", help="End, exclusive: an RFC 3339 instant or a date.")]
+IntervalOption = Annotated[
+    str | None,
+    typer.Option("--interval", help="Lot interval (e.g. PT5M) when the registration does not tell it."),
+]
+
+
+def _runs(runs: list[LotRun]) -> str:
+    rows = [
+        [
+            r.state.value,
+            r.first,
+            r.last,
+            str(r.count),
+            ""
+            if r.cause is None
+            else f"{r.cause.dataset} {r.cause.first}..{r.cause.last} ({r.cause.state.value})",
+        ]
+        for r in runs
+    ]
+    return table(["STATE", "FROM", "TO", "COUNT", "WAITING ON"], rows)
+
+
+def _summary(report: GapReport) -> str:
+    owner = f" (job {report.job})" if report.job else ""
+    lots = f"{report.interval} lots" if report.interval else "named lots (the rows that exist)"
+    counts = "  ".join(f"{s.value} {report.counts[s]}" for s in STATES)
+    span = f"{report.start.isoformat()} .. {report.end.isoformat()}"
+    return f"{report.dataset}{owner}: {report.total} {lots}, {span}\n{counts}"
+
+
+def gaps(
+    start: From,
+    end: To,
+    job: Annotated[str | None, typer.Option(help="Report the lots this job produces.")] = None,
+    dataset: Annotated[str | None, typer.Option(help="Report the lots of this dataset.")] = None,
+    interval: IntervalOption = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every run).")] = False,
+) -> None:
+    """Lots of a time range by state, and the runs of lots missing, failed, running, held or blocked."""
+    lineage = lineage_from_settings()
+    try:
+        report = lineage.gaps.report(
+            namespace, job=job, dataset=dataset, start=start, end=end, interval=interval
+        )
+    finally:
+        lineage.close()
+    if as_json:
+        print(json.dumps(report_json(report), indent=2))
+        return
+    print(_summary(report))
+    if report.runs:
+        print()
+        print(_runs(report.runs))
+
+
+def _done(done: Backfill) -> str:
+    verb = "would" if done.dry_run else ""
+    lines = [_summary(done.report), ""]
+    reopened = sum(r.count for r in done.reopened)
+    hinted = sum(r.count for r in done.hinted)
+    if done.dry_run:
+        lines.append(f"dry run, nothing changed: would reopen {reopened} lots and hint {hinted}")
+    else:
+        lines.append(f"reopened {reopened} lots ({done.cascaded} more downstream), hinted {hinted}")
+    for title, runs in (
+        (f"{verb} reopen".strip(), done.reopened),
+        (f"{verb} hint".strip(), done.hinted),
+        ("not hinted (a job without inputs: claim these lots by name)", done.unhinted),
+        ("left as they are", done.left),
+    ):
+        if runs:
+            lines += ["", title + ":", _runs(runs)]
+    return "\n".join(lines)
+
+
+def backfill(
+    job: Annotated[str, typer.Option(help="The job whose lots to make eligible.")],
+    start: From,
+    end: To,
+    only: Annotated[
+        str | None, typer.Option(help="Only these lots: complete, missing, failed (comma-separated).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print what would change; change nothing.")
+    ] = False,
+    interval: IntervalOption = None,
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Reopen the job's READY lots of the range (downstream too) and hint its missing and failed ones."""
+    lineage = lineage_from_settings()
+    try:
+        done = lineage.gaps.backfill(
+            namespace,
+            job,
+            start=start,
+            end=end,
+            only=None if only is None else [only],
+            dry_run=dry_run,
+            interval=interval,
+        )
+    finally:
+        lineage.close()
+    print(json.dumps(backfill_json(done), indent=2) if as_json else _done(done))
+
+
+def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
+    for name, command in (("gaps", gaps), ("backfill", backfill)):
+        app.command(name)(errors(command))

@@ -1,0 +1,377 @@
+"""Gap reports: which lots of a time range are not complete, and why, as runs of consecutive lots.
+
+A year of five-minute lots is 105,120 lots; the report never makes one object per lot. Lots are
+numbered by ``lot_index`` (consecutive lots of one interval have consecutive indexes), READY rows
+are read only where their runs break, and every list is a run ``[start, stop)`` of one state
+(docs/lots.md, "Gap reports and backfill").
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from lotline.domain.coordination import Status
+from lotline.domain.errors import InvalidInput
+from lotline.domain.lots import Interval, lot_at, lot_from_index, lot_index
+
+#: The longest range a report or a backfill covers (ten years; leap days included).
+MAX_RANGE = datetime.timedelta(days=3653)
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_INSTANT = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+class GapState(StrEnum):
+    COMPLETE = "complete"  # READY: present, whatever its data (an empty lot is present)
+    RUNNING = "running"  # a live or expired-but-not-reaped claim
+    FAILED = "failed"  # ERROR with the failed attempt's partial data still there (arc partial)
+    MISSING = "missing"  # no row, RESUBMIT (reopened), or ERROR whose data was removed (arc missing)
+    HELD = "held"  # HOLD or PENDING, or any missing/failed lot of a held job
+    BLOCKED = "blocked"  # missing or failed, and an input lot it needs is not READY
+
+
+#: The order of the report's counts.
+STATES = tuple(GapState)
+
+
+def parse_time(label: str, text: str) -> datetime.datetime:
+    """An RFC 3339 instant (``2023-01-01T04:10:00Z``) or a date (``2023-01-01``: its midnight UTC)."""
+    if not isinstance(text, str) or not (_DATE.fullmatch(text) or _INSTANT.fullmatch(text)):
+        raise InvalidInput(
+            f"{label} {text!r} is not an RFC 3339 instant (2023-01-01T04:10:00Z) or a date (2023-01-01)."
+        )
+    try:
+        if _DATE.fullmatch(text):
+            return datetime.datetime.combine(datetime.date.fromisoformat(text), datetime.time(), datetime.UTC)
+        return datetime.datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(datetime.UTC)
+    except (ValueError, OverflowError) as error:
+        raise InvalidInput(f"{label} {text!r} is not a valid date or time: {error}.") from None
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """``[start, end)``; the lots reported are those whose windows intersect it."""
+
+    start: datetime.datetime
+    end: datetime.datetime
+
+    @classmethod
+    def parse(cls, start: str, end: str) -> TimeRange:
+        found = cls(parse_time("from", start), parse_time("to", end))
+        if found.end <= found.start:
+            raise InvalidInput(f"from {start!r} must be before to {end!r}.")
+        if found.end - found.start > MAX_RANGE:
+            raise InvalidInput(f"the range {start} .. {end} is longer than the limit of ten years.")
+        return found
+
+    def indexes(self, interval: Interval) -> tuple[int, int]:
+        """The lot indexes ``[first, stop)`` of ``interval`` whose windows intersect the range."""
+        last = lot_at(self.end - datetime.timedelta(microseconds=1), interval)
+        return lot_index(lot_at(self.start, interval)), lot_index(last) + 1
+
+
+def state_of(status: str | None, held_status: str | None = None, data_removed: bool = False) -> GapState:
+    """The report's state of a lot from its OUTPUT row (None: no row)."""
+    if status in (Status.HOLD, Status.PENDING):
+        return GapState.HELD
+    if status == Status.READY:
+        return GapState.COMPLETE
+    if status == Status.RUNNING:
+        return GapState.RUNNING
+    if status == Status.ERROR and not data_removed:
+        return GapState.FAILED
+    return GapState.MISSING
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What a blocked lot waits for: a run of an input dataset's lots that are not READY."""
+
+    dataset: str
+    first: str
+    last: str
+    state: GapState
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Lots ``[start, stop)`` (lot indexes) in one state."""
+
+    start: int
+    stop: int
+    state: GapState
+    cause: Cause | None = None
+
+
+def index_of(lot: str, interval: Interval) -> int:
+    """``lot_index`` of a stored interval lot id of ``interval``, without building the lot (ids read
+    from the store are valid: they were checked when written)."""
+    day = datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])).toordinal()
+    return day * interval.windows_per_day + int(lot[-interval.ordinal_width :])
+
+
+def ordinal_position(interval: Interval) -> int:
+    """1-based position of the ordinal in ``interval``'s lot ids (after ``yyyyMMdd`` and the duration)."""
+    return 9 + len(str(interval))
+
+
+def id_pattern(interval: Interval) -> str:
+    """A LIKE pattern that matches the ids of ``interval``'s lots and no other lot id."""
+    return "_" * 8 + str(interval) + "_" * interval.ordinal_width
+
+
+def ready_runs(breaks: Iterable[tuple[int, int | None, int | None]]) -> list[tuple[int, int]]:
+    """Runs ``[start, stop)`` of consecutive READY lots from where they may break: (lot, lot before,
+    lot after) as indexes, in lot order (``None``: no READY lot before / after it)."""
+    found: list[tuple[int, int]] = []
+    start: int | None = None
+    for lot, before, after in breaks:
+        if before is None or start is None:
+            start = lot
+        if after is None or after != lot + 1:
+            found.append((start, lot + 1))
+            start = after
+    return found
+
+
+def segments(
+    first: int, stop: int, ready: Sequence[tuple[int, int]], other: Mapping[int, GapState]
+) -> list[Segment]:
+    """The lots of ``[first, stop)`` that are not complete, as coalesced segments: outside the
+    ``ready`` runs, a lot is in the state of its row (``other``) or missing."""
+    rows = sorted(other)
+    pieces: list[Segment] = []
+    for gap_start, gap_stop in _complement(first, stop, ready):
+        position = gap_start
+        for i in rows[bisect.bisect_left(rows, gap_start) : bisect.bisect_left(rows, gap_stop)]:
+            if i > position:
+                pieces.append(Segment(position, i, GapState.MISSING))
+            pieces.append(Segment(i, i + 1, other[i]))
+            position = i + 1
+        if position < gap_stop:
+            pieces.append(Segment(position, gap_stop, GapState.MISSING))
+    return coalesce(pieces)
+
+
+def _complement(first: int, stop: int, ready: Sequence[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    position = first
+    for start, end in ready:
+        if start > position:
+            yield position, start
+        position = max(position, end)
+    if position < stop:
+        yield position, stop
+
+
+def coalesce(pieces: Iterable[Segment]) -> list[Segment]:
+    """Merge touching segments of one state and cause (``pieces`` in index order)."""
+    merged: list[Segment] = []
+    for piece in pieces:
+        last = merged[-1] if merged else None
+        if last and last.stop == piece.start and (last.state, last.cause) == (piece.state, piece.cause):
+            merged[-1] = replace(last, stop=piece.stop)
+        else:
+            merged.append(piece)
+    return merged
+
+
+def hold_all(found: Sequence[Segment]) -> list[Segment]:
+    """A held job claims nothing: its missing and failed lots are held."""
+    waiting = (GapState.MISSING, GapState.FAILED)
+    return coalesce(replace(s, state=GapState.HELD) if s.state in waiting else s for s in found)
+
+
+def blockers(
+    dataset: str, input_segments: Sequence[Segment], input_interval: Interval, output_interval: Interval
+) -> list[Segment]:
+    """An input's lots that are not READY, as the output lots they block (an output lot of a mapped
+    job is made of ``output / input`` consecutive input lots)."""
+    ratio = output_interval.minutes // input_interval.minutes
+    return [
+        Segment(
+            s.start // ratio,
+            (s.stop - 1) // ratio + 1,
+            GapState.BLOCKED,
+            Cause(
+                dataset,
+                str(lot_from_index(s.start, input_interval)),
+                str(lot_from_index(s.stop - 1, input_interval)),
+                s.state,
+            ),
+        )
+        for s in input_segments
+    ]
+
+
+def block(found: Sequence[Segment], blocking: Iterable[Segment]) -> list[Segment]:
+    """Mark the missing and failed lots that an input does not let run as blocked, naming why.
+
+    Where several inputs block a lot, the first given (the earlier input lot) is named.
+    """
+    ordered: list[Segment] = []
+    for b in sorted(blocking, key=lambda s: s.start):
+        start = max(b.start, ordered[-1].stop) if ordered else b.start
+        if start < b.stop:
+            ordered.append(replace(b, start=start))
+    starts = [b.start for b in ordered]
+    pieces: list[Segment] = []
+    for seg in found:
+        if seg.state not in (GapState.MISSING, GapState.FAILED):
+            pieces.append(seg)
+            continue
+        position = seg.start
+        i = max(bisect.bisect_right(starts, seg.start) - 1, 0)
+        while position < seg.stop and i < len(ordered) and ordered[i].start < seg.stop:
+            b = ordered[i]
+            if b.stop <= position:
+                i += 1
+                continue
+            if b.start > position:
+                pieces.append(replace(seg, start=position, stop=b.start))
+                position = b.start
+            end = min(b.stop, seg.stop)
+            pieces.append(replace(b, start=position, stop=end))
+            position = end
+        if position < seg.stop:
+            pieces.append(replace(seg, start=position))
+    return coalesce(pieces)
+
+
+def counts(found: Sequence[Segment], total: int) -> dict[GapState, int]:
+    """Lots per state; whatever no segment covers is complete."""
+    tally = dict.fromkeys(STATES, 0)
+    for seg in found:
+        tally[seg.state] += seg.stop - seg.start
+    tally[GapState.COMPLETE] = total - sum(tally.values())
+    return tally
+
+
+@dataclass(frozen=True)
+class LotRun:
+    """Consecutive lots in one state, as the report lists them (``first``..``last``, inclusive)."""
+
+    state: GapState
+    first: str
+    last: str
+    count: int
+    cause: Cause | None = None
+
+
+def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
+    return [
+        LotRun(
+            s.state,
+            str(lot_from_index(s.start, interval)),
+            str(lot_from_index(s.stop - 1, interval)),
+            s.stop - s.start,
+            s.cause,
+        )
+        for s in found
+    ]
+
+
+def lot_ids(found: Iterable[Segment], interval: Interval) -> list[str]:
+    """Every lot id of ``found`` (for the writes of a backfill, which name each lot)."""
+    return [str(lot_from_index(i, interval)) for s in found for i in range(s.start, s.stop)]
+
+
+@dataclass(frozen=True)
+class GapReport:
+    """A job's or dataset's lots over a range: counts by state and runs of the lots not complete.
+
+    ``interval`` is None for a dataset of named lots: then only rows that exist are reported.
+    """
+
+    namespace: str
+    dataset: str
+    job: str | None
+    interval: Interval | None
+    start: datetime.datetime
+    end: datetime.datetime
+    total: int
+    counts: dict[GapState, int]
+    runs: list[LotRun]
+
+
+#: What a backfill may take: ``complete`` lots are reopened, ``missing`` and ``failed`` ones hinted.
+BACKFILL_STATES = (GapState.MISSING, GapState.FAILED, GapState.COMPLETE)
+
+
+def parse_only(values: Sequence[str] | None) -> tuple[GapState, ...]:
+    """``--only missing,failed``: which lots a backfill takes (default: all three kinds)."""
+    if not values:
+        return BACKFILL_STATES
+    allowed = ", ".join(s.value for s in BACKFILL_STATES)
+    chosen = []
+    for value in (v.strip() for text in values for v in text.split(",")):
+        if value not in {s.value for s in BACKFILL_STATES}:
+            raise InvalidInput(f"backfill cannot take {value!r} lots; choose among {allowed}.")
+        chosen.append(GapState(value))
+    return tuple(dict.fromkeys(chosen))
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What a backfill did (or, dry, would do): ``reopened`` READY lots (with ``cascaded`` lots
+    downstream), ``hinted`` missing/failed lots a worker will now claim, ``unhinted`` missing lots
+    of a job without inputs (its workers name their lots), and what it left: blocked, held, running."""
+
+    report: GapReport
+    dry_run: bool
+    reopened: list[LotRun]
+    cascaded: int
+    hinted: list[LotRun]
+    unhinted: list[LotRun]
+    left: list[LotRun]
+
+
+def run_json(run: LotRun) -> dict[str, object]:
+    cause = run.cause
+    waiting = (
+        None
+        if cause is None
+        else {"dataset": cause.dataset, "from": cause.first, "to": cause.last, "state": cause.state.value}
+    )
+    return {
+        "state": run.state.value,
+        "from": run.first,
+        "to": run.last,
+        "count": run.count,
+        "waitingOn": waiting,
+    }
+
+
+def report_json(report: GapReport, offset: int = 0, limit: int | None = None) -> dict[str, object]:
+    """The report as the CLI's ``--json`` and the REST API show it; ``runs`` may be one page."""
+    shown = report.runs[offset:] if limit is None else report.runs[offset : offset + limit]
+    return {
+        "namespace": report.namespace,
+        "dataset": report.dataset,
+        "job": report.job,
+        "interval": None if report.interval is None else str(report.interval),
+        "from": report.start.isoformat().replace("+00:00", "Z"),
+        "to": report.end.isoformat().replace("+00:00", "Z"),
+        "totalLots": report.total,
+        "counts": {s.value: report.counts[s] for s in STATES},
+        "runs": [run_json(r) for r in shown],
+        "totalRuns": len(report.runs),
+    }
+
+
+def backfill_json(done: Backfill) -> dict[str, object]:
+    return {
+        "dryRun": done.dry_run,
+        "report": report_json(done.report),
+        "reopened": [run_json(r) for r in done.reopened],
+        "cascaded": done.cascaded,
+        "hinted": [run_json(r) for r in done.hinted],
+        "unhinted": [run_json(r) for r in done.unhinted],
+        "left": [run_json(r) for r in done.left],
+    }

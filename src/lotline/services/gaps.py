@@ -1,0 +1,266 @@
+"""Gap reports and backfill (docs/lots.md): which lots of a time range are not complete, and making
+them eligible again.
+
+A report is one read transaction of a few aggregated statements per dataset (the target and, for
+its missing or failed lots, each input): its cost follows the lots that are *not* complete, not
+the length of the range.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from lotline.coordination.registry import Registration, registration
+from lotline.domain import gaps as g
+from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
+from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
+from lotline.domain.names import validate_name
+from lotline.services import _common
+from lotline.services.lots import LotService
+from lotline.store.engine import Store
+from lotline.store.queries import data_status, datasets, frontier, gaps, jobs
+from lotline.store.types import utcnow
+
+#: How far up a chain of unmapped jobs the interval of a dataset is looked for.
+MAX_CHAIN = 64
+
+
+@dataclass(frozen=True)
+class _Target:
+    """The dataset a report is about, and its producing job's registration (None: no producer)."""
+
+    dataset_id: uuid.UUID
+    dataset: str
+    job: str | None
+    reg: Registration | None
+
+
+class GapService:
+    def __init__(self, store: Store, lots: LotService) -> None:
+        self._store = store
+        self._lots = lots
+
+    def report(
+        self,
+        namespace: str,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        start: str,
+        end: str,
+        interval: str | None = None,
+    ) -> GapReport:
+        """Counts by state and runs of the lots not complete, of ``job``'s output or of ``dataset``,
+        over ``[start, end)`` (RFC 3339 instants or dates)."""
+        span, wanted = _arguments(start, end, interval)
+        with self._store.read() as connection:
+            target = _target(connection, namespace, job, dataset)
+            return _report(connection, namespace, target, span, wanted)[0]
+
+    def backfill(
+        self,
+        namespace: str,
+        job: str,
+        *,
+        start: str,
+        end: str,
+        only: Sequence[str] | None = None,
+        dry_run: bool = False,
+        interval: str | None = None,
+    ) -> Backfill:
+        """Make the job's lots of ``[start, end)`` eligible: READY ones are reopened through the
+        invalidation cascade, missing and failed ones get a work-list hint; blocked, held and
+        running lots are left and reported. ``only`` narrows to some of complete/missing/failed."""
+        taken = g.parse_only(only)
+        span, wanted = _arguments(start, end, interval)
+        with self._store.read() as connection:
+            target = _target(connection, namespace, job, None)
+            report, found = _report(connection, namespace, target, span, wanted)
+            if report.interval is None:
+                raise InvalidInput(
+                    f"Dataset {namespace}:{target.dataset} has named lots, which have no time window; "
+                    "claim them by name instead."
+                )
+            lots_of = report.interval
+            reopen: list[str] = []
+            if GapState.COMPLETE in taken and report.counts[GapState.COMPLETE]:
+                first, stop = span.indexes(lots_of)
+                reopen = gaps.ready_lots(
+                    connection,
+                    target.dataset_id,
+                    str(lot_from_index(first, lots_of)),
+                    str(lot_from_index(stop - 1, lots_of)),
+                    g.id_pattern(lots_of),
+                )
+        assert target.reg is not None
+        chosen = [s for s in found if s.state in taken]
+        left = [s for s in found if s.state not in taken]
+        hintable = bool(target.reg.inputs)
+        cascaded = 0
+        if not dry_run:
+            for lot in reopen:
+                cascaded += len(self._lots.invalidate(namespace, target.dataset, lot)) - 1
+            if chosen and hintable:
+                with self._store.write() as connection:
+                    frontier.raise_for_job(
+                        connection, target.reg.job_id, g.lot_ids(chosen, lots_of), utcnow()
+                    )
+        reopened = g.coalesce(
+            Segment(i, i + 1, GapState.COMPLETE) for i in (g.index_of(lot, lots_of) for lot in reopen)
+        )
+        return Backfill(
+            report,
+            dry_run,
+            g.runs(reopened, lots_of),
+            cascaded,
+            g.runs(chosen, lots_of) if hintable else [],
+            [] if hintable else g.runs(chosen, lots_of),
+            g.runs(left, lots_of),
+        )
+
+
+def _arguments(start: str, end: str, interval: str | None) -> tuple[TimeRange, Interval | None]:
+    return TimeRange.parse(start, end), None if interval is None else Interval.parse(interval)
+
+
+def _target(connection: Connection, namespace: str, job: str | None, dataset: str | None) -> _Target:
+    if (job is None) == (dataset is None):
+        raise InvalidInput("Name either a job or a dataset.")
+    _common.require_namespace(connection, namespace)
+    if job is not None:
+        row = jobs.job_row(connection, namespace, validate_name("Job", job))
+        if row is None:
+            raise NotFound("Job", f"{namespace}:{job}")
+        reg = registration(connection, row.id)
+        if reg is None:
+            raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+        name = datasets.dataset_refs(connection, [reg.output_dataset_id])[reg.output_dataset_id].name
+        return _Target(reg.output_dataset_id, name, job, reg)
+    assert dataset is not None
+    dataset_id = _common.require_dataset(connection, namespace, dataset)
+    producer = data_status.producer_of(connection, dataset_id)
+    if producer is None:
+        return _Target(dataset_id, dataset, None, None)
+    label = data_status.job_label(connection, producer).removeprefix(f"{namespace}:")
+    return _Target(dataset_id, dataset, label, registration(connection, producer))
+
+
+def _interval(
+    connection: Connection, namespace: str, target: _Target, wanted: Interval | None
+) -> Interval | None:
+    """The dataset's lot interval (None: it has named lots). A mapping says it; an unmapped job's
+    output has its first input's lots; a source's are told by ``wanted`` or by its lot ids."""
+    dataset_id, reg = target.dataset_id, target.reg
+    for _ in range(MAX_CHAIN):
+        if reg is not None and reg.mapping is not None:
+            if wanted is not None and wanted != reg.mapping.output:
+                raise InvalidInput(
+                    f"Dataset {namespace}:{target.dataset} has {reg.mapping.output} lots "
+                    f"(its producer maps {reg.mapping}), not {wanted}."
+                )
+            return reg.mapping.output
+        if reg is None or not reg.inputs:
+            break
+        dataset_id = reg.inputs[0]
+        producer = data_status.producer_of(connection, dataset_id)
+        reg = None if producer is None else registration(connection, producer)
+    if wanted is not None:
+        return wanted
+    last = gaps.last_output_lot(connection, dataset_id)
+    if last is None:
+        raise InvalidInput(
+            f"Cannot tell the lot interval of {namespace}:{target.dataset}: no registered lot mapping "
+            "and no lots yet; pass the interval (e.g. --interval PT5M)."
+        )
+    parsed = parse_lot(last)
+    return parsed.interval if isinstance(parsed, IntervalLot) else None
+
+
+def _report(
+    connection: Connection, namespace: str, target: _Target, span: TimeRange, wanted: Interval | None
+) -> tuple[GapReport, list[Segment]]:
+    interval = _interval(connection, namespace, target, wanted)
+    if interval is None:
+        return _named_report(connection, namespace, target, span), []
+    first, stop = span.indexes(interval)
+    found = _segments(connection, target.dataset_id, interval, first, stop)
+    reg = target.reg
+    if reg is not None and reg.held:
+        found = g.hold_all(found)
+    waiting = any(s.state in (GapState.MISSING, GapState.FAILED) for s in found)
+    if reg is not None and reg.inputs and waiting:
+        found = g.block(found, _blockers(connection, reg, interval, first, stop))
+    report = GapReport(
+        namespace,
+        target.dataset,
+        target.job,
+        interval,
+        span.start,
+        span.end,
+        stop - first,
+        g.counts(found, stop - first),
+        g.runs(found, interval),
+    )
+    return report, found
+
+
+def _blockers(
+    connection: Connection, reg: Registration, interval: Interval, first: int, stop: int
+) -> list[Segment]:
+    """Every input's lots that are not READY, as the output lots they hold back."""
+    input_interval = interval if reg.mapping is None else reg.mapping.input
+    ratio = interval.minutes // input_interval.minutes
+    names = datasets.dataset_refs(connection, list(reg.inputs))
+    found: list[Segment] = []
+    for dataset_id in reg.inputs:
+        waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio)
+        found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)
+    return found
+
+
+def _segments(
+    connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
+) -> list[Segment]:
+    """The dataset's lots ``[first, stop)`` that are not complete, from its rows in a few reads."""
+    lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
+    pattern = g.id_pattern(interval)
+    breaks = gaps.ready_breaks(
+        connection, dataset_id, lot_from, lot_to, pattern, g.ordinal_position(interval)
+    )
+    ready = g.ready_runs(
+        (
+            g.index_of(r.lot, interval),
+            None if r.prv is None else g.index_of(r.prv, interval),
+            None if r.nxt is None else g.index_of(r.nxt, interval),
+        )
+        for r in breaks
+    )
+    other = {
+        g.index_of(r.lot, interval): g.state_of(r.status, r.held_status, r.data_removed_at is not None)
+        for r in gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
+    }
+    return g.segments(first, stop, ready, other)
+
+
+def _named_report(connection: Connection, namespace: str, target: _Target, span: TimeRange) -> GapReport:
+    """A dataset of named lots: the rows that exist (a named lot has no window, so none is missing)."""
+    held = target.reg is not None and target.reg.held
+    listed = []
+    for row in gaps.unready_rows(connection, target.dataset_id):
+        state = g.state_of(row.status, row.held_status, row.data_removed_at is not None)
+        if held and state in (GapState.MISSING, GapState.FAILED):
+            state = GapState.HELD
+        listed.append(g.LotRun(state, row.lot, row.lot, 1))
+    ready = gaps.count_ready(connection, target.dataset_id)
+    tally = dict.fromkeys(g.STATES, 0)
+    for run in listed:
+        tally[run.state] += 1
+    tally[GapState.COMPLETE] = ready
+    return GapReport(
+        namespace, target.dataset, target.job, None, span.start, span.end, ready + len(listed), tally, listed
+    )

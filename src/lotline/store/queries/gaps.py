@@ -1,0 +1,113 @@
+"""Reads of gap reports: a dataset's OUTPUT rows over a lot-id range, aggregated where they can be.
+
+Every statement filters ``dataset_id, role = 'OUTPUT'`` and a lot-id range, and so reads the index
+(dataset_id, role, status, lot) of data_status; READY rows, the bulk, are never returned one by one
+for a report: only where their runs break (``ready_breaks``). ``pattern`` (a LIKE pattern
+such as ``________PT5M___``) keeps lots of another interval out; None reads named lots too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import Connection, Integer, cast, func, or_, select
+from sqlalchemy.sql.elements import ColumnElement
+
+from lotline.domain.coordination import OUTPUT_STATUSES, Role, Status
+from lotline.store.schema import data_status as ds
+
+#: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
+_NOT_READY = [s.value for s in OUTPUT_STATUSES if s is not Status.READY]
+
+
+def _rows(
+    dataset_id: uuid.UUID, lot_from: str | None, lot_to: str | None, pattern: str | None
+) -> list[ColumnElement[bool]]:
+    where: list[ColumnElement[bool]] = [ds.c.dataset_id == dataset_id, ds.c.role == Role.OUTPUT.value]
+    if lot_from is not None:
+        where.append(ds.c.lot >= lot_from)
+    if lot_to is not None:
+        where.append(ds.c.lot <= lot_to)
+    if pattern is not None:
+        where.append(ds.c.lot.like(pattern))
+    return where
+
+
+def ready_breaks(
+    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str, ordinal_at: int
+) -> list[Any]:
+    """The READY interval lots in ``[lot_from, lot_to]`` where a run of consecutive READY lots may
+    start or end: ``lot`` with the READY lots before (``prv``) and after (``nxt``) it, for the first
+    and last lot, each day's last lot, and each lot followed by a gap (``ordinal_at``: 1-based
+    position of the ordinal in the id). The window runs in the index's lot order, so the database
+    reads the READY rows once and returns a few hundred rows for a year."""
+    prv = func.lag(ds.c.lot).over(order_by=ds.c.lot).label("prv")
+    nxt = func.lead(ds.c.lot).over(order_by=ds.c.lot).label("nxt")
+    ready = (
+        select(ds.c.lot, prv, nxt)
+        .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status == Status.READY.value)
+        .subquery()
+    )
+
+    def ordinal(lot: Any) -> Any:
+        return cast(func.substr(lot, ordinal_at), Integer)
+
+    query = (
+        select(ready.c.lot, ready.c.prv, ready.c.nxt)
+        .where(
+            or_(
+                ready.c.prv.is_(None),
+                ready.c.nxt.is_(None),
+                func.substr(ready.c.nxt, 1, 8) != func.substr(ready.c.lot, 1, 8),
+                ordinal(ready.c.nxt) != ordinal(ready.c.lot) + 1,
+            )
+        )
+        .order_by(ready.c.lot)
+    )
+    return list(connection.execute(query).all())
+
+
+def count_ready(connection: Connection, dataset_id: uuid.UUID) -> int:
+    """READY lots of a dataset (of named lots: the report counts what exists)."""
+    query = select(func.count()).where(
+        *_rows(dataset_id, None, None, None), ds.c.status == Status.READY.value
+    )
+    found: int = connection.execute(query).scalar_one()
+    return found
+
+
+def unready_rows(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    lot_from: str | None = None,
+    lot_to: str | None = None,
+    pattern: str | None = None,
+) -> list[Any]:
+    """The OUTPUT rows in the range that are not READY (few, normally), in lot order."""
+    query = (
+        select(ds.c.lot, ds.c.status, ds.c.held_status, ds.c.data_removed_at)
+        .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status.in_(_NOT_READY))
+        .order_by(ds.c.lot)
+    )
+    return list(connection.execute(query).all())
+
+
+def ready_lots(
+    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str
+) -> list[str]:
+    """The READY lot ids in ``[lot_from, lot_to]``, in lot order."""
+    query = (
+        select(ds.c.lot)
+        .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status == Status.READY.value)
+        .order_by(ds.c.lot)
+    )
+    return list(connection.execute(query).scalars())
+
+
+def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None:
+    """The greatest lot id the dataset has an OUTPUT row for: its lots' shape when nothing else says."""
+    found: str | None = connection.execute(
+        select(func.max(ds.c.lot)).where(*_rows(dataset_id, None, None, None))
+    ).scalar()
+    return found

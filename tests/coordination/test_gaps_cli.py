@@ -1,0 +1,107 @@
+"""``lotline gaps | backfill`` run as separate processes against both databases, errors included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.lots import LotWorld
+from support.processes import lotline
+
+
+def hour(n: int) -> str:
+    return f"20230101PT1H{n:03d}"
+
+
+RANGE = ["--from", "2023-01-01", "--to", "2023-01-01T04:00:00Z"]
+
+
+def _lotline(backend_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return lotline(*args, cwd=tmp_path, db_url=backend_url)
+
+
+@pytest.fixture
+def hours(world: LotWorld) -> LotWorld:
+    """raw: hours 00-02 READY; cleaned: 00 complete, 01 failed, 02 missing, 03 blocked (raw 03 missing)."""
+    world.job("land", output="raw")
+    world.job("clean", output="cleaned", inputs=["raw"])
+    world.produce("land", hour(0), hour(1), hour(2))
+    world.produce("clean", hour(0))
+    failed = world.claim("clean", hour(1))
+    assert failed is not None
+    world.lots.fail(failed)
+    return world
+
+
+def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path: Path) -> None:
+    result = _lotline(backend_url, tmp_path, "gaps", "-n", hours.ns, "--job", "clean", *RANGE)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cleaned (job clean): 4 PT1H lots, 2023-01-01T00:00:00+00:00 .. ")
+    assert lines[1].split() == [
+        *("complete", "1", "running", "0", "failed", "1"),
+        *("missing", "1", "held", "0", "blocked", "1"),
+    ]
+    assert [line.split() for line in lines[3:]] == [
+        ["STATE", "FROM", "TO", "COUNT", "WAITING", "ON"],
+        ["failed", hour(1), hour(1), "1"],
+        ["missing", hour(2), hour(2), "1"],
+        ["blocked", hour(3), hour(3), "1", "raw", f"{hour(3)}..{hour(3)}", "(missing)"],
+    ]
+    as_json = _lotline(
+        backend_url, tmp_path, "gaps", "-n", hours.ns, "--dataset", "cleaned", "--json", *RANGE
+    )
+    document = json.loads(as_json.stdout)
+    assert (document["totalLots"], document["totalRuns"], document["counts"]["blocked"]) == (4, 3, 1)
+
+
+def test_backfill_dry_run_then_for_real(hours: LotWorld, backend_url: str, tmp_path: Path) -> None:
+    before = hours.table()
+    dry = _lotline(backend_url, tmp_path, "backfill", "-n", hours.ns, "--job", "clean", "--dry-run", *RANGE)
+    assert dry.returncode == 0, dry.stderr
+    assert "dry run, nothing changed: would reopen 1 lots and hint 2" in dry.stdout
+    assert hours.table() == before
+    done = _lotline(
+        backend_url,
+        tmp_path,
+        "backfill",
+        "-n",
+        hours.ns,
+        "--job",
+        "clean",
+        "--only",
+        "complete",
+        "--json",
+        *RANGE,
+    )
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [r["from"] for r in document["reopened"]] == [hour(0)]
+    assert [r["state"] for r in document["left"]] == ["failed", "missing", "blocked"]
+    assert hours.status("cleaned", hour(0), "clean") == "RESUBMIT"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["gaps", "--job", "clean", "--from", "2023-01-02", "--to", "2023-01-01"], "must be before"),
+        (["gaps", "--job", "nope", *RANGE], "nope"),
+        (["gaps", "--job", "clean", "--from", "today", "--to", "2023-01-01"], "RFC 3339"),
+        (["gaps", "--job", "clean", "--from", "2001-01-01", "--to", "2023-01-01"], "ten years"),
+        (["backfill", "--job", "clean", "--only", "held", *RANGE], "cannot take 'held'"),
+        (["backfill", "--job", "clean", "--from", "2023-01-02", "--to", "2023-01-01"], "must be before"),
+    ],
+)
+def test_errors_are_one_line_and_change_nothing(
+    hours: LotWorld, backend_url: str, tmp_path: Path, args: list[str], message: str
+) -> None:
+    before = hours.table()
+    result = _lotline(backend_url, tmp_path, args[0], "-n", hours.ns, *args[1:])
+    assert result.returncode == 2
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("lotline: error: ") and message in line
+    assert hours.table() == before
