@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import sqlalchemy as sa
@@ -25,6 +26,9 @@ from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from lotline.store.schema import metadata
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 from support.storage import new_s3_root, s3_options
 
 PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -185,3 +189,25 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
         return Storage(str(tmp_path / "warehouse"))
     endpoint: str = request.getfixturevalue("s3_endpoint")
     return Storage(new_s3_root(endpoint), s3_options(endpoint))
+
+
+# One Spark session for the whole run: ``local[1]`` with the settings of REFERENCE.md "Spark in
+# tests" (started on first use only: most of the suite never needs a JVM).
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("lotline-tests")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.default.parallelism", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("spark-warehouse")))
+        .getOrCreate()
+    )
+    yield session
+    session.stop()

@@ -20,6 +20,8 @@ KEYS = (
     "LOTLINE_S3_ENDPOINT_URL",
     "LOTLINE_SPARK_MASTER",
     "LOTLINE_SPARK_CONF",
+    "LOTLINE_OPENLINEAGE_URL",
+    "LOTLINE_OPENLINEAGE_API_KEY",
 )
 
 
@@ -35,6 +37,9 @@ class Settings:
     spark_master: str = DEFAULT_SPARK_MASTER
     #: Extra Spark settings, from ``LOTLINE_SPARK_CONF="k=v,k=v"``.
     spark_conf: tuple[tuple[str, str], ...] = ()
+    #: Where the runner also emits each lot's run as OpenLineage events (None: nowhere).
+    openlineage_url: str | None = None
+    openlineage_api_key: str | None = None
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -71,6 +76,8 @@ def load_settings(directory: Path | None = None) -> Settings:
         s3_endpoint_url=pick("LOTLINE_S3_ENDPOINT_URL"),
         spark_master=pick("LOTLINE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
         spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
+        openlineage_url=pick("LOTLINE_OPENLINEAGE_URL"),
+        openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
     )
 
 

@@ -26,6 +26,7 @@ from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
+from lotline.spark.emit import OpenLineageEmitter
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.metrics import WriteMetrics
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
@@ -89,11 +90,14 @@ class LotRunner:
         spark: SparkSession,
         *,
         lease: timedelta = RUNNER_LEASE,
+        emitter: OpenLineageEmitter | None = None,
     ) -> None:
+        """``emitter``: also send each lot's run as OpenLineage events (``spark.emit``)."""
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
+        self.emitter = emitter
         self._metrics = WriteMetrics.for_session(spark)
         self._lock = threading.Lock()
         self._fields: dict[str, tuple[FieldSpec, ...]] = {}
@@ -110,6 +114,9 @@ class LotRunner:
         started = time.monotonic()
         facets = self._facets(claim)
         location: str | None = None
+        fields: tuple[FieldSpec, ...] = ()
+        if self.emitter is not None:
+            self.emitter.started(job, claim)
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
                 frames = self._inputs(job, claim)
@@ -119,7 +126,7 @@ class LotRunner:
                     output = job.call(frames, self._context(job, claim))
                     location = self._attempt_uri(job, claim)
                     write_attempt(output, job.output, location)
-                    self._record_fields(job, output)
+                    fields = self._record_fields(job, output)
                     rows = self._metrics.rows_written(location)
                     objects = self.lineage.storage.describe_written(location, format=job.output.format)
                     draft = ManifestDraft(location, objects, rows)
@@ -133,20 +140,25 @@ class LotRunner:
                 self.lineage.lots.complete(claim, manifest=draft, facets=facets)
         except BaseException as error:
             self._fail(job, claim, location, error, facets)
+            if self.emitter is not None:
+                self.emitter.ended(job, claim, draft=None, error=error)
             if not isinstance(error, Exception):
                 raise  # Ctrl-C and exits: the lot is failed cleanly, then the run stops
             message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}"
             return _result(job, claim, started, ok=False, error=message)
+        if self.emitter is not None:
+            self.emitter.ended(job, claim, draft=draft, fields=fields)
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
 
-    def _record_fields(self, job: JobSpec, output: DataFrame) -> None:
+    def _record_fields(self, job: JobSpec, output: DataFrame) -> tuple[FieldSpec, ...]:
         """The output's columns become the dataset's fields (its schema in lineage), when they change."""
         fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
         with self._lock:
             if self._fields.get(job.output.name) == fields:
-                return
+                return fields
             self._fields[job.output.name] = fields
         self.lineage.catalog.upsert_dataset(self.namespace, job.output.name, fields=fields)
+        return fields
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
