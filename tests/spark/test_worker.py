@@ -67,7 +67,9 @@ def test_the_loop_runs_lots_as_they_arrive_and_passes_over_a_failing_one(
     assert lineage.lots.counts(NS, "hourly_counts") == {Status.READY: 1}
 
 
-def _start_worker(tmp_path: Path, db_url: str, warehouse: Path, *args: str) -> subprocess.Popen[str]:
+def _start_worker(
+    tmp_path: Path, db_url: str, warehouse: Path, *args: str, pipeline: str = "slow.py"
+) -> subprocess.Popen[str]:
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")},
         "LOTLINE_DB_URL": db_url,
@@ -75,7 +77,7 @@ def _start_worker(tmp_path: Path, db_url: str, warehouse: Path, *args: str) -> s
         "LOTLINE_SPARK_MASTER": "local[1]",
         "LOTLINE_SPARK_CONF": SPARK_CONF,
     }
-    command = [sys.executable, "-m", "lotline", "worker", str(PIPELINES / "slow.py"), "--poll", "0.5", *args]
+    command = [sys.executable, "-m", "lotline", "worker", str(PIPELINES / pipeline), "--poll", "0.5", *args]
     return subprocess.Popen(
         command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -124,5 +126,33 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         assert all("/attempt=2/" in o.uri for o in manifest.objects) and manifest.row_count == 3
         runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
+    finally:
+        lineage.close()
+
+
+@pytest.mark.parametrize(
+    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+def test_two_worker_processes_on_postgresql_never_run_a_lot_twice(backend_url: str, tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
+    half_hours = [f"20230101PT30M{i:03d}" for i in range(8)]
+    try:
+        register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
+        for index, lot in enumerate(half_hours):
+            ingest(lineage, NS, "raw_logs", lot, [[f"2023-01-01T00:00:00 /{index} 200"]])
+        workers = [
+            _start_worker(tmp_path, backend_url, warehouse, "--idle-exit", "5", pipeline="weblogs.py")
+            for _ in range(2)
+        ]
+        outputs = [w.communicate(timeout=600) for w in workers]
+        for worker, (_, err) in zip(workers, outputs, strict=True):
+            assert worker.returncode == 0, err[-2000:]
+        for job, count in (("parse", 8), ("hourly_counts", 4)):
+            runs = lineage.runs.list_runs(NS, job).items
+            assert len(runs) == count and len({r.lot for r in runs}) == count  # one run per lot
+            assert {r.state for r in runs} == {RunState.COMPLETED}
+        done = [out.count(": done") for out, _ in outputs]
+        assert sum(done) == 12  # every lot done once, by one of the two
     finally:
         lineage.close()

@@ -11,7 +11,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from sqlalchemy.exc import OperationalError
 
-from lotline.cli import cleanup, demo, events, gaps, ingest, lots, run, worker
+from lotline.cli import cleanup, demo, events, gaps, ingest, lots, run, webhooks, worker
 from lotline.domain.errors import LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
@@ -56,6 +56,7 @@ app.command("ingest")(one_line_errors(ingest.ingest))
 app.command("events")(one_line_errors(events.events))
 app.command("worker")(one_line_errors(worker.worker))
 app.command("cleanup")(one_line_errors(cleanup.cleanup))
+app.command("webhooks")(one_line_errors(webhooks.webhooks))
 gaps.register(app, one_line_errors)
 
 

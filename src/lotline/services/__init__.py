@@ -20,6 +20,7 @@ from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
+from lotline.services.webhooks import WebhookService
 from lotline.store.engine import Store, open_store
 
 
@@ -41,6 +42,7 @@ class Lineage:
     ingest: IngestService
     cleanup: CleanupService
     gaps: GapService
+    webhooks: WebhookService
 
     @property
     def storage(self) -> Storage:
@@ -54,6 +56,7 @@ class Lineage:
         ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing)."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
         catalog, lots = CatalogService(store), LotService(store, manifests)
+        lot_events = LotEventService(store)
         return cls(
             store,
             catalog,
@@ -65,10 +68,11 @@ class Lineage:
             lots,
             ProjectionService(store),
             manifests,
-            LotEventService(store),
+            lot_events,
             IngestService(catalog, lots, manifests, storage_options),
             CleanupService(store, manifests),
             GapService(store, lots),
+            WebhookService(store, lot_events),
         )
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ KEYS = (
     "LOTLINE_SPARK_CONF",
     "LOTLINE_OPENLINEAGE_URL",
     "LOTLINE_OPENLINEAGE_API_KEY",
+    "LOTLINE_WEBHOOK_URLS",
 )
 
 
@@ -40,6 +41,8 @@ class Settings:
     #: Where the runner also emits each lot's run as OpenLineage events (None: nowhere).
     openlineage_url: str | None = None
     openlineage_api_key: str | None = None
+    #: Where ``lotline webhooks`` delivers lot events (comma-separated in the configuration).
+    webhook_urls: tuple[str, ...] = ()
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -78,6 +81,7 @@ def load_settings(directory: Path | None = None) -> Settings:
         spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
         openlineage_url=pick("LOTLINE_OPENLINEAGE_URL"),
         openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
+        webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
     )
 
 
