@@ -31,17 +31,26 @@ SPARK_CONF = ",".join(
 )
 
 
-@pytest.mark.parametrize(
-    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+#: Eight half-hour lots of raw logs, one line each.
+HALF_HOURS = [f"20230101PT30M{i:03d}" for i in range(8)]
+ON_POSTGRESQL = [pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def eight_half_hours(backend_url: str, warehouse: Path) -> Lineage:
+    """A database with the test weblogs pipeline registered and eight raw lots published."""
+    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
+    register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
+    for index, lot in enumerate(HALF_HOURS):
+        ingest(lineage, "weblogs", "raw_logs", lot, [[f"2023-01-01T00:00:00 /{index} 200"]])
+    return lineage
+
+
+@pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)
 def test_two_processes_share_the_lots(backend_url: str, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    half_hours = [f"20230101PT30M{i:03d}" for i in range(8)]
+    lineage = eight_half_hours(backend_url, warehouse)
+    half_hours = HALF_HOURS
     try:
-        register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
-        for index, lot in enumerate(half_hours):
-            ingest(lineage, "weblogs", "raw_logs", lot, [[f"2023-01-01T00:00:00 /{index} 200"]])
         env = {
             **os.environ,
             "LOTLINE_DB_URL": backend_url,

@@ -23,7 +23,7 @@ from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotRunner, register
 from lotline.spark.worker import Backoff, Worker
 from lotline.store.engine import Store
-from spark.test_processes import SPARK_CONF
+from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -130,17 +130,11 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         lineage.close()
 
 
-@pytest.mark.parametrize(
-    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+@pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)
 def test_two_worker_processes_on_postgresql_never_run_a_lot_twice(backend_url: str, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    half_hours = [f"20230101PT30M{i:03d}" for i in range(8)]
+    lineage = eight_half_hours(backend_url, warehouse)
     try:
-        register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
-        for index, lot in enumerate(half_hours):
-            ingest(lineage, NS, "raw_logs", lot, [[f"2023-01-01T00:00:00 /{index} 200"]])
         workers = [
             _start_worker(tmp_path, backend_url, warehouse, "--idle-exit", "5", pipeline="weblogs.py")
             for _ in range(2)
