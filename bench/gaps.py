@@ -161,7 +161,7 @@ def measure(url: str, repeat: int) -> tuple[int, float, float, str]:
     baseline = sa.text(
         "SELECT status, count(*) FROM data_status WHERE dataset_id = :d AND role = 'OUTPUT'"
         " AND lot >= :a AND lot <= :b GROUP BY status"
-    )
+    ).bindparams(sa.bindparam("d", type_=sa.Uuid()))  # a UUID as each database stores it
 
     def plain() -> Any:
         with lineage.store.read() as connection:
