@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from lotline.domain.coordination import LotStatus
 from lotline.domain.graph import GraphNode
+from lotline.domain.json_depth import bounded
 from lotline.domain.model import (
     Dataset,
     DatasetRef,
@@ -144,7 +145,7 @@ def dataset_json(dataset: Dataset, tags: DatasetTags) -> Json:
         "lastLifecycleState": None,
         "description": dataset.description,
         "currentVersion": str(dataset.current_version) if dataset.current_version else None,
-        "facets": dataset.facets,
+        "facets": bounded(dataset.facets),
         "deleted": False,
     }
 
@@ -192,7 +193,7 @@ def job_json(job: Job, latest_run: Run | None, facets: Json) -> Json:
         "description": job.description,
         "latestRun": run_json(latest_run) if latest_run else None,
         "latestRuns": [run_json(latest_run)] if latest_run else [],
-        "facets": facets,
+        "facets": bounded(facets),
         "currentVersion": str(job.current_version) if job.current_version else None,
         "tags": [],
     }
@@ -246,7 +247,7 @@ def run_json(run: Run) -> Json:
         ),
         "inputDatasetVersions": _io(run.inputs),
         "outputDatasetVersions": _io(run.outputs),
-        "facets": run.facets,
+        "facets": bounded(run.facets),
         # lotline additions.
         "parentRunId": str(run.parent_run_id) if run.parent_run_id else None,
         "lot": run.lot,

@@ -25,6 +25,7 @@ from lotline.api.errors import status_of
 from lotline.api.guards import BodyTooLarge, Guard, Headers, send_json
 from lotline.api.metrics import Metrics
 from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.json_depth import MAX_JSON_DEPTH
 from lotline.services.journal import JournalUnavailable, JournalWriter
 from lotline.services.openlineage import Batch, journal_entry
 
@@ -213,11 +214,17 @@ async def _json_body(scope: Scope, receive: Receive, limit: int) -> Any:
             raise BodyTooLarge(limit)
     elif encoding_name != "identity":
         raise InvalidInput(f"Content-Encoding {encoding_name[:40]!r} is not supported; use gzip or none.")
+    return _decode_json(raw)
+
+
+def _decode_json(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         pass  # what orjson refuses but Python's json reads (integers beyond 64 bits, NaN) stays accepted
     try:
         return json.loads(raw)
+    except RecursionError:
+        raise InvalidInput(f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels.") from None
     except (ValueError, UnicodeDecodeError):
         raise InvalidInput("the request body is not valid JSON.") from None

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from lotline.domain.errors import InvalidInput
+from lotline.domain.json_depth import check_depth
 from lotline.domain.model import FieldSpec, JsonObject
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
@@ -267,6 +268,7 @@ def parse_event(payload: Any) -> OlEvent:
     event = _object(payload, "event") if payload is not None else None
     if not event:
         raise InvalidInput("event must be a non-empty JSON object.")
+    check_depth(event, "event")
     event_time = _time(event.get("eventTime"), "eventTime", required=True)
     assert event_time is not None
     if "run" in event:

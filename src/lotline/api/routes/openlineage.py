@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query
 
 from lotline.api.deps import Page, Services
 from lotline.api.dto import Json
+from lotline.domain.json_depth import bounded
 
 router = APIRouter(tags=["openlineage"])
 
@@ -31,4 +32,5 @@ def list_events(
     after: Annotated[datetime | None, Query()] = None,
 ) -> Json:
     found = lineage.openlineage.list_events(before, after, page.limit, page.offset)
-    return {"events": list(found.items), "totalCount": found.total_count}
+    # Events journaled before depth was checked are shown cut, never as a failed listing.
+    return {"events": [bounded(e) for e in found.items], "totalCount": found.total_count}
