@@ -22,6 +22,7 @@ from lotline.domain.json_depth import check_depth
 from lotline.domain.model import FieldSpec, JsonObject
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
+from lotline.domain.times import check_storable
 
 
 class EventKind(StrEnum):
@@ -185,7 +186,7 @@ def _time(value: Any, where: str, *, required: bool) -> datetime | None:
         raise InvalidInput(f"{where} {text[:60]!r} is not an ISO-8601 date-time.") from None
     if parsed.tzinfo is None:
         raise InvalidInput(f"{where} {text[:60]!r} has no time zone offset.")
-    return parsed
+    return check_storable(where, parsed)
 
 
 def _fields(facets: JsonObject, where: str) -> tuple[FieldSpec, ...] | None:

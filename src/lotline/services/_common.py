@@ -12,6 +12,7 @@ from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.lots import validate_lot_id
 from lotline.domain.model import DatasetRef
 from lotline.domain.names import validate_name
+from lotline.domain.times import check_storable
 from lotline.domain.versions import UNPARTITIONED
 from lotline.store.queries import catalog, datasets
 
@@ -26,8 +27,9 @@ def check_page(limit: int, offset: int) -> None:
 
 
 def check_aware(label: str, value: datetime | None) -> None:
-    if value is not None and value.tzinfo is None:
-        raise InvalidInput(f"{label} {value.isoformat()} has no time zone offset.")
+    """A time given to a use case must have an offset and be storable (``domain.times``)."""
+    if value is not None:
+        check_storable(label, value)
 
 
 def lot_key(lot: str | None) -> str:
