@@ -69,6 +69,10 @@ class ThrowawayPostgres:
 
     def start(self) -> None:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        self.resume()
+
+    def resume(self) -> None:
+        """Start the server (again, after ``stop``: its data is kept)."""
         options = f"-k {self.root} -p {self.port} -c listen_addresses=127.0.0.1 -c max_connections=60"
         self._ctl("-o", options, "start")
 

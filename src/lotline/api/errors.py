@@ -10,7 +10,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
 
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound
@@ -74,6 +74,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(IntegrityError)
     async def _integrity(_: Request, error: IntegrityError) -> JSONResponse:
         return error_response(409, "the request conflicts with a concurrent change; retry it.")
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def _unavailable(_: Request, error: Exception) -> JSONResponse:
+        # The database is unreachable (a restart, a network cut): the client should come back, as
+        # on the event ingest path; the pool reconnects by itself once it is back.
+        log.warning("database unavailable: %s", str(error).splitlines()[0][:200])
+        return error_response(503, "the database is unavailable; retry shortly.", {"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:

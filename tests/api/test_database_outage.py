@@ -1,0 +1,47 @@
+"""Issue 14, point 4: while the database is unreachable every REST endpoint answers 503 with
+``Retry-After`` (never a 500), and the server recovers by itself when it is back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from api.conftest import AUTH, _serve
+from lotline.store.engine import Store
+from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[ThrowawayPostgres]:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    with throwaway_postgres() as server:
+        store = Store(server.url)
+        store.upgrade()
+        store.dispose()
+        yield server
+
+
+@pytest.mark.postgres
+def test_rest_answers_503_while_the_database_is_down_and_recovers(own_postgres: ThrowawayPostgres) -> None:
+    server, thread, url = _serve(own_postgres.url)
+    try:
+        paths = ["/api/v1/namespaces", "/api/v1/jobs", "/api/v1/lots/events", "/api/v1/search?q=x"]
+        for path in paths:
+            assert requests.get(url + path, headers=AUTH, timeout=10).status_code == 200, path
+        own_postgres.stop()
+        for path in paths:
+            answer = requests.get(url + path, headers=AUTH, timeout=30)
+            assert answer.status_code == 503, (path, answer.text)
+            assert answer.headers.get("Retry-After") == "1" and set(answer.json()) == {"code", "message"}
+        put = requests.put(url + "/api/v1/namespaces/down", json={"ownerName": "x"}, headers=AUTH, timeout=30)
+        assert put.status_code == 503, put.text
+        own_postgres.resume()
+        for path in paths:
+            assert requests.get(url + path, headers=AUTH, timeout=30).status_code == 200, path
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
