@@ -56,3 +56,27 @@ def test_an_event_time_outside_the_store_is_400_and_never_fails_its_neighbours(
     for thread in threads:
         thread.join()
     assert sorted(answers) == sorted([400] * 10 + [201] * 40)
+
+
+def test_a_run_cannot_end_before_it_started(
+    api_server: ApiServer, fresh_ns: str, http: requests.Session
+) -> None:
+    """Issue 14, point 5: REST refuses it (409); an OpenLineage end event from before the start is
+    recorded at the start (its producer's clock), so durations are never negative."""
+    path = _job(http, api_server, fresh_ns)
+    run = http.post(api_server.api(path + "/runs"), json={}, timeout=10).json()
+    assert http.post(api_server.api(f"/jobs/runs/{run['id']}/start"), timeout=10).status_code == 200
+    ended = http.post(
+        api_server.api(f"/jobs/runs/{run['id']}/complete"), params={"at": "1970-01-01T00:00:00Z"}, timeout=10
+    )
+    assert ended.status_code == 409, ended.text
+    assert "before it started" in ended.json()["message"]
+    assert http.get(api_server.api(f"/jobs/runs/{run['id']}"), timeout=10).json()["state"] == "RUNNING"
+
+    run_id = str(uuid.uuid4())
+    start = run_event(fresh_ns, "ol-job", run_id, "START", second=30)
+    complete = run_event(fresh_ns, "ol-job", run_id, "COMPLETE", second=10)  # 20 s "before" the start
+    for event in (start, complete):
+        assert http.post(api_server.api("/lineage"), json=event, timeout=10).status_code in (200, 201)
+    shown = http.get(api_server.api(f"/jobs/runs/{run_id}"), timeout=10).json()
+    assert shown["state"] == "COMPLETED" and shown["durationMs"] == 0

@@ -36,6 +36,7 @@ def apply_transition(
     *,
     locked: Row[Any] | None = None,
     job_version_id: uuid.UUID | None = None,
+    refuse_earlier: bool = False,
 ) -> RunState:
     """Move a run through the state machine inside the caller's transaction; returns its new state.
 
@@ -46,6 +47,11 @@ def apply_transition(
     ``locked`` to save locking it again; one that has a new job version for the run passes it as
     ``job_version_id``, written with the new state (it is then the version the transition uses;
     a repeat writes nothing, the version included).
+
+    A run never ends before it started: an end time earlier than the start is a Conflict when
+    ``refuse_earlier`` (a client saying when, on REST), else the end is recorded at the start
+    (OpenLineage events and workers' clocks may disagree by a little; a finished run is never
+    reopened for it).
     """
     now = utcnow()
     row = locked if locked is not None else runs.lock_run(connection, run_id)
@@ -53,12 +59,20 @@ def apply_transition(
         raise NotFound("Run", str(run_id))
     plan = plan_transition(RunState(row.state), action)
     if plan.changes:
+        at = at or now
+        if row.started_at is not None and plan.target is not RunState.RUNNING and at < row.started_at:
+            if refuse_earlier:
+                raise Conflict(
+                    f"Run {run_id} started at {row.started_at.isoformat()}; it cannot end at "
+                    f"{at.isoformat()}, before it started."
+                )
+            at = row.started_at
         runs.set_state(
             connection,
             run_id,
             expected=plan.current,
             target=plan.target,
-            at=at or now,
+            at=at,
             now=now,
             job_version_id=job_version_id,
         )

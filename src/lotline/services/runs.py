@@ -71,7 +71,7 @@ class RunService:
         """
         _common.check_aware("at", at)
         with self._store.write() as connection:
-            apply_transition(connection, run_id, action, at)
+            apply_transition(connection, run_id, action, at, refuse_earlier=True)
             return self._load(connection, run_id)
 
     def record_inputs(self, run_id: uuid.UUID, inputs: Sequence[DatasetRef]) -> Run:
