@@ -46,22 +46,25 @@ class Guard:
 
     def __init__(self, token: str | None, limit: int = MAX_BODY_BYTES) -> None:
         self.limit = limit
-        self._expected = f"Bearer {token}".encode() if token else None
+        self._expected = token.encode() if token else None
         self.too_large = Refusal(413, BodyTooLarge(limit).message)
 
     def refusal(self, scope: Scope) -> Refusal | None:
-        length = authorization = None
-        for name, value in scope["headers"]:  # the last of repeated headers counts, as in a dict
+        length = None
+        authorizations: list[bytes] = []
+        for name, value in scope["headers"]:
             if name == b"content-length":
                 length = value
             elif name == b"authorization":
-                authorization = value
+                authorizations.append(value)
         if length is not None and (not length.isdigit() or int(length) > self.limit):
             return self.too_large
+        if len(authorizations) > 1:  # which one counts would be a guess: refuse, do not pick
+            return Refusal(400, "a request carries one Authorization header at most.")
         if (
             self._expected is not None
             and scope["method"] not in READ_METHODS
-            and not hmac.compare_digest(authorization or b"", self._expected)
+            and not self._authorized(authorizations[0] if authorizations else b"")
         ):
             return Refusal(
                 401,
@@ -69,6 +72,12 @@ class Guard:
                 ((b"www-authenticate", b"Bearer"),),
             )
         return None
+
+    def _authorized(self, authorization: bytes) -> bool:
+        """``Bearer <token>``, the scheme in any case (RFC 7235), the token compared in constant time."""
+        scheme, _, credentials = authorization.partition(b" ")
+        expected = self._expected or b""
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), expected)
 
 
 class GuardMiddleware:
