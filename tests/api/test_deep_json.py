@@ -80,3 +80,17 @@ def test_depth_rules() -> None:
         check_depth(_nested(MAX_JSON_DEPTH + 1), "x")
     assert bounded({"a": [1, {"b": 2}]}) == {"a": [1, {"b": 2}]}
     assert bounded([[[]]], limit=2) == [[CUT]]
+
+
+def test_nan_infinity_and_huge_numbers_are_refused_on_every_database(
+    api_server: ApiServer, fresh_ns: str, http: requests.Session
+) -> None:
+    """Issue 14, point 7: SQLite stored them as null, PostgreSQL refused them: now a 400 on both."""
+    event = json.dumps(run_event(fresh_ns, "job", str(uuid.uuid4()), "START", facets={"x": {"v": 1}}))
+    for bad in ("NaN", "Infinity", "-Infinity", "1e400"):
+        body = event.replace('"v": 1', f'"v": {bad}').encode()
+        answer = http.post(
+            api_server.api("/lineage"), data=body, headers={"Content-Type": "application/json"}, timeout=10
+        )
+        assert answer.status_code == 400, (bad, answer.text)
+        assert set(answer.json()) == {"code", "message"}

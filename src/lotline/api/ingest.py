@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import zlib
 from typing import Any, NamedTuple
@@ -217,13 +218,25 @@ async def _json_body(scope: Scope, receive: Receive, limit: int) -> Any:
     return _decode_json(raw)
 
 
+def _not_a_number(text: str) -> float:
+    """NaN and the infinities are not JSON; no database stores them the same way: refused."""
+    raise InvalidInput(f"the request body holds {text}, which is not a JSON number.")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400
+        raise InvalidInput(f"the number {text[:40]} in the request body is out of range.")
+    return value
+
+
 def _decode_json(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
-        pass  # what orjson refuses but Python's json reads (integers beyond 64 bits, NaN) stays accepted
+        pass  # what orjson refuses but Python's json reads (integers beyond 64 bits) stays accepted
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_not_a_number, parse_float=_finite)
     except RecursionError:
         raise InvalidInput(f"the request body nests JSON deeper than {MAX_JSON_DEPTH} levels.") from None
     except (ValueError, UnicodeDecodeError):
