@@ -118,7 +118,8 @@ def test_run_id_conflict_and_transition_time(
 
 
 def test_healthz_and_metrics(api_server: ApiServer, http: requests.Session, fresh_ns: str) -> None:
-    assert requests.get(f"{api_server.url}/healthz", timeout=10).json() == {"status": "ok"}
+    health = requests.get(f"{api_server.url}/healthz", timeout=10).json()
+    assert health["status"] == "ok" and health["projector"]["alive"] is True
     requests.get(api_server.api("/namespaces"), timeout=10)
     # The event POSTs skip FastAPI's middleware (api/ingest.py) and are counted all the same.
     event = run_event(fresh_ns, "j", str(uuid.uuid4()), "START")

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -21,7 +21,7 @@ from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, 
 from lotline.services import open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.journal import JournalWriter
-from lotline.services.projector import ProjectorProcess
+from lotline.services.projector import SupervisedProjector
 
 API_PREFIX = "/api/v1"
 
@@ -45,7 +45,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lineage = app.state.lineage = open_configured(settings)
-        projector = ProjectorProcess(lineage.store.url)
+        projector = app.state.projector = SupervisedProjector(lineage.store.url)
         projector.start()
         journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)
         try:
@@ -74,9 +74,15 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(lots.router, prefix=API_PREFIX)
     app.include_router(gaps.router, prefix=API_PREFIX)
 
-    @app.get("/healthz", tags=["ops"])
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get("/healthz", tags=["ops"], response_model=None)
+    def healthz() -> dict[str, object] | JSONResponse:
+        """200 when the server and its projector run; 503 "degraded" while the projector is down
+        (it is being started again; events are still accepted and journaled)."""
+        projector: SupervisedProjector = app.state.projector
+        state = {"pid": projector.pid, "restarts": projector.restarts, "alive": projector.alive}
+        if not state["alive"]:
+            return JSONResponse({"status": "degraded", "projector": state}, status_code=503)
+        return {"status": "ok", "projector": state}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics() -> str:

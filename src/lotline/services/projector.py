@@ -256,6 +256,9 @@ class ProjectorProcess:
         self._process.start()
         self._projector_end.close()  # the projector has its own copy; EOF needs ours gone
 
+    def is_alive(self) -> bool:
+        return self._process.is_alive()
+
     def wake(self) -> None:
         """Events were journaled (cheap: one byte down a pipe, no database round trip)."""
         try:
@@ -325,3 +328,56 @@ def _receive_signals(fd: int, wake: threading.Event, stopping: threading.Event) 
             wake.set()
             return
         wake.set()
+
+
+class SupervisedProjector:
+    """The server's projector process, started again when it dies (kill -9, out of memory), after
+    1 s, then 2, 4 … at most 30 s while it keeps dying. Until it is back, events stay journaled and
+    ``alive`` is False (``/healthz`` reports the server degraded)."""
+
+    FIRST_DELAY_S = 1.0
+    MAX_DELAY_S = 30.0
+    CHECK_EVERY_S = 0.5
+
+    def __init__(self, db_url: str) -> None:
+        self._db_url = db_url
+        self._current = ProjectorProcess(db_url)
+        self.restarts = 0
+        self._stopping = threading.Event()
+        self._watcher = threading.Thread(target=self._watch, name="projector supervisor", daemon=True)
+
+    @property
+    def alive(self) -> bool:
+        return self._current.is_alive()
+
+    @property
+    def pid(self) -> int | None:
+        return self._current.pid
+
+    def start(self) -> None:
+        self._current.start()
+        self._watcher.start()
+
+    def wake(self) -> None:
+        self._current.wake()
+
+    def _watch(self) -> None:
+        delay = self.FIRST_DELAY_S
+        while not self._stopping.wait(self.CHECK_EVERY_S):
+            if self._current.is_alive():
+                delay = self.FIRST_DELAY_S
+                continue
+            log.warning("the projector process died; starting it again in %.0f s", delay)
+            if self._stopping.wait(delay):
+                return
+            self._current.stop(timeout=0)
+            self._current = ProjectorProcess(self._db_url)
+            self._current.start()
+            self.restarts += 1
+            delay = min(self.MAX_DELAY_S, delay * 2)
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        self._stopping.set()
+        if self._watcher.is_alive():
+            self._watcher.join()
+        return self._current.stop(timeout)
