@@ -16,5 +16,7 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     "$venv/bin/python" -m pip install --quiet -e "$root[dev]"
     echo "$want" > "$stamp"
 fi
+# The web UI's front-end libraries (package.json), copied into the package; quick when up to date.
+"$venv/bin/python" "$root/scripts/build_assets.py"
 export PATH="$venv/bin:$PATH"
 cd "$root"

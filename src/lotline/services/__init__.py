@@ -13,6 +13,7 @@ from lotline.services.gaps import GapService
 from lotline.services.graph import GraphService
 from lotline.services.ingest import IngestService
 from lotline.services.lot_events import LotEventService
+from lotline.services.lot_lineage import LotLineageService
 from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
@@ -39,6 +40,7 @@ class Lineage:
     projection: ProjectionService
     manifests: ManifestService
     lot_events: LotEventService
+    lot_lineage: LotLineageService
     ingest: IngestService
     cleanup: CleanupService
     gaps: GapService
@@ -69,6 +71,7 @@ class Lineage:
             ProjectionService(store),
             manifests,
             lot_events,
+            LotLineageService(store),
             IngestService(catalog, lots, manifests, storage_options),
             CleanupService(store, manifests),
             GapService(store, lots),

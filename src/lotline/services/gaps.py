@@ -8,6 +8,7 @@ the length of the range.
 
 from __future__ import annotations
 
+import datetime
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,8 +17,10 @@ from sqlalchemy import Connection
 
 from lotline.coordination.registry import Registration, registration
 from lotline.domain import gaps as g
+from lotline.domain import grid as lot_grid
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
+from lotline.domain.grid import Grid, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
 from lotline.domain.names import validate_name
 from lotline.services import _common
@@ -61,6 +64,58 @@ class GapService:
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
             return _report(connection, namespace, target, span, wanted)[0]
+
+    def grid(
+        self,
+        namespace: str,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        start: str,
+        end: str,
+        resolution: str | None = None,
+        interval: str | None = None,
+    ) -> Grid:
+        """The report of ``[start, end)`` as a lot grid (``domain.grid``): one cell per lot, hour or
+        day (``resolution``; by default the finest that keeps the grid small), empty lots told
+        apart from complete ones. One read transaction, like the report."""
+        chosen = None if resolution is None else _resolution(resolution)
+        span, wanted = _arguments(start, end, interval)
+        with self._store.read() as connection:
+            target = _target(connection, namespace, job, dataset)
+            report = _report(connection, namespace, target, span, wanted)[0]
+            if report.interval is None:
+                return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
+            first, stop = span.indexes(report.interval)
+            empty = gaps.empty_lots(
+                connection,
+                target.dataset_id,
+                str(lot_from_index(first, report.interval)),
+                str(lot_from_index(stop - 1, report.interval)),
+                g.id_pattern(report.interval),
+            )
+        return lot_grid.build(report, empty, chosen)
+
+    def span(
+        self, namespace: str, *, job: str | None = None, dataset: str | None = None
+    ) -> tuple[datetime.datetime, datetime.datetime] | None:
+        """From the start of the first lot to the end of the last one the dataset has rows for
+        (None: named lots, or no lots yet): the range a grid shows when none is asked for."""
+        with self._store.read() as connection:
+            target = _target(connection, namespace, job, dataset)
+            try:
+                interval = _interval(connection, namespace, target, None)
+            except InvalidInput:  # no mapping and no lots yet
+                return None
+            if interval is None:
+                return None
+            found = gaps.output_lot_bounds(connection, target.dataset_id, g.id_pattern(interval))
+        if found is None:
+            return None
+        first, last = (parse_lot(lot) for lot in found)
+        if not isinstance(first, IntervalLot) or not isinstance(last, IntervalLot):
+            return None
+        return first.start, last.end
 
     def backfill(
         self,
@@ -122,6 +177,14 @@ class GapService:
             [] if hintable else g.runs(chosen, lots_of),
             g.runs(left, lots_of),
         )
+
+
+def _resolution(text: str) -> Resolution:
+    try:
+        return Resolution(text)
+    except ValueError:
+        allowed = ", ".join(r.value for r in Resolution)
+        raise InvalidInput(f"resolution {text!r} is not one of {allowed}.") from None
 
 
 def _arguments(start: str, end: str, interval: str | None) -> tuple[TimeRange, Interval | None]:

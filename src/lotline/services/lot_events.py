@@ -44,6 +44,14 @@ class LotEventService:
             )
             return q.after(connection, position, limit, ids)
 
+    def of_lot(self, namespace: str, dataset: str, lot: str, limit: int = 100) -> list[LotEvent]:
+        """One lot's READY and REOPENED events, newest first."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"limit must be between 1 and {MAX_PAGE}, got {limit}.")
+        with self._store.read() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            return q.of_lot(connection, dataset_id, _common.lot_key(lot), limit)
+
     def last_position(self) -> int:
         with self._store.read() as connection:
             return q.last_position(connection)

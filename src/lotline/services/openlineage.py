@@ -8,6 +8,7 @@ A repeat of an event already journaled is stored once and so applied once.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,12 +18,15 @@ from sqlalchemy.exc import DataError
 
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.model import JsonObject, Page
-from lotline.domain.openlineage import EventKind, canonical_json, key_of_canonical, parse_event
+from lotline.domain.openlineage import ACTIONS, EventKind, canonical_json, key_of_canonical, parse_event
 from lotline.services import _common
 from lotline.store.dialect import AsyncDriverConnections
 from lotline.store.engine import Store
 from lotline.store.queries import events, graph, jobs
 from lotline.store.types import utcnow
+
+#: The run event types of OpenLineage's spec: the event listing's type filter takes these.
+EVENT_TYPES = tuple(ACTIONS)
 
 #: What journaling did with one event: True new, False a repeat, or why the database refused it.
 Journaled = bool | InvalidInput
@@ -62,13 +66,26 @@ class OpenLineageService:
             return jobs.job_facets(connection, [found]).get(found, {}) if found else {}
 
     def list_events(
-        self, before: datetime | None = None, after: datetime | None = None, limit: int = 100, offset: int = 0
+        self,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        job_namespace: str | None = None,
+        job_name: str | None = None,
+        event_type: str | None = None,
+        run_id: uuid.UUID | None = None,
     ) -> Page[JsonObject]:
+        """The journaled events, newest first, narrowed by time, job, event type or run."""
         _common.check_page(limit, offset)
         _common.check_aware("before", before)
         _common.check_aware("after", after)
+        if event_type is not None and event_type not in EVENT_TYPES:
+            raise InvalidInput(f"eventType must be one of {', '.join(EVENT_TYPES)}, got {event_type!r}.")
+        where = events.EventFilter(before, after, job_namespace, job_name, event_type, run_id)
         with self._store.read() as connection:
-            return events.list_events(connection, before, after, limit, offset)
+            return events.list_events(connection, where, limit, offset)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import DatasetRef, JsonObject, Page, Run
-from lotline.domain.runs import RunAction
+from lotline.domain.runs import RunAction, RunState
 from lotline.services import _common
 from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
@@ -110,13 +110,29 @@ class RunService:
         with self._store.read() as connection:
             return self._load(connection, run_id)
 
-    def list_runs(self, namespace: str, job: str, limit: int = 100, offset: int = 0) -> Page[Run]:
+    def list_runs(
+        self,
+        namespace: str,
+        job: str,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        states: Sequence[RunState] = (),
+        lot: str | None = None,
+    ) -> Page[Run]:
+        """The job's runs, newest first, narrowed to some ``states`` or to one ``lot``."""
         _common.check_page(limit, offset)
+        stored_lot = None if lot is None else _common.lot_key(lot)
         with self._store.read() as connection:
             job_row = jobs.job_row(connection, namespace, job)
             if job_row is None:
                 raise NotFound("Job", f"{namespace}:{job}")
-            return runs.list_runs(connection, job_row.id, limit, offset)
+            return runs.list_runs(connection, job_row.id, limit, offset, states, stored_lot)
+
+    def latest_states(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunState]:
+        """The state of each (namespace, job)'s newest run; jobs that never ran are absent."""
+        with self._store.read() as connection:
+            return runs.latest_states(connection, list(dict.fromkeys(names)))
 
     def child_runs(self, parent_run_id: uuid.UUID) -> list[Run]:
         with self._store.read() as connection:

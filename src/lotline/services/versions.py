@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 
 from lotline.domain.errors import NotFound
 from lotline.domain.model import DatasetVersion, Page
+from lotline.domain.versions import VersionState
 from lotline.services import _common
 from lotline.store.engine import Store
 from lotline.store.queries import versions
@@ -24,14 +26,21 @@ class VersionService:
             )
 
     def list_versions(
-        self, namespace: str, dataset: str, lot: str | None = None, limit: int = 100, offset: int = 0
+        self,
+        namespace: str,
+        dataset: str,
+        lot: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        *,
+        states: Sequence[VersionState] = (),
     ) -> Page[DatasetVersion]:
-        """Newest first; every lot unless ``lot`` narrows it to one."""
+        """Newest first; every lot unless ``lot`` narrows it to one, every state unless ``states`` do."""
         _common.check_page(limit, offset)
         with self._store.read() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             scope = None if lot is None else _common.lot_key(lot)
-            return versions.list_versions(connection, dataset_id, scope, limit, offset)
+            return versions.list_versions(connection, dataset_id, scope, limit, offset, states)
 
     def get_version(self, namespace: str, dataset: str, version_id: uuid.UUID) -> DatasetVersion:
         with self._store.read() as connection:

@@ -157,15 +157,33 @@ def failures(connection: Connection, limit: int) -> list[tuple[int, str]]:
     return [(r.id, r.projection_error) for r in rows]
 
 
-def list_events(
-    connection: Connection, before: datetime | None, after: datetime | None, limit: int, offset: int
-) -> Page[JsonObject]:
+@dataclass(frozen=True)
+class EventFilter:
+    """Which journaled events a listing shows (None: any)."""
+
+    before: datetime | None = None
+    after: datetime | None = None
+    job_namespace: str | None = None
+    job_name: str | None = None
+    event_type: str | None = None
+    run_id: uuid.UUID | None = None
+
+
+def list_events(connection: Connection, where: EventFilter, limit: int, offset: int) -> Page[JsonObject]:
     """Newest first by event time, as Marquez lists them (projected or not: the journal is the record)."""
     conditions: list[ColumnElement[bool]] = []
-    if before is not None:
-        conditions.append(lineage_events.c.event_time <= before)
-    if after is not None:
-        conditions.append(lineage_events.c.event_time >= after)
+    if where.before is not None:
+        conditions.append(lineage_events.c.event_time <= where.before)
+    if where.after is not None:
+        conditions.append(lineage_events.c.event_time >= where.after)
+    for column, value in (
+        (lineage_events.c.job_namespace, where.job_namespace),
+        (lineage_events.c.job_name, where.job_name),
+        (lineage_events.c.event_type, where.event_type),
+        (lineage_events.c.run_id, where.run_id),
+    ):
+        if value is not None:
+            conditions.append(column == value)
     condition = and_(true(), *conditions)
     rows = connection.execute(
         select(lineage_events.c.payload)

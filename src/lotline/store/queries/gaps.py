@@ -15,7 +15,10 @@ from sqlalchemy import Connection, Integer, cast, func, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import OUTPUT_STATUSES, Role, Status
+from lotline.domain.manifests import ManifestState
+from lotline.domain.versions import VersionState
 from lotline.store.schema import data_status as ds
+from lotline.store.schema import dataset_versions, manifests
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
 _NOT_READY = [s.value for s in OUTPUT_STATUSES if s is not Status.READY]
@@ -111,3 +114,32 @@ def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None
         select(func.max(ds.c.lot)).where(*_rows(dataset_id, None, None, None))
     ).scalar()
     return found
+
+
+def output_lot_bounds(connection: Connection, dataset_id: uuid.UUID, pattern: str) -> tuple[str, str] | None:
+    """The smallest and greatest lot ids of one interval the dataset has OUTPUT rows for."""
+    low, high = connection.execute(
+        select(func.min(ds.c.lot), func.max(ds.c.lot)).where(*_rows(dataset_id, None, None, pattern))
+    ).one()
+    return None if low is None else (low, high)
+
+
+def empty_lots(
+    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str
+) -> list[str]:
+    """The lots in ``[lot_from, lot_to]`` whose current version's manifest is empty (the lot grid
+    tells them apart from complete ones); through the manifests' (dataset_id, lot, state) index."""
+    query = (
+        select(manifests.c.lot)
+        .join(dataset_versions, dataset_versions.c.id == manifests.c.version_id)
+        .where(
+            manifests.c.dataset_id == dataset_id,
+            manifests.c.lot >= lot_from,
+            manifests.c.lot <= lot_to,
+            manifests.c.lot.like(pattern),
+            manifests.c.state == ManifestState.EMPTY.value,
+            dataset_versions.c.state == VersionState.CURRENT.value,
+        )
+        .order_by(manifests.c.lot)
+    )
+    return list(connection.execute(query).scalars())

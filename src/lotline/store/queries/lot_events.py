@@ -13,8 +13,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, Row, Select, func, insert, select
 
 from lotline.domain.manifests import LotEvent, LotEventKind
 from lotline.store.dialect import notify, try_exclusive_lock
@@ -55,11 +56,8 @@ def append(
     notify(connection, CHANNEL)
 
 
-def after(
-    connection: Connection, position: int, limit: int, dataset_ids: Sequence[uuid.UUID] | None = None
-) -> list[LotEvent]:
-    """Events after ``position`` in order, optionally of some datasets only."""
-    query = (
+def _selected() -> Select[Any]:
+    return (
         select(
             lot_events,
             namespaces.c.name.label("namespace_name"),
@@ -67,26 +65,42 @@ def after(
         )
         .join(datasets, datasets.c.id == lot_events.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(lot_events.c.id > position)
-        .order_by(lot_events.c.id)
-        .limit(limit)
     )
+
+
+def _event(r: Row[Any]) -> LotEvent:
+    return LotEvent(
+        position=r.id,
+        kind=LotEventKind(r.kind),
+        namespace=r.namespace_name,
+        dataset=r.dataset_name,
+        lot=r.lot,
+        manifest_id=r.manifest_id,
+        version_id=r.version_id,
+        run_id=r.run_id,
+        created_at=r.created_at,
+    )
+
+
+def after(
+    connection: Connection, position: int, limit: int, dataset_ids: Sequence[uuid.UUID] | None = None
+) -> list[LotEvent]:
+    """Events after ``position`` in order, optionally of some datasets only."""
+    query = _selected().where(lot_events.c.id > position).order_by(lot_events.c.id).limit(limit)
     if dataset_ids is not None:
         query = query.where(lot_events.c.dataset_id.in_(list(dataset_ids)))
-    return [
-        LotEvent(
-            position=r.id,
-            kind=LotEventKind(r.kind),
-            namespace=r.namespace_name,
-            dataset=r.dataset_name,
-            lot=r.lot,
-            manifest_id=r.manifest_id,
-            version_id=r.version_id,
-            run_id=r.run_id,
-            created_at=r.created_at,
-        )
-        for r in connection.execute(query)
-    ]
+    return [_event(r) for r in connection.execute(query)]
+
+
+def of_lot(connection: Connection, dataset_id: uuid.UUID, lot: str, limit: int) -> list[LotEvent]:
+    """One lot's events, newest first (through the ``(dataset_id, id)`` index)."""
+    query = (
+        _selected()
+        .where(lot_events.c.dataset_id == dataset_id, lot_events.c.lot == lot)
+        .order_by(lot_events.c.id.desc())
+        .limit(limit)
+    )
+    return [_event(r) for r in connection.execute(query)]
 
 
 def last_position(connection: Connection) -> int:

@@ -17,6 +17,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    tuple_,
     union_all,
     update,
 )
@@ -338,16 +339,48 @@ def get_run(connection: Connection, run_id: uuid.UUID) -> Run | None:
     return _load(connection, rows)[0] if rows else None
 
 
-def list_runs(connection: Connection, job_id: uuid.UUID, limit: int, offset: int) -> Page[Run]:
+def list_runs(
+    connection: Connection,
+    job_id: uuid.UUID,
+    limit: int,
+    offset: int,
+    states: Sequence[RunState] = (),
+    lot: str | None = None,
+) -> Page[Run]:
+    """The job's runs, newest first; ``states`` and ``lot`` narrow them (the web UI's filters)."""
+    where = [runs.c.job_id == job_id]
+    if states:
+        where.append(runs.c.state.in_([s.value for s in states]))
+    if lot is not None:
+        where.append(runs.c.lot == lot)
     rows = connection.execute(
-        _run_query()
-        .where(runs.c.job_id == job_id)
-        .order_by(runs.c.created_at.desc(), runs.c.id)
-        .limit(limit)
-        .offset(offset)
+        _run_query().where(*where).order_by(runs.c.created_at.desc(), runs.c.id).limit(limit).offset(offset)
     ).all()
-    total = connection.execute(select(func.count()).select_from(runs).where(runs.c.job_id == job_id))
+    total = connection.execute(select(func.count()).select_from(runs).where(*where))
     return Page(_load(connection, rows), total.scalar_one())
+
+
+def latest_states(
+    connection: Connection, names: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], RunState]:
+    """The state of the newest run of each (namespace, job) (jobs without runs are left out): one
+    indexed look per job through ``(job_id, created_at)``, so a graph of 500 jobs is 500 probes."""
+    newest = (
+        select(runs.c.state)
+        .where(runs.c.job_id == jobs.c.id)
+        .order_by(runs.c.created_at.desc(), runs.c.id.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    query = select(namespaces.c.name.label("namespace"), jobs.c.name, newest.label("state")).join(
+        namespaces, namespaces.c.id == jobs.c.namespace_id
+    )
+    found: dict[tuple[str, str], RunState] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        rows = connection.execute(query.where(tuple_(namespaces.c.name, jobs.c.name).in_(chunk)))
+        found.update({(r.namespace, r.name): RunState(r.state) for r in rows if r.state is not None})
+    return found
 
 
 def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -109,12 +110,20 @@ def current_version(connection: Connection, dataset_id: uuid.UUID, lot: str | No
 
 
 def list_versions(
-    connection: Connection, dataset_id: uuid.UUID, lot: str | None, limit: int, offset: int
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    lot: str | None,
+    limit: int,
+    offset: int,
+    states: Sequence[VersionState] = (),
 ) -> Page[DatasetVersion]:
-    """Newest first. ``lot=None`` lists every lot; ``UNPARTITIONED`` only unpartitioned versions."""
+    """Newest first. ``lot=None`` lists every lot; ``UNPARTITIONED`` only unpartitioned versions;
+    ``states`` narrows to current, failed or superseded ones."""
     condition = dataset_versions.c.dataset_id == dataset_id
     if lot is not None:
         condition = condition & (dataset_versions.c.lot == (lot or UNPARTITIONED))
+    if states:
+        condition = condition & dataset_versions.c.state.in_([s.value for s in states])
     rows = connection.execute(
         _version_query()
         .where(condition)

@@ -1,0 +1,116 @@
+"""Templates, their filters, and the one way a page turns a use-case error into an error page."""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import InterfaceError, OperationalError
+from starlette.concurrency import run_in_threadpool
+
+from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound
+from lotline.domain.json_depth import bounded
+from lotline.services import Lineage
+
+HERE = Path(__file__).parent
+STATIC = HERE / "static"
+templates = Jinja2Templates(directory=HERE / "templates")
+#: How long a page waits for the projector to apply what was journaled before it (as the API does).
+CATCH_UP_SECONDS = 5.0
+
+
+def segment(name: str) -> str:
+    """A name as one path segment: ``/`` and ``:`` encoded, as Marquez clients send them."""
+    return quote(name, safe="")
+
+
+def when(value: datetime.datetime | None) -> str:
+    return "" if value is None else value.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms} ms"
+    seconds = ms / 1000
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+
+
+def pretty_json(value: object) -> str:
+    return json.dumps(bounded(value), indent=2, sort_keys=True, default=str)
+
+
+def query(base: Mapping[str, object], **changes: object) -> str:
+    """``?…`` of ``base`` with ``changes`` applied (None removes a key); lists repeat the key."""
+    merged = {**base, **changes}
+    pairs: list[tuple[str, str]] = []
+    for key, value in merged.items():
+        if value is None or value in ("", []):
+            continue
+        for item in value if isinstance(value, list | tuple) else [value]:
+            pairs.append((key, str(item)))
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+templates.env.filters.update(seg=segment, when=when, duration=duration, pretty_json=pretty_json)
+templates.env.globals.update(query=query)
+
+_STATUS = ((NotFound, 404), (Conflict, 409), (InvalidInput, 400))
+
+
+def lineage_of(request: Request) -> Lineage:
+    found: Lineage = request.app.state.lineage
+    return found
+
+
+async def page(
+    request: Request, template: str, build: Callable[[Lineage], Mapping[str, Any]], *, fresh: bool = True
+) -> HTMLResponse:
+    """Render ``template`` with what ``build`` reads (in the thread pool: the services are sync).
+    ``fresh``: first apply the OpenLineage events journaled before the request, as the API does.
+    A use-case error is an error page with its status; an unreachable database a 503 page."""
+    lineage = lineage_of(request)
+
+    def read() -> Mapping[str, Any]:
+        if fresh:
+            lineage.projection.catch_up(CATCH_UP_SECONDS)
+        found = dict(build(lineage))
+        if not request.headers.get("hx-request"):  # the layout's namespace switcher
+            found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
+        return found
+
+    try:
+        context = await run_in_threadpool(read)
+    except LotlineError as error:
+        status = next((s for kind, s in _STATUS if isinstance(error, kind)), 400)
+        return error_page(request, status, error.message)
+    except (OperationalError, InterfaceError):
+        return error_page(
+            request, 503, "The database is unreachable; this page will work again when it is back."
+        )
+    return templates.TemplateResponse(request, template, {**common(request), **context})
+
+
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    return templates.TemplateResponse(
+        request, "error.html", {**common(request), "status": status, "message": message}, status_code=status
+    )
+
+
+def common(request: Request) -> dict[str, Any]:
+    """What the layout needs on every page."""
+    return {
+        "auth_required": request.app.state.api_token_required,
+        "params": dict(request.query_params),
+        "partial": request.headers.get("hx-request") == "true",
+    }
