@@ -22,6 +22,7 @@ from lotline.services import open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.journal import JournalWriter
 from lotline.services.projector import SupervisedProjector
+from lotline.web import install as install_web_ui
 
 API_PREFIX = "/api/v1"
 
@@ -73,6 +74,7 @@ def create_app(settings: Settings) -> FastAPI:
     # Lot coordination reads no projected OpenLineage state.
     app.include_router(lots.router, prefix=API_PREFIX)
     app.include_router(gaps.router, prefix=API_PREFIX)
+    install_web_ui(app, token_required=settings.api_token is not None)
 
     @app.get("/healthz", tags=["ops"], response_model=None)
     def healthz() -> dict[str, object] | JSONResponse:

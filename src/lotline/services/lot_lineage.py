@@ -70,14 +70,17 @@ class _Walk:
 
     def _add_runs(self, run_ids: list[uuid.UUID], onward: str) -> list[uuid.UUID]:
         """Load the runs and their reads and writes; the versions on the ``onward`` side are the
-        next level of the walk."""
+        next level of the walk. On the side the walk came from only the lots already in it count:
+        what else a downstream run read (the other hours of a day) is not this lot's lineage."""
         for found in q.load_runs(self.connection, run_ids):
             self.runs[found.id] = found
         following: list[uuid.UUID] = []
         for run_id, role, lot in q.io_of_runs(self.connection, run_ids):
             if lot.key not in self.lots:
+                if role != onward:
+                    continue
                 self.lots[lot.key] = lot
-                if role == onward and lot.version_id is not None:
+                if lot.version_id is not None:
                     following.append(lot.version_id)
             run_key = f"r:{run_id}"
             self.edges.add((lot.key, run_key) if role == "INPUT" else (run_key, lot.key))

@@ -62,8 +62,27 @@ def query(base: Mapping[str, object], **changes: object) -> str:
     return "?" + urlencode(pairs) if pairs else ""
 
 
+def job_url(namespace: str, job: str) -> str:
+    return f"/jobs/{segment(namespace)}/{segment(job)}"
+
+
+def dataset_url(namespace: str, dataset: str) -> str:
+    return f"/datasets/{segment(namespace)}/{segment(dataset)}"
+
+
+def lot_url(namespace: str, dataset: str, lot: str) -> str:
+    return f"{dataset_url(namespace, dataset)}/lots/{segment(lot)}"
+
+
+def node_link(node_id: str) -> str:
+    """The lineage page of a ``job:…`` or ``dataset:…`` node id."""
+    return "/lineage" + query({"node": node_id})
+
+
 templates.env.filters.update(seg=segment, when=when, duration=duration, pretty_json=pretty_json)
-templates.env.globals.update(query=query)
+templates.env.globals.update(
+    query=query, job_url=job_url, dataset_url=dataset_url, lot_url=lot_url, node_link=node_link
+)
 
 _STATUS = ((NotFound, 404), (Conflict, 409), (InvalidInput, 400))
 
@@ -85,20 +104,22 @@ async def page(
         if fresh:
             lineage.projection.catch_up(CATCH_UP_SECONDS)
         found = dict(build(lineage))
-        if not request.headers.get("hx-request"):  # the layout's namespace switcher
+        if not is_fragment(request):  # the layout's namespace switcher
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
         return found
 
     try:
         context = await run_in_threadpool(read)
-    except LotlineError as error:
-        status = next((s for kind, s in _STATUS if isinstance(error, kind)), 400)
-        return error_page(request, status, error.message)
-    except (OperationalError, InterfaceError):
-        return error_page(
-            request, 503, "The database is unreachable; this page will work again when it is back."
-        )
+    except (LotlineError, OperationalError, InterfaceError) as error:
+        return error_page(request, *failure(error))
     return templates.TemplateResponse(request, template, {**common(request), **context})
+
+
+def failure(error: LotlineError | OperationalError | InterfaceError) -> tuple[int, str]:
+    """The status and message a use-case error or an unreachable database is shown with."""
+    if isinstance(error, LotlineError):
+        return next((s for kind, s in _STATUS if isinstance(error, kind)), 400), error.message
+    return 503, "The database is unreachable; this page will work again when it is back."
 
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:
@@ -107,10 +128,22 @@ def error_page(request: Request, status: int, message: str) -> HTMLResponse:
     )
 
 
+def is_fragment(request: Request) -> bool:
+    """htmx asked for a part of a page (not a boosted link, which wants the whole page)."""
+    return request.headers.get("hx-request") == "true" and not request.headers.get("hx-boosted")
+
+
 def common(request: Request) -> dict[str, Any]:
     """What the layout needs on every page."""
+    partial = is_fragment(request)
     return {
         "auth_required": request.app.state.api_token_required,
-        "params": dict(request.query_params),
-        "partial": request.headers.get("hx-request") == "true",
+        "params": {
+            key: values if len(values) > 1 else values[0]
+            for key in request.query_params
+            for values in [request.query_params.getlist(key)]
+        },
+        "partial": partial,
+        # A fragment asked for by htmx is the page's content alone; a link opens it whole.
+        "layout": "_fragment.html" if partial else "base.html",
     }

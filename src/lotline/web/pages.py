@@ -1,0 +1,227 @@
+"""The catalog's pages: namespaces with their jobs and datasets, search, a job, a dataset, a run
+and the raw OpenLineage events. Every list is paged and filtered on the server."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from lotline.domain.coordination import Role, Status
+from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.graph import NodeKey, NodeType
+from lotline.domain.runs import RunState
+from lotline.domain.versions import VersionState
+from lotline.services import Lineage
+from lotline.services.openlineage import EVENT_TYPES
+from lotline.web.params import Pager, choices, instant, text
+from lotline.web.render import page
+
+router = APIRouter(include_in_schema=False)
+
+# Names are one path segment each (``seg``: slashes inside a name arrive encoded, see api/paths.py).
+JOB = "/jobs/{namespace:seg}/{job:seg}"
+DATASET = "/datasets/{namespace:seg}/{dataset:seg}"
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request) -> HTMLResponse:
+    """One namespace's jobs (with their latest run's state) and datasets, each list paged."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        known = lineage.catalog.list_namespaces(limit=1000).items
+        namespace = text(params, "ns")
+        if namespace is None and known:  # the one most recently written to
+            namespace = max(known, key=lambda n: n.updated_at).name
+        if namespace is None:
+            return {"ns": None}
+        lineage.catalog.get_namespace(namespace)
+        jobs_at, datasets_at = Pager.of(params, "jobs"), Pager.of(params, "datasets")
+        jobs = lineage.catalog.list_jobs(namespace, jobs_at.limit, jobs_at.offset)
+        datasets = lineage.catalog.list_datasets(namespace, datasets_at.limit, datasets_at.offset)
+        return {
+            "ns": namespace,
+            "jobs": jobs.items,
+            "jobs_at": jobs_at.counted(jobs.total_count),
+            "latest": lineage.runs.latest_states([(j.namespace, j.name) for j in jobs.items]),
+            "datasets": datasets.items,
+            "datasets_at": datasets_at.counted(datasets.total_count),
+        }
+
+    return await page(request, "home.html", build)
+
+
+@router.get("/search", response_class=HTMLResponse)
+async def search(request: Request) -> HTMLResponse:
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        query = text(params, "q")
+        if query is None:
+            return {"q": "", "hits": [], "total": 0}
+        hits, total = lineage.graph.search(query, namespace=text(params, "ns"), limit=100)
+        return {"q": query, "hits": hits, "total": total}
+
+    return await page(request, "search.html", build)
+
+
+def _runs(lineage: Lineage, request: Request, namespace: str, job: str) -> dict[str, Any]:
+    params = request.query_params
+    at = Pager.of(params)
+    states = choices(params, "state", RunState)
+    lot = text(params, "lot")
+    found = lineage.runs.list_runs(namespace, job, at.limit, at.offset, states=states, lot=lot)
+    return {
+        "runs": found.items,
+        "runs_at": at.counted(found.total_count),
+        "run_states": list(RunState),
+        "chosen_states": states,
+        "lot": lot or "",
+    }
+
+
+@router.get(JOB, response_class=HTMLResponse)
+async def job_page(request: Request, namespace: str, job: str) -> HTMLResponse:
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.catalog.get_job(namespace, job)
+        try:
+            counts: dict[Status, int] | None = lineage.lots.counts(namespace, job)
+        except LotlineError:  # not registered for lot coordination: a lineage-only job
+            counts = None
+        return {
+            "ns": namespace,
+            "job": found,
+            "latest": lineage.runs.latest_states([(namespace, job)]).get((namespace, job)),
+            "versions": lineage.catalog.list_job_versions(namespace, job, limit=10).items,
+            "facets": lineage.openlineage.job_facets(namespace, job),
+            "counts": counts,
+            **_runs(lineage, request, namespace, job),
+        }
+
+    return await page(request, "job.html", build)
+
+
+@router.get(JOB + "/runs", response_class=HTMLResponse)
+async def job_runs(request: Request, namespace: str, job: str) -> HTMLResponse:
+    """The job page's run history alone: what its filters and pager swap in."""
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        return {
+            "ns": namespace,
+            "job": lineage.catalog.get_job(namespace, job),
+            **_runs(lineage, request, namespace, job),
+        }
+
+    return await page(request, "_runs.html", build)
+
+
+def _versions(lineage: Lineage, request: Request, namespace: str, dataset: str) -> dict[str, Any]:
+    params = request.query_params
+    at = Pager.of(params)
+    states = choices(params, "state", VersionState)
+    lot = text(params, "lot")
+    found = lineage.versions.list_versions(namespace, dataset, lot, at.limit, at.offset, states=states)
+    return {
+        "versions": found.items,
+        "versions_at": at.counted(found.total_count),
+        "version_states": list(VersionState),
+        "chosen_states": states,
+        "lot": lot or "",
+    }
+
+
+@router.get(DATASET, response_class=HTMLResponse)
+async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLResponse:
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.catalog.get_dataset(namespace, dataset)
+        key = NodeKey(NodeType.DATASET, namespace, dataset)
+        jobs = [n for n in lineage.graph.lineage(key.id, depth=1) if n.key.type is NodeType.JOB]
+        lots_at = Pager.of(params, "lots")
+        statuses = choices(params, "status", Status)
+        lots = lineage.lots.status_page(
+            namespace,
+            dataset=dataset,
+            role=Role.OUTPUT,
+            statuses=statuses,
+            limit=lots_at.limit,
+            offset=lots_at.offset,
+        )
+        return {
+            "ns": namespace,
+            "dataset": found,
+            "producers": [n.key for n in jobs if any(e.destination == key.id for e in n.out_edges)],
+            "consumers": [n.key for n in jobs if any(e.origin == key.id for e in n.in_edges)],
+            "lots": lots.items,
+            "lots_at": lots_at.counted(lots.total_count),
+            "lot_statuses": list(Status),
+            "chosen_statuses": statuses,
+            **_versions(lineage, request, namespace, dataset),
+        }
+
+    return await page(request, "dataset.html", build)
+
+
+@router.get(DATASET + "/versions", response_class=HTMLResponse)
+async def dataset_versions(request: Request, namespace: str, dataset: str) -> HTMLResponse:
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.catalog.get_dataset(namespace, dataset)
+        return {"ns": namespace, "dataset": found, **_versions(lineage, request, namespace, dataset)}
+
+    return await page(request, "_versions.html", build)
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run_page(request: Request, run_id: str) -> HTMLResponse:
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.runs.get_run(_run_id(run_id))
+        return {
+            "ns": found.namespace,
+            "run": found,
+            "error": found.facets.get("errorMessage"),
+            "children": lineage.runs.child_runs(found.id),
+            "manifests": lineage.manifests.of_run(found.id),
+            "events": lineage.openlineage.list_events(limit=50, run_id=found.id).items,
+        }
+
+    return await page(request, "run.html", build)
+
+
+@router.get("/events", response_class=HTMLResponse)
+async def events_page(request: Request) -> HTMLResponse:
+    """The journaled OpenLineage events as they were sent, newest first, filtered."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        at = Pager.of(params)
+        event_type = text(params, "type")
+        run = text(params, "run")
+        found = lineage.openlineage.list_events(
+            instant(params, "before"),
+            instant(params, "after"),
+            at.limit,
+            at.offset,
+            job_namespace=text(params, "ns"),
+            job_name=text(params, "job"),
+            event_type=event_type.upper() if event_type else None,
+            run_id=None if run is None else _run_id(run),
+        )
+        return {
+            "ns": text(params, "ns"),
+            "events": found.items,
+            "events_at": at.counted(found.total_count),
+            "event_types": EVENT_TYPES,
+        }
+
+    return await page(request, "events.html", build)
+
+
+def _run_id(text_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text_id)
+    except ValueError:
+        raise InvalidInput(f"{text_id[:60]!r} is not a run id (a UUID).") from None

@@ -1,0 +1,196 @@
+// lotline's pages: the lineage graphs (Cytoscape.js + dagre), the lot grid's clicks, and the
+// action buttons, which call the REST API with the token kept in sessionStorage (never in a URL).
+"use strict";
+
+const TOKEN_KEY = "lotline-token";
+// The smallest zoom a graph opens at: its labels stay legible; pan or "fit" for the whole of it.
+const READABLE_ZOOM = 0.8;
+
+function toast(message, failed) {
+  const box = document.getElementById("toast");
+  if (!box) return;
+  box.textContent = message;
+  box.className = failed ? "shown failed" : "shown";
+  clearTimeout(box._timer);
+  box._timer = setTimeout(() => { box.className = ""; }, 6000);
+}
+
+function setUpToken() {
+  const form = document.getElementById("token-form");
+  if (!form) return;
+  const shown = document.getElementById("token-state");
+  const refresh = () => { shown.textContent = sessionStorage.getItem(TOKEN_KEY) ? "token set" : "no token"; };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const input = document.getElementById("token");
+    if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value); else sessionStorage.removeItem(TOKEN_KEY);
+    input.value = "";
+    refresh();
+  });
+  refresh();
+}
+
+async function runAction(button) {
+  if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  const result = document.getElementById("action-result");
+  button.disabled = true;
+  try {
+    const answer = await fetch(button.dataset.url, { method: button.dataset.action, headers });
+    const body = await answer.json().catch(() => ({}));
+    if (!answer.ok) {
+      const message = `${button.textContent}: ${answer.status} ${body.message || answer.statusText}`;
+      if (result) result.textContent = message;
+      toast(message, true);
+      return;
+    }
+    toast(`${button.textContent}: done`, false);
+    await refreshAfterAction(button);
+  } catch (error) {
+    toast(`${button.textContent}: ${error}`, true);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+async function refreshAfterAction(button) {
+  const panel = button.closest("#lot-panel");
+  if (panel && panel.dataset.src) {
+    await htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" });
+    await htmx.ajax("GET", window.location.href, { target: "#grid", select: "#grid", swap: "outerHTML" });
+    await htmx.ajax("GET", window.location.href, { target: "#totals", select: "#totals", swap: "outerHTML" });
+  } else {
+    window.location.reload();
+  }
+}
+
+function setUpClicks() {
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-action]");
+    if (button) {
+      event.preventDefault();
+      runAction(button);
+      return;
+    }
+    const cell = event.target.closest("#grid a.c[data-lot]");
+    if (cell) {
+      event.preventDefault();
+      document.querySelectorAll("#grid a.c.selected").forEach((c) => c.classList.remove("selected"));
+      cell.classList.add("selected");
+      const panel = document.getElementById("lot-panel");
+      panel.dataset.src = cell.getAttribute("href");
+      htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" }).then(() => panel.scrollIntoView({ block: "nearest" }));
+    }
+  });
+}
+
+const STATE_COLOURS = {
+  COMPLETED: "#2e8540", RUNNING: "#2b6cb0", FAILED: "#c53030", ABORTED: "#975a16", NEW: "#718096",
+  NEVER_RUN: "#a0aec0", current: "#2e8540", superseded: "#a0aec0", failed: "#c53030",
+};
+
+function graphStyle(large) {
+  return [
+    { selector: "node", style: {
+      label: "data(label)", "font-size": 12, "text-wrap": "wrap", "text-max-width": 160,
+      "text-valign": "center", "text-halign": "center", width: 170, height: 34, shape: "round-rectangle",
+      "background-color": "#edf2f7", "border-width": 1, "border-color": "#a0aec0", color: "#1a202c",
+      "min-zoomed-font-size": large ? 9 : 0,
+    } },
+    { selector: 'node[kind = "job"], node[kind = "run"]', style: {
+      "background-color": (n) => STATE_COLOURS[n.data("state")] || "#718096", color: "#fff", "border-width": 0,
+    } },
+    { selector: 'node[kind = "lot"]', style: { height: 42, "border-color": (n) => STATE_COLOURS[n.data("state")] || "#a0aec0", "border-width": 2 } },
+    { selector: "node[?root]", style: { "border-width": 4, "border-color": "#d69e2e" } },
+    { selector: "node.focus", style: { "border-width": 4, "border-color": "#d69e2e" } },
+    { selector: "edge", style: {
+      width: 1.5, "line-color": "#a0aec0", "target-arrow-color": "#a0aec0", "target-arrow-shape": "triangle",
+      "curve-style": large ? "haystack" : "bezier", "arrow-scale": 0.8,
+    } },
+    { selector: ".faded", style: { opacity: 0.15 } },
+    { selector: "edge.path", style: { "line-color": "#d69e2e", "target-arrow-color": "#d69e2e", width: 3 } },
+    { selector: "node.found", style: { "border-width": 4, "border-color": "#805ad5" } },
+  ];
+}
+
+async function drawGraph(box) {
+  const answer = await fetch(box.dataset.src, { headers: { Accept: "application/json" } });
+  const body = await answer.json();
+  if (!answer.ok) {
+    box.innerHTML = "";
+    const message = document.createElement("p");
+    message.className = "error message";
+    message.textContent = body.message || `${answer.status}`;
+    box.appendChild(message);
+    return null;
+  }
+  const large = body.elements.length > 600;
+  const cy = cytoscape({
+    container: box,
+    elements: body.elements,
+    style: graphStyle(large),
+    layout: { name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 60, animate: false },
+    minZoom: 0.02,
+    maxZoom: 3,
+    textureOnViewport: large,
+    hideEdgesOnViewport: large,
+    pixelRatio: large ? 1 : "auto",
+  });
+  const focus = cy.getElementById(box.dataset.focus);
+  if (focus.nonempty()) focus.addClass("focus");
+  if (cy.zoom() < READABLE_ZOOM) {  // too small to read when fitted: open readable, on the node asked for
+    cy.zoom(READABLE_ZOOM);
+    cy.center(focus.nonempty() ? focus : cy.nodes()[0]);
+  }
+  cy.on("tap", "node", (event) => highlight(cy, event.target, box));
+  cy.on("tap", (event) => { if (event.target === cy) cy.elements().removeClass("faded path"); });
+  cy.on("dbltap", "node", (event) => { window.location.href = event.target.data("url"); });
+  box.dataset.ready = String(cy.nodes().length);
+  return cy;
+}
+
+function highlight(cy, node, box) {
+  const path = node.predecessors().union(node.successors()).union(node);
+  cy.elements().addClass("faded").removeClass("path");
+  path.removeClass("faded").addClass("path");
+  if (box.dataset.details) {
+    htmx.ajax("GET", box.dataset.details + "?node=" + encodeURIComponent(node.id()), { target: "#node-details" });
+  }
+  const selected = document.getElementById("graph-selected");
+  if (selected) {
+    selected.textContent = "";
+    const link = document.createElement("a");
+    link.href = node.data("url");
+    link.textContent = "open " + node.data("label").replace("\n", " ");
+    selected.appendChild(link);
+  }
+}
+
+function setUpGraph() {
+  const box = document.getElementById("graph");
+  if (!box) return;
+  if (!cytoscape("layout", "dagre")) cytoscape.use(cytoscapeDagre);  // the script registers itself
+  drawGraph(box).then((cy) => {
+    if (!cy) return;
+    window.lotlineGraph = cy;
+    const fit = document.getElementById("graph-fit");
+    if (fit) fit.addEventListener("click", () => cy.fit(undefined, 20));
+    const find = document.getElementById("graph-find");
+    if (find) find.addEventListener("input", () => {
+      const wanted = find.value.trim().toLowerCase();
+      cy.nodes().removeClass("found");
+      if (!wanted) return;
+      const found = cy.nodes().filter((n) => n.data("label").toLowerCase().includes(wanted));
+      found.addClass("found");
+      if (found.nonempty()) cy.center(found[0]);
+    });
+  }).catch((error) => { box.textContent = String(error); });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  setUpToken();
+  setUpClicks();
+  setUpGraph();
+});

@@ -1,0 +1,97 @@
+"""The web UI driven in headless Chromium (Debian's ``chromium``, through Playwright) against a
+real server per database kind, over a seeded world of lots in every state.
+
+Without a Chromium these tests skip with the reason; ``LOTLINE_REQUIRE_BROWSER=1`` (set by CI)
+makes a missing browser a failure. ``scripts/test`` installs Debian's package where it can."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
+
+from api.conftest import _serve
+from lotline.lots.storage import Storage
+from lotline.services import Lineage, open_lineage
+from lotline.store.engine import Store
+from support.lots import LotWorld
+from web.world import seed
+
+
+def _chromium() -> str | None:
+    return os.environ.get("LOTLINE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    executable = _chromium()
+    if executable is None:
+        reason = "no Chromium: install Debian's `chromium` package (scripts/test does when it runs as root)"
+        if os.environ.get("LOTLINE_REQUIRE_BROWSER") == "1":
+            pytest.fail(reason + "; LOTLINE_REQUIRE_BROWSER=1 requires it")
+        pytest.skip(reason)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable)
+        yield launched
+        launched.close()
+
+
+@dataclass
+class UiServer:
+    url: str
+    backend: str
+    lineage: Lineage
+    world: LotWorld
+
+
+@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def ui_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
+    """A server over a database seeded through the services (``web/world.py``)."""
+    folder: Path = tmp_path_factory.mktemp("ui")
+    if request.param == "sqlite":
+        db_url = f"sqlite:///{folder / 'lotline.db'}"
+    else:
+        db_url = request.getfixturevalue("pg_databases").create("ui")
+        store = Store(db_url)
+        store.upgrade()
+        store.dispose()
+    lineage = open_lineage(db_url, Storage(str(folder / "warehouse")))
+    world = seed(lineage)
+    server, thread, url = _serve(db_url)
+    yield UiServer(url, request.param, lineage, world)
+    server.should_exit = True
+    thread.join(timeout=30)
+    lineage.close()
+
+
+@dataclass
+class Tab:
+    """A browser page that remembers console errors and failed requests: a test ends with none."""
+
+    page: Page
+    errors: list[str]
+    urls: list[str]
+
+
+@pytest.fixture
+def tab(browser: Browser, ui_server: UiServer) -> Iterator[Tab]:
+    context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=ui_server.url)
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    found = Tab(page, [], [])
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            found.errors.append(message.text)
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: found.errors.append(f"page error: {error}"))
+    page.on("request", lambda request: found.urls.append(request.url))
+    yield found
+    context.close()
+    assert found.errors == [], "the browser console reported errors"

@@ -1,0 +1,67 @@
+"""The world the UI tests look at, made through the services like workers and clients would.
+
+One day (2023-01-01) of hour lots: ``land`` (a source) makes ``raw``, ``clean`` reads it and makes
+``cleaned`` — every arc state a grid shows (``EXPECTED_LAND``, ``EXPECTED_CLEAN``)."""
+
+from __future__ import annotations
+
+from lotline.domain.manifests import ManifestDraft
+from lotline.services import Lineage
+from support.lots import LotWorld
+
+NS = "ui"
+DAY, NEXT_DAY = "2023-01-01", "2023-01-02"
+ERROR = "ValueError: line 17 is not a log line"
+
+
+def hour(n: int) -> str:
+    return f"20230101PT1H{n:03d}"
+
+
+def _expected(states: dict[int, str], default: str = "complete") -> dict[str, str]:
+    return {hour(n): states.get(n, default) for n in range(24)}
+
+
+#: Per lot of ``raw`` (job ``land``): 0 published empty, 3 reopened by invalidation, 22 failed, 23 never made.
+EXPECTED_LAND = _expected({0: "empty", 3: "missing", 22: "partial", 23: "missing"})
+#: Per lot of ``cleaned`` (job ``clean``).
+EXPECTED_CLEAN = _expected(
+    {
+        3: "blocked",  # reopened by the cascade, and raw 03 is not ready
+        10: "running",
+        11: "partial",
+        12: "missing",  # failed, then cleaned
+        13: "held",
+        **dict.fromkeys(range(14, 22), "missing"),
+        22: "blocked",
+        23: "blocked",
+    }
+)
+
+
+def seed(lineage: Lineage) -> LotWorld:
+    world = LotWorld(lineage, NS)
+    world.job("land", output="raw")
+    world.job("clean", output="cleaned", inputs=["raw"])
+    for n in range(22):
+        claim = world.claim("land", hour(n))
+        assert claim is not None
+        location = lineage.storage.attempt_uri(NS, "raw", hour(n), claim.attempt)
+        draft = ManifestDraft(location, (), row_count=0) if n == 0 else None
+        lineage.lots.complete(claim, manifest=draft)
+    failed = world.claim("land", hour(22))
+    assert failed is not None
+    lineage.lots.fail(failed, error=ERROR)
+    for n in range(10):
+        claim = world.claim("clean", hour(n))
+        assert claim is not None
+        lineage.lots.complete(claim)
+    assert world.claim("clean", hour(10), worker="busy") is not None
+    for n in (11, 12):
+        claim = world.claim("clean", hour(n))
+        assert claim is not None
+        lineage.lots.fail(claim, error=ERROR)
+    lineage.lots.clean(NS, "clean", hour(12))
+    lineage.lots.hold_lot(NS, "cleaned", hour(13))
+    lineage.lots.invalidate(NS, "raw", hour(3))
+    return world
