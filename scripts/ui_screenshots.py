@@ -45,7 +45,7 @@ def main() -> int:
                 page.wait_for_selector("#lot-panel #lot")
             if name == "lineage":
                 page.wait_for_timeout(300)
-            page.screenshot(path=args.out / f"{name}.png", full_page=name != "grid")
+            page.screenshot(path=args.out / f"{name}.png")
             print(f"{name}: {args.out / f'{name}.png'}")
         browser.close()
     for error in errors:
