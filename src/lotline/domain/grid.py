@@ -95,7 +95,7 @@ def lots_per_cell(interval: Interval, resolution: Resolution) -> int:
     if resolution is Resolution.LOT:
         return 1
     minutes = _MINUTES[resolution]
-    if minutes < interval.minutes:
+    if minutes % interval.minutes:  # longer lots, or lots that straddle the hour (PT8M, PT45M)
         raise InvalidInput(f"{interval} lots cannot be shown per {resolution.value}: choose a coarser one.")
     return minutes // interval.minutes
 
@@ -111,7 +111,7 @@ def choose_resolution(interval: Interval, lots: int, wanted: Resolution | None) 
             )
         return wanted
     for resolution in Resolution:
-        if resolution is not Resolution.LOT and _MINUTES[resolution] < interval.minutes:
+        if resolution is not Resolution.LOT and _MINUTES[resolution] % interval.minutes:
             continue
         if -(-lots // lots_per_cell(interval, resolution)) <= AUTO_CELLS:
             return resolution
