@@ -13,7 +13,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from conftest import PgDatabases
-from lotline.services import Lineage
 from lotline.store import migrate
 from lotline.store.engine import SchemaNotCurrent, Store, open_store
 from lotline.store.schema import metadata
@@ -122,15 +121,29 @@ def test_the_work_list_migration_fills_it_from_the_data_status_table(empty_url: 
     try:
         with store.write() as connection:
             migrate.upgrade(connection, "0003")
-        lineage = Lineage.over(store)
-        lineage.catalog.upsert_namespace("ns")
-        for dataset in ("A", "B"):
-            lineage.catalog.upsert_dataset("ns", dataset)
-        ids = {d: _dataset_id(store, d) for d in ("A", "B")}
-        jobs = {j: _job_id(store, lineage, j) for j in ("ingest", "consume")}
         now = datetime.now(UTC)
         t = metadata.tables
+        # Rows written as 0003 knew them (today's code would also write columns added since).
+        namespace_id = uuid.uuid4()
+        ids = {d: uuid.uuid4() for d in ("A", "B")}
+        jobs = {j: uuid.uuid4() for j in ("ingest", "consume")}
+        stamps = {"created_at": now, "updated_at": now}
         with store.write() as connection:
+            connection.execute(t["namespaces"].insert(), {"id": namespace_id, "name": "ns", **stamps})
+            connection.execute(
+                t["datasets"].insert(),
+                [
+                    {"id": i, "namespace_id": namespace_id, "name": d, "type": "DB_TABLE", **stamps}
+                    for d, i in ids.items()
+                ],
+            )
+            connection.execute(
+                t["jobs"].insert(),
+                [
+                    {"id": i, "namespace_id": namespace_id, "name": j, "type": "BATCH", **stamps}
+                    for j, i in jobs.items()
+                ],
+            )
             connection.execute(
                 t["lot_jobs"].insert(),
                 [
@@ -171,19 +184,3 @@ def test_the_work_list_migration_fills_it_from_the_data_status_table(empty_url: 
         assert sorted((j, lot) for j, lot in hints) == [(jobs["consume"], "3"), (jobs["consume"], "4")]
     finally:
         store.dispose()
-
-
-def _dataset_id(store: Store, name: str) -> uuid.UUID:
-    with store.read() as connection:
-        found: uuid.UUID = connection.execute(
-            sa.select(metadata.tables["datasets"].c.id).where(metadata.tables["datasets"].c.name == name)
-        ).scalar_one()
-    return found
-
-
-def _job_id(store: Store, lineage: Lineage, name: str) -> uuid.UUID:
-    lineage.catalog.upsert_job("ns", name)
-    jobs = metadata.tables["jobs"]
-    with store.read() as connection:
-        found: uuid.UUID = connection.execute(sa.select(jobs.c.id).where(jobs.c.name == name)).scalar_one()
-    return found

@@ -189,6 +189,8 @@ def job_json(job: Job, latest_run: Run | None, facets: Json) -> Json:
         "namespace": job.namespace,
         "inputs": [_ref(r) for r in job.inputs],
         "outputs": [_ref(r) for r in job.outputs],
+        # lotline: the inputs its runs read without declaring them (also in inputs)
+        "undeclaredInputs": [_ref(r) for r in job.undeclared_inputs],
         "location": job.location,
         "description": job.description,
         "latestRun": run_json(latest_run) if latest_run else None,
@@ -209,6 +211,7 @@ def job_version_json(version: JobVersion, latest_run: Run | None) -> Json:
         "location": version.location,
         "inputs": [_ref(r) for r in version.inputs],
         "outputs": [_ref(r) for r in version.outputs],
+        "undeclaredInputs": [_ref(r) for r in version.undeclared_inputs],
         "latestRun": run_json(latest_run) if latest_run else None,
     }
 

@@ -57,6 +57,15 @@ class FieldSpec:
 
 
 @dataclass(frozen=True)
+class DatasetRead:
+    """A dataset a run was seen reading without its job declaring it (dynamic lineage, SPEC §7)."""
+
+    dataset: DatasetRef
+    physical_name: str
+    fields: tuple[FieldSpec, ...] = ()
+
+
+@dataclass(frozen=True)
 class Dataset:
     namespace: str
     name: str
@@ -98,6 +107,8 @@ class Job:
     current_version: uuid.UUID | None
     created_at: datetime
     updated_at: datetime
+    #: Inputs its runs were seen reading without declaring them (also in ``inputs``).
+    undeclared_inputs: tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,8 @@ class JobVersion:
     inputs: tuple[DatasetRef, ...]
     outputs: tuple[DatasetRef, ...]
     created_at: datetime
+    #: Inputs its runs were seen reading without declaring them (also in ``inputs``).
+    undeclared_inputs: tuple[DatasetRef, ...] = ()
 
 
 @dataclass(frozen=True)

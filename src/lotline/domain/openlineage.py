@@ -308,3 +308,19 @@ def parse_event(payload: Any) -> OlEvent:
         nominal_start=_time(nominal.get("nominalStartTime"), "nominalTime.nominalStartTime", required=False),
         nominal_end=_time(nominal.get("nominalEndTime"), "nominalTime.nominalEndTime", required=False),
     )
+
+
+def dataset_for_uri(uri: str) -> tuple[str, str]:
+    """(namespace, name) of the data at ``uri`` by OpenLineage's naming conventions: ``file`` and the
+    path for local files; ``s3://bucket`` (``s3a``/``s3n`` alike) and the key; ``scheme://authority``
+    and the path for other file systems (``hdfs://namenode:8020``, ``gs://bucket``)."""
+    scheme, separator, rest = uri.partition(":")
+    if not separator or not scheme:
+        return "file", uri.rstrip("/") or "/"
+    if scheme == "file":
+        path = "/" + rest.lstrip("/")
+        return "file", path.rstrip("/") or "/"
+    authority, _, path = rest.removeprefix("//").partition("/")
+    if scheme in ("s3a", "s3n"):
+        scheme = "s3"
+    return f"{scheme}://{authority}", path.rstrip("/") or "/"

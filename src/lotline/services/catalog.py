@@ -7,7 +7,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
-from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job, JobVersion, Namespace, Page, Source
+from lotline.domain.model import (
+    Dataset,
+    DatasetRead,
+    DatasetRef,
+    FieldSpec,
+    Job,
+    JobVersion,
+    Namespace,
+    Page,
+    Source,
+)
 from lotline.domain.names import validate_name
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
@@ -201,6 +211,44 @@ class CatalogService:
             found = jobs.get_job(connection, namespace, name)
         assert found is not None
         return found
+
+    def record_reads(self, run_id: uuid.UUID, reads: Sequence[DatasetRead]) -> None:
+        """Datasets a running run read without its job declaring them (seen in Spark's plans).
+
+        Each becomes an input of the run (pinned to its current version, if it has one) and an
+        undeclared input of the run's job version, so the lineage graph shows it; a dataset or
+        namespace seen for the first time is created with the schema that was read.
+        """
+        for read in reads:
+            validate_name("Namespace", read.dataset.namespace)
+            validate_name("Dataset", read.dataset.name)
+        with self._store.write() as connection:
+            run = runs.lock_run(connection, run_id)
+            if run is None:
+                raise NotFound("Run", str(run_id))
+            now = utcnow()
+            dataset_ids = []
+            for read in reads:
+                ref = read.dataset
+                namespace_id = catalog.ensure_namespace(connection, ref.namespace, now)
+                dataset_id = datasets.dataset_id(connection, ref.namespace, ref.name)
+                if dataset_id is None:
+                    dataset_id = datasets.upsert_dataset(
+                        connection,
+                        namespace_id,
+                        ref.name,
+                        type_="DB_TABLE",
+                        physical_name=read.physical_name,
+                        source_id=None,
+                        description=None,
+                        facets=None,
+                        now=now,
+                    )
+                    datasets.replace_fields(connection, dataset_id, read.fields)
+                dataset_ids.append(dataset_id)
+            record_run_io(connection, run, run_inputs, [(d, "") for d in dataset_ids], now)
+            if run.job_version_id is not None:
+                jobs.add_reads(connection, run.job_version_id, dataset_ids, run.id, now)
 
     def get_job(self, namespace: str, name: str) -> Job:
         with self._store.read() as connection:

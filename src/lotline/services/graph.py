@@ -121,7 +121,7 @@ def _nodes(
         if job not in job_keys or dataset not in dataset_keys:
             continue
         j, d = job_keys[job], dataset_keys[dataset]
-        edge = Edge(d, j) if role == "INPUT" else Edge(j, d)
+        edge = Edge(d, j) if role in graph.INPUT_ROLES else Edge(j, d)
         outs.setdefault(edge.origin, []).append(edge)
         ins.setdefault(edge.destination, []).append(edge)
     nodes = [

@@ -26,10 +26,11 @@ from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
+from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.emit import OpenLineageEmitter
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
-from lotline.spark.metrics import WriteMetrics
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
+from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -98,9 +99,10 @@ class LotRunner:
         self.spark = spark
         self.lease = lease
         self.emitter = emitter
-        self._metrics = WriteMetrics.for_session(spark)
+        self._capture = WriteCapture.for_session(spark)
         self._lock = threading.Lock()
-        self._fields: dict[str, tuple[FieldSpec, ...]] = {}
+        #: What was last recorded of each output dataset: (fields, columnLineage facet).
+        self._recorded: dict[str, tuple[tuple[FieldSpec, ...], dict[str, Any] | None]] = {}
 
     @property
     def namespace(self) -> str:
@@ -119,17 +121,17 @@ class LotRunner:
             self.emitter.started(job, claim)
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
-                frames = self._inputs(job, claim)
+                frames, given = self._inputs(job, claim)
                 if frames is None:  # every input lot is empty: so is the output lot
                     draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
                 else:
                     output = job.call(frames, self._context(job, claim))
                     location = self._attempt_uri(job, claim)
                     write_attempt(output, job.output, location)
-                    fields = self._record_fields(job, output)
-                    rows = self._metrics.rows_written(location)
+                    report = self._capture.written(location)
+                    fields = self._record_output(job, claim, output, report, given)
                     objects = self.lineage.storage.describe_written(location, format=job.output.format)
-                    draft = ManifestDraft(location, objects, rows)
+                    draft = ManifestDraft(location, objects, report.rows if report else None)
                 beat.check()
                 facets["lotline_output"] = _facet(
                     rowCount=draft.row_count,
@@ -150,22 +152,44 @@ class LotRunner:
             self.emitter.ended(job, claim, draft=draft, fields=fields)
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
 
-    def _record_fields(self, job: JobSpec, output: DataFrame) -> tuple[FieldSpec, ...]:
-        """The output's columns become the dataset's fields (its schema in lineage), when they change."""
+    def _record_output(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        output: DataFrame,
+        report: WriteReport | None,
+        given: dict[str, str],
+    ) -> tuple[FieldSpec, ...]:
+        """What the write's plan shows: reads the job did not declare become inputs of the run (and
+        of its job, in lineage); the output's columns become the dataset's fields and their sources
+        its ``columnLineage`` facet, written when they change."""
         fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
+        facet = None
+        if report is not None and report.plan is not None:
+            named = name_reads(report.plan.reads, given, self.pipeline, self.lineage.storage)
+            reads = undeclared(named)
+            if reads:
+                self.lineage.catalog.record_reads(claim.run_id, reads)
+            facet = column_lineage_facet(report.plan, named, PRODUCER)
         with self._lock:
-            if self._fields.get(job.output.name) == fields:
+            if self._recorded.get(job.output.name) == (fields, facet):
                 return fields
-            self._fields[job.output.name] = fields
-        self.lineage.catalog.upsert_dataset(self.namespace, job.output.name, fields=fields)
+            self._recorded[job.output.name] = (fields, facet)
+        self.lineage.catalog.upsert_dataset(
+            self.namespace,
+            job.output.name,
+            fields=fields,
+            facets={"columnLineage": facet} if facet is not None else None,
+        )
         return fields
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
 
-    def _inputs(self, job: JobSpec, claim: LotClaim) -> dict[str, DataFrame] | None:
+    def _inputs(self, job: JobSpec, claim: LotClaim) -> tuple[dict[str, DataFrame] | None, dict[str, str]]:
         """Each input over exactly the objects its lots' current manifests list (a mapped job: the
-        union of its input lots); None when no input lot holds any data."""
+        union of its input lots), None when no input lot holds any data; and the input dataset of
+        every object given."""
         lots: dict[str, list[str]] = defaultdict(list)
         for dataset, lot in claim.input_lots:
             lots[dataset].append(lot)
@@ -179,14 +203,16 @@ class LotRunner:
                     "(it was produced outside lotline's storage)."
                 )
             uris[spec.name] = [o.uri for lot in lots[spec.name] for o in manifests[lot].objects]
-        if not any(uris.values()):
-            return None
-        return {
+        given = {uri: dataset for dataset, listed in uris.items() for uri in listed}
+        if not given:
+            return None, given
+        frames = {
             d.name: read_objects(self.spark, d, uris[d.name])
             if uris[d.name]
             else empty_frame(self.spark, d, job.name)
             for d in job.inputs
         }
+        return frames, given
 
     def _context(self, job: JobSpec, claim: LotClaim) -> Lot:
         parsed = parse_lot(claim.lot)

@@ -156,6 +156,19 @@ job_version_io = Table(
     CheckConstraint("role IN ('INPUT', 'OUTPUT')", name="role"),
 )
 
+# Datasets a job version's runs were seen reading without declaring them (dynamic lineage, SPEC
+# §7: Spark's plans of the writes). Apart from job_version_io, which holds the declared inputs and
+# outputs that coordination and version ids follow; the lineage graph shows both.
+job_version_reads = Table(
+    "job_version_reads",
+    metadata,
+    Column("job_version_id", ForeignKey("job_versions.id"), primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True, index=True),
+    # The first run seen reading it.
+    Column("run_id", ForeignKey("runs.id"), nullable=False),
+    Column("recorded_at", UtcDateTime, nullable=False),
+)
+
 runs = Table(
     "runs",
     metadata,

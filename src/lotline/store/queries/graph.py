@@ -1,18 +1,19 @@
 """The lineage graph: which jobs touch which datasets, and the bulk loading of graph nodes.
 
 A job's edges are those of its *current* version (``jobs.current_version_id`` ->
-``job_version_io``). Both directions are one indexed join per BFS level:
-``job_version_io(dataset_id)`` from datasets, ``jobs(current_version_id)`` + the primary key of
-``job_version_io`` from jobs. Nodes are then loaded with a fixed number of queries, whatever
-the graph's size.
+``job_version_io``, plus ``job_version_reads``: inputs its runs read without declaring them).
+Both directions are one indexed join per BFS level: the dataset id indexes from datasets,
+``jobs(current_version_id)`` + the primary keys from jobs. Nodes are then loaded with a fixed
+number of queries, whatever the graph's size.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, literal, select, union_all
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job
 from lotline.domain.versions import VersionState
@@ -21,6 +22,7 @@ from lotline.store.schema import (
     dataset_versions,
     datasets,
     job_version_io,
+    job_version_reads,
     job_versions,
     jobs,
     namespaces,
@@ -28,8 +30,10 @@ from lotline.store.schema import (
 )
 from lotline.store.types import json_or_empty
 
-#: (job id, dataset id, role INPUT/OUTPUT)
+#: (job id, dataset id, role INPUT/OUTPUT/READ)
 EdgeRow = tuple[uuid.UUID, uuid.UUID, str]
+#: Edge roles that point from the dataset to the job.
+INPUT_ROLES = ("INPUT", "READ")
 #: Keeps every IN list well below SQLite's bound-parameter limit.
 _CHUNK = 5000
 
@@ -40,28 +44,32 @@ def _chunks(ids: Iterable[uuid.UUID]) -> Iterable[list[uuid.UUID]]:
         yield items[start : start + _CHUNK]
 
 
+def _edges() -> tuple[Any, Any]:
+    """Every (job id, dataset id, role) of the jobs' current versions: declared io and reads."""
+    declared = select(job_version_io.c.job_version_id, job_version_io.c.dataset_id, job_version_io.c.role)
+    read = select(job_version_reads.c.job_version_id, job_version_reads.c.dataset_id, literal("READ"))
+    io = union_all(declared, read).subquery()
+    return io, select(jobs.c.id, io.c.dataset_id, io.c.role).join(
+        jobs, jobs.c.current_version_id == io.c.job_version_id
+    )
+
+
 def job_edges_of_datasets(connection: Connection, dataset_ids: Iterable[uuid.UUID]) -> list[EdgeRow]:
     """Edges of the jobs whose current version reads or writes any of these datasets."""
+    io, edges = _edges()
     found: list[EdgeRow] = []
     for chunk in _chunks(dataset_ids):
-        rows = connection.execute(
-            select(jobs.c.id, job_version_io.c.dataset_id, job_version_io.c.role)
-            .join(jobs, jobs.c.current_version_id == job_version_io.c.job_version_id)
-            .where(job_version_io.c.dataset_id.in_(chunk))
-        ).all()
+        rows = connection.execute(edges.where(io.c.dataset_id.in_(chunk))).all()
         found += [(r[0], r[1], r[2]) for r in rows]
     return found
 
 
 def dataset_edges_of_jobs(connection: Connection, job_ids: Iterable[uuid.UUID]) -> list[EdgeRow]:
     """Every input and output of the current versions of these jobs."""
+    _, edges = _edges()
     found: list[EdgeRow] = []
     for chunk in _chunks(job_ids):
-        rows = connection.execute(
-            select(jobs.c.id, job_version_io.c.dataset_id, job_version_io.c.role)
-            .join(job_version_io, job_version_io.c.job_version_id == jobs.c.current_version_id)
-            .where(jobs.c.id.in_(chunk))
-        ).all()
+        rows = connection.execute(edges.where(jobs.c.id.in_(chunk))).all()
         found += [(r[0], r[1], r[2]) for r in rows]
     return found
 
@@ -133,10 +141,13 @@ def load_jobs(
     refs: dict[uuid.UUID, DatasetRef],
 ) -> dict[uuid.UUID, Job]:
     """Jobs with their current inputs and outputs, taken from edges the caller already fetched."""
-    io: dict[uuid.UUID, tuple[list[DatasetRef], list[DatasetRef]]] = {}
+    io: dict[uuid.UUID, tuple[list[DatasetRef], list[DatasetRef], list[DatasetRef]]] = {}
     for job, dataset, role in edges:
         if dataset in refs:
-            io.setdefault(job, ([], []))[0 if role == "INPUT" else 1].append(refs[dataset])
+            lists = io.setdefault(job, ([], [], []))
+            lists[0 if role in INPUT_ROLES else 1].append(refs[dataset])
+            if role == "READ":
+                lists[2].append(refs[dataset])
     found: dict[uuid.UUID, Job] = {}
     for chunk in _chunks(ids):
         for r in connection.execute(
@@ -145,7 +156,7 @@ def load_jobs(
             .outerjoin(job_versions, job_versions.c.id == jobs.c.current_version_id)
             .where(jobs.c.id.in_(chunk))
         ):
-            inputs, outputs = io.get(r.id, ([], []))
+            inputs, outputs, undeclared = io.get(r.id, ([], [], []))
             found[r.id] = Job(
                 namespace=r.namespace,
                 name=r.name,
@@ -154,6 +165,7 @@ def load_jobs(
                 location=r.location,
                 inputs=tuple(sorted(inputs, key=lambda d: (d.namespace, d.name))),
                 outputs=tuple(sorted(outputs, key=lambda d: (d.namespace, d.name))),
+                undeclared_inputs=tuple(sorted(undeclared, key=lambda d: (d.namespace, d.name))),
                 current_version=r.current_version_id,
                 created_at=r.created_at,
                 updated_at=r.updated_at,

@@ -7,15 +7,24 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select, update
+from sqlalchemy import Connection, Row, func, literal, select, union_all, update
 
 from lotline.domain.model import DatasetRef, Job, JobVersion, JsonObject, Page
 from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
-from lotline.store.schema import datasets, job_version_io, job_versions, jobs, namespaces
+from lotline.store.schema import (
+    datasets,
+    job_version_io,
+    job_version_reads,
+    job_versions,
+    jobs,
+    namespaces,
+)
 from lotline.store.types import json_or_empty
 
 INPUT = "INPUT"
 OUTPUT = "OUTPUT"
+#: The role, in the lineage graph's edges, of a dataset read without being declared.
+READ = "READ"
 
 
 def upsert_job(
@@ -120,23 +129,46 @@ def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | Non
 
 
 def _refs(connection: Connection, version_id: uuid.UUID | None) -> tuple[tuple[DatasetRef, ...], ...]:
+    """(inputs, outputs, undeclared inputs) of a job version; the inputs include the undeclared."""
     if version_id is None:
-        return (), ()
+        return (), (), ()
+    declared = select(job_version_io.c.role, job_version_io.c.dataset_id).where(
+        job_version_io.c.job_version_id == version_id
+    )
+    read = select(literal(READ).label("role"), job_version_reads.c.dataset_id).where(
+        job_version_reads.c.job_version_id == version_id
+    )
+    io = union_all(declared, read).subquery()
     rows = connection.execute(
-        select(job_version_io.c.role, namespaces.c.name.label("namespace"), datasets.c.name)
-        .join(datasets, datasets.c.id == job_version_io.c.dataset_id)
+        select(io.c.role, namespaces.c.name.label("namespace"), datasets.c.name)
+        .join(datasets, datasets.c.id == io.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(job_version_io.c.job_version_id == version_id)
         .order_by(namespaces.c.name, datasets.c.name)
     ).all()
-    inputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == INPUT)
+    inputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role in (INPUT, READ))
     outputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == OUTPUT)
-    return inputs, outputs
+    undeclared = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == READ)
+    return inputs, outputs, undeclared
+
+
+def add_reads(
+    connection: Connection,
+    version_id: uuid.UUID,
+    dataset_ids: Sequence[uuid.UUID],
+    run_id: uuid.UUID,
+    now: datetime,
+) -> None:
+    """Record datasets the version's run read without declaring them (once per version)."""
+    rows = [
+        {"job_version_id": version_id, "dataset_id": d, "run_id": run_id, "recorded_at": now}
+        for d in dataset_ids
+    ]
+    insert_ignoring_conflicts(connection, job_version_reads, rows, ["job_version_id", "dataset_id"])
 
 
 def _job(connection: Connection, row: Row[Any]) -> Job:
     m = row._mapping
-    inputs, outputs = _refs(connection, m["current_version_id"])
+    inputs, outputs, undeclared = _refs(connection, m["current_version_id"])
     location = None
     if m["current_version_id"] is not None:
         location = connection.execute(
@@ -150,6 +182,7 @@ def _job(connection: Connection, row: Row[Any]) -> Job:
         location=location,
         inputs=inputs,
         outputs=outputs,
+        undeclared_inputs=undeclared,
         current_version=m["current_version_id"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
@@ -174,8 +207,8 @@ def list_jobs(connection: Connection, namespace: str | None, limit: int, offset:
 
 
 def _job_version(connection: Connection, row: Row[Any], namespace: str, job: str) -> JobVersion:
-    inputs, outputs = _refs(connection, row.id)
-    return JobVersion(row.id, namespace, job, row.location, inputs, outputs, row.created_at)
+    inputs, outputs, undeclared = _refs(connection, row.id)
+    return JobVersion(row.id, namespace, job, row.location, inputs, outputs, row.created_at, undeclared)
 
 
 def get_job_version(

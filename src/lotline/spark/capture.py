@@ -1,17 +1,24 @@
-"""Row counts of writes from Spark's own metrics, not from a second pass over the data.
+"""What each write of a lot read and wrote, from Spark itself: a ``QueryExecutionListener``.
 
 A py4j ``QueryExecutionListener`` sees every query the session finishes; for a file write the
-analyzed plan is an ``InsertIntoHadoopFsRelationCommand`` whose executed plan carries
-``numOutputRows``. The listener is called asynchronously (on Spark's listener bus, through the
-py4j callback server), so a writer waits for the report of its own output path.
+analyzed plan is an ``InsertIntoHadoopFsRelationCommand``: its executed plan carries the write's
+``numOutputRows``, ``numOutputBytes`` and ``numFiles`` (row counts without a second pass over the
+data), and its query's plan the files actually read and where each written column comes from
+(``spark.plans``) — dynamic lineage, seed 003. Other queries (schema inference, ``head``,
+``collect``) are not writes and are ignored. The listener is called asynchronously (on Spark's
+listener bus, through the py4j callback server), so a writer waits for the report of its own
+output path; that also attributes every report to its lot when several lots share the session.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
+
+from lotline.spark.plans import WritePlan, write_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -24,24 +31,34 @@ REPORT_TIMEOUT_S = 30.0
 
 _REGISTERING = threading.Lock()
 #: Spark application id -> its listener's reports.
-_LISTENING: dict[str, WriteMetrics] = {}
+_LISTENING: dict[str, WriteCapture] = {}
 
 
-def _path_key(uri: str) -> str:
+@dataclass(frozen=True)
+class WriteReport:
+    """One write as Spark saw it; a figure Spark did not report is None."""
+
+    rows: int | None
+    bytes: int | None
+    files: int | None
+    plan: WritePlan | None
+
+
+def path_key(uri: str) -> str:
     """``file:/x``, ``file:///x`` and ``/x`` name one folder; ``s3a://b/k`` and ``s3://b/k`` one key."""
     parsed = urlparse(uri)
     return f"{parsed.netloc}{parsed.path}".rstrip("/")
 
 
-class WriteMetrics:
+class WriteCapture:
     """The session's write reports by output path; one listener per session (``for_session``)."""
 
     def __init__(self) -> None:
-        self._reports: dict[str, int | None] = {}
+        self._reports: dict[str, WriteReport] = {}
         self._arrived = threading.Condition()
 
     @classmethod
-    def for_session(cls, spark: SparkSession) -> WriteMetrics:
+    def for_session(cls, spark: SparkSession) -> WriteCapture:
         """The listener of the Spark application, registered on first use (Spark keeps it until it
         stops; a restarted application has a new id and gets a new one)."""
         from pyspark.java_gateway import ensure_callback_server_started
@@ -49,26 +66,26 @@ class WriteMetrics:
         application = spark.sparkContext.applicationId
         with _REGISTERING:
             if application not in _LISTENING:
-                metrics = cls()
+                capture = cls()
                 gateway = spark.sparkContext._gateway
                 assert gateway is not None
                 ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-                spark._jsparkSession.listenerManager().register(_Listener(metrics))
-                _LISTENING[application] = metrics
+                spark._jsparkSession.listenerManager().register(_Listener(capture))
+                _LISTENING[application] = capture
             return _LISTENING[application]
 
-    def rows_written(self, location: str, timeout: float = REPORT_TIMEOUT_S) -> int | None:
-        """``numOutputRows`` of the write to ``location``; None if Spark did not report it in time."""
-        key = _path_key(location)
+    def written(self, location: str, timeout: float = REPORT_TIMEOUT_S) -> WriteReport | None:
+        """The report of the write to ``location``; None if Spark did not report it in time."""
+        key = path_key(location)
         with self._arrived:
             if not self._arrived.wait_for(lambda: key in self._reports, timeout):
-                log.warning("Spark reported no metrics for the write to %s; row count unknown", location)
+                log.warning("Spark reported nothing of the write to %s; its lineage is unknown", location)
                 return None
             return self._reports.pop(key)
 
-    def report(self, path: str, rows: int | None) -> None:
+    def report(self, path: str, report: WriteReport) -> None:
         with self._arrived:
-            self._reports[_path_key(path)] = rows
+            self._reports[path_key(path)] = report
             self._arrived.notify_all()
 
 
@@ -90,24 +107,35 @@ def _write_node_metrics(node: Any) -> Any:
     return None
 
 
+def _metric(metrics: Any, name: str) -> int | None:
+    if metrics is None or not metrics.contains(name):
+        return None
+    return int(metrics.get(name).get().value())
+
+
 class _Listener:
     """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
 
-    def __init__(self, metrics: WriteMetrics) -> None:
-        self._metrics = metrics
+    def __init__(self, capture: WriteCapture) -> None:
+        self._capture = capture
 
     def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
         try:
-            plan = qe.analyzed()
-            if plan.getClass().getSimpleName() != WRITE_COMMAND:
+            command = qe.analyzed()
+            if command.getClass().getSimpleName() != WRITE_COMMAND:
                 return  # reads, schema inference and other internal queries
+            output = command.outputPath().toString()
             metrics = _write_node_metrics(qe.executedPlan())
-            rows = None
-            if metrics is not None and metrics.contains("numOutputRows"):
-                rows = int(metrics.get("numOutputRows").get().value())
-            self._metrics.report(plan.outputPath().toString(), rows)
         except Exception:
-            log.exception("could not read the metrics of a Spark write")
+            log.exception("could not read a Spark write")
+            return
+        try:
+            plan: WritePlan | None = write_plan(command)
+        except Exception:
+            log.exception("could not read the plan of the write to %s; its reads are unknown", output)
+            plan = None
+        rows, size, files = (_metric(metrics, n) for n in ("numOutputRows", "numOutputBytes", "numFiles"))
+        self._capture.report(output, WriteReport(rows=rows, bytes=size, files=files, plan=plan))
 
     def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:
         """A failed write raises in the writer itself; there is nothing to count."""
