@@ -1,0 +1,34 @@
+"""The weblogs pipeline for the cluster test, with a first attempt at the first lot that hangs.
+
+The hang gives the test time to SIGKILL the worker holding it; the retry (attempt 2) runs at once.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from lotline.spark.pipeline import Lot, Pipeline
+
+HANGING_LOT = "20230101PT30M000"
+
+p = Pipeline("cluster")
+raw = p.dataset("raw_logs", format="text", interval="PT30M")
+hits = p.dataset("hits", format="parquet", interval="PT30M")
+hourly = p.dataset("hourly_hits", format="parquet", interval="PT1H")
+
+
+@p.job(inputs=[raw], output=hits)
+def parse(raw_logs: DataFrame, lot: Lot) -> DataFrame:
+    if lot.id == HANGING_LOT and lot.attempt == 1:
+        time.sleep(600)
+    parts = F.split("value", " ")
+    return raw_logs.select(parts[1].alias("url"), parts[2].cast("int").alias("status"))
+
+
+@p.job(inputs=[hits], output=hourly)
+def hourly_counts(hits: DataFrame, lot: Lot) -> DataFrame:
+    counted = hits.where(F.col("status") < 400).groupBy("url").agg(F.count("*").alias("hits"))
+    return counted.withColumn("hour", F.lit(lot.start).cast("timestamp"))
