@@ -1,10 +1,11 @@
 """A real Spark cluster: a standalone master and worker from the pyspark package on 127.0.0.1, and
-two ``lotline worker`` processes (each a Spark application on it) sharing one PostgreSQL database.
+two ``lotline worker`` processes (each a Spark application on it) sharing one PostgreSQL database,
+running a pipeline with child work (``parse`` computes each lot in two parts).
 
 One worker is SIGKILLed (with its driver) while it holds a lot; the other reaps the lot once its
 lease runs out and computes it again. Checked: the output equals plain PySpark over the same raw
-lines, no (job, lot) ever had two runs at once, and nothing of the killed attempt is visible.
-Sized to prove, not to soak: twelve lots, a one-core application per worker.
+lines, no (job, lot) and no part ever had two runs at once, and nothing of the killed attempt is
+visible. Sized to prove, not to soak: twelve lots, a one-core application per worker.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -40,8 +41,10 @@ NS = "cluster"
 PIPELINE = PIPELINES / "cluster.py"
 HALF_HOURS = [f"20230101PT30M{i:03d}" for i in range(8)]
 HOURS = [f"20230101PT1H{i:03d}" for i in range(4)]
+#: Two raw files per lot, one line each: ``parse`` runs each lot as two parts (child runs).
 LINES = {
-    lot: [f"2023-01-01T00:00:00 /{i % 3} {404 if i % 4 == 3 else 200}"] for i, lot in enumerate(HALF_HOURS)
+    lot: [f"2023-01-01T00:00:00 /{(i + f) % 3} {404 if (i + f) % 4 == 3 else 200}" for f in range(2)]
+    for i, lot in enumerate(HALF_HOURS)
 }
 #: Each application: one core of the worker's two, small executors; REFERENCE.md's test settings.
 SPARK_CONF = ",".join(
@@ -56,6 +59,17 @@ SPARK_CONF = ",".join(
     ]
 )
 LEASE_S = 4
+
+
+def _one_at_a_time(runs: list[Any]) -> list[RunState]:
+    """The runs' states in start order, checking that each ended before the next one started (and
+    that every run but the last failed)."""
+    spans = sorted((r.started_at, r.ended_at, r.state) for r in runs)
+    for (_, ended, state), (started, _, _) in itertools.pairwise(spans):
+        assert state is RunState.FAILED
+        assert ended is not None
+        assert ended <= started
+    return [state for _, _, state in spans]
 
 
 def _free_port() -> int:
@@ -155,7 +169,7 @@ def test_two_workers_on_a_cluster_survive_a_kill(
     try:
         register(lineage, load_pipeline(str(PIPELINE)))
         for lot, lines in LINES.items():
-            ingest(lineage, NS, "raw_logs", lot, [lines])
+            ingest(lineage, NS, "raw_logs", lot, [[line] for line in lines])
         workers = [_start_worker(backend_url, warehouse, spark_master, tmp_path) for _ in range(2)]
 
         def hanging() -> str | None:
@@ -179,24 +193,31 @@ def test_two_workers_on_a_cluster_survive_a_kill(
         assert sorted(produced) == sorted(HALF_HOURS + HOURS)
         assert {s.status for s in produced.values()} == {Status.READY}
         assert produced[HALF_HOURS[0]].attempt == 2
-        # No (job, lot) ever had two runs at once: each run ended before the next one started.
+        # No (job, lot) and no part ever had two runs at once: each ended before the next started.
         for job, lots in (("parse", HALF_HOURS), ("hourly_counts", HOURS)):
-            runs = lineage.runs.list_runs(NS, job, limit=100).items
+            runs = lineage.runs.list_runs(NS, job, limit=1000).items
             for lot in lots:
-                spans = sorted((r.started_at, r.ended_at, r.state) for r in runs if r.lot == lot)
-                assert spans[-1][2] is RunState.COMPLETED
-                for (_, ended, state), (started, _, _) in itertools.pairwise(spans):
-                    assert state is RunState.FAILED
-                    assert ended is not None
-                    assert started is not None
-                    assert ended <= started
-        killed = [r for r in lineage.runs.list_runs(NS, "parse", limit=100).items if r.lot == HALF_HOURS[0]]
+                lot_runs = [r for r in runs if r.lot == lot and r.parent_run_id is None]
+                assert _one_at_a_time(lot_runs)[-1] is RunState.COMPLETED
+                parts: dict[str, list[Any]] = {}
+                for child in (r for r in runs if r.lot == lot and r.parent_run_id is not None):
+                    parts.setdefault(child.facets["lotline_part"]["part"], []).append(child)
+                assert len(parts) == (2 if job == "parse" else 0)
+                for part_runs in parts.values():
+                    assert _one_at_a_time(part_runs)[-1] is RunState.COMPLETED
+        parse_runs = lineage.runs.list_runs(NS, "parse", limit=1000).items
+        killed = [r for r in parse_runs if r.lot == HALF_HOURS[0] and r.parent_run_id is None]
         assert sorted(r.state for r in killed) == sorted([RunState.FAILED, RunState.COMPLETED])
         # Nothing of the killed attempt is visible: readers see only attempt 2's objects.
         manifest = lineage.manifests.current(NS, "hits", HALF_HOURS[0])
         assert manifest is not None
         assert manifest.attempt == 2
-        assert all("/attempt=2/" in o.uri for o in manifest.objects)
+        # The part that hung is attempt 2's; the other part of the killed attempt, if it finished
+        # before the kill, is kept from attempt 1; nothing else of attempt 1 is listed.
+        hung = [o for o in manifest.objects if o.partition_values.get("part") == "00000"]
+        assert hung
+        assert all("/attempt=2/" in o.uri for o in hung)
+        assert len({o.partition_values["part"] for o in manifest.objects}) == 2
 
         # The result equals plain PySpark over the same raw lines.
         uris = []
@@ -205,7 +226,11 @@ def test_two_workers_on_a_cluster_survive_a_kill(
             assert current is not None
             uris += [o.uri for o in current.objects]
         got = spark.read.parquet(*uris)
-        rows = [(f"2023-01-01 {i // 2:02d}:00:00", LINES[lot][0]) for i, lot in enumerate(HALF_HOURS)]
+        rows = [
+            (f"2023-01-01 {i // 2:02d}:00:00", line)
+            for i, lot in enumerate(HALF_HOURS)
+            for line in LINES[lot]
+        ]
         raw = spark.createDataFrame(rows, "hour string, value string")
         parts = F.split("value", " ")
         expected = (

@@ -111,6 +111,8 @@ class ManifestDraft:
     objects: tuple[ManifestObject, ...] = ()
     row_count: int | None = None
     comment: str | None = None
+    #: A child's part of the lot (``day=2023-01-02``); None for the lot's own manifest.
+    part: str | None = None
 
     def __post_init__(self) -> None:
         if self.row_count is not None and (
@@ -147,6 +149,8 @@ class Manifest:
     comment: str | None
     created_at: datetime
     updated_at: datetime
+    #: A child's part of the lot; None for the lot's own manifest.
+    part: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -167,6 +171,7 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
         else {"id": str(manifest.version_id), "number": manifest.version_number},
         "runId": None if manifest.run_id is None else str(manifest.run_id),
         "attempt": manifest.attempt,
+        "part": manifest.part,
         "uriType": manifest.uri_type.value,
         "location": manifest.location,
         "rowCount": manifest.row_count,

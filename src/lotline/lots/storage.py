@@ -101,12 +101,27 @@ class Storage:
 
     def manifest_copy_uri(self, manifest: Manifest, state: ManifestState | None = None) -> str:
         return self.copy_uri(
-            manifest.namespace, manifest.dataset, manifest.lot, state or manifest.state, manifest.attempt
+            manifest.namespace,
+            manifest.dataset,
+            manifest.lot,
+            state or manifest.state,
+            manifest.attempt,
+            part=manifest.part,
         )
 
-    def copy_uri(self, namespace: str, dataset: str, lot: str, state: ManifestState, attempt: int) -> str:
+    def copy_uri(
+        self,
+        namespace: str,
+        dataset: str,
+        lot: str,
+        state: ManifestState,
+        attempt: int,
+        *,
+        part: str | None = None,
+    ) -> str:
         """Where the copy of a manifest in ``state`` goes (``attempt`` matters for partial and
-        removed ones only: a lot has one complete or empty copy, that of its current version)."""
+        removed ones only: a lot has one complete or empty copy, that of its current version; a
+        child's part adds its folders, ``…/attempt=N/day=2023-01-02/``)."""
         parts = [
             *storage_segments("Namespace", namespace),
             MANIFESTS_FOLDER,
@@ -115,8 +130,10 @@ class Storage:
             f"lot={validate_lot_id(lot)}",
             f"state={state.value}",
         ]
-        if state in (ManifestState.PARTIAL, ManifestState.REMOVED):
+        if state in (ManifestState.PARTIAL, ManifestState.REMOVED) or part is not None:
             parts.append(f"attempt={attempt}")
+        if part is not None:
+            parts += storage_segments("Part", part)
         return posixpath.join(self.root, *parts, "manifest.json")
 
     def local_path(self, uri: str) -> str:

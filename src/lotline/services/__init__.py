@@ -7,6 +7,7 @@ from typing import Any
 
 from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
+from lotline.services.children import ChildWork
 from lotline.services.cleanup import CleanupService
 from lotline.services.config import DEFAULT_WAREHOUSE, Settings
 from lotline.services.gaps import GapService
@@ -37,6 +38,7 @@ class Lineage:
     graph: GraphService
     openlineage: OpenLineageService
     lots: LotService
+    children: ChildWork
     projection: ProjectionService
     manifests: ManifestService
     lot_events: LotEventService
@@ -68,6 +70,7 @@ class Lineage:
             GraphService(store),
             OpenLineageService(store),
             lots,
+            ChildWork(store, manifests),
             ProjectionService(store),
             manifests,
             lot_events,

@@ -391,6 +391,8 @@ class LotService:
             apply_transition(
                 connection, claim.run_id, RunAction.COMPLETE if success else RunAction.FAIL, at or now
             )
+            if not success:
+                _fail_children(connection, claim.run_id, now)
             if facets:
                 run_row = runs.lock_run(connection, claim.run_id)
                 if run_row is not None:  # apply_transition above found it
@@ -425,6 +427,7 @@ class LotService:
             failed = claims.reap(connection, now, limit)
             for run_id in failed:
                 apply_transition(connection, run_id, RunAction.FAIL, now)
+                _fail_children(connection, run_id, now)
         return len(failed)
 
     # -- the operator's side -------------------------------------------------------------------
@@ -621,6 +624,12 @@ def _lot_claim(
 
 def _fence(claim: LotClaim) -> claims.Fence:
     return claims.Fence(claim.job_id, claim.dataset_id, claim.lot, claim.owner, claim.attempt, claim.run_id)
+
+
+def _fail_children(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
+    """A lot's run that fails takes its parts still running with it (their worker is gone or gave up)."""
+    for child in runs.running_children(connection, run_id):
+        apply_transition(connection, child, RunAction.FAIL, now)
 
 
 def error_message_facet(error: BaseException | str) -> dict[str, Any]:

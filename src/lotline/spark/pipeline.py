@@ -17,7 +17,7 @@ import logging
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,6 +78,11 @@ class Lot:
     attempt: int
     spark: SparkSession
     log: logging.Logger
+    #: For a job with ``partition_by``: the part computed now (``day=2023-01-02``; ``part=00003`` for
+    #: groups of objects), its partition values, and its child run. None otherwise.
+    part: str | None = None
+    part_values: Mapping[str, str] = field(default_factory=dict)
+    child_run_id: uuid.UUID | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,11 @@ class JobSpec:
     parameters: Mapping[str, str]
     takes_lot: bool
     lot_mapping: str | None
+    #: Child work: split each lot's first input by these partition values of its objects, or into
+    #: groups of at most this many objects; None: the lot is one piece.
+    partition_by: tuple[str, ...] | int | None = None
+    #: How many parts of one lot run at once (threads sharing the Spark application).
+    parallel_parts: int = 2
 
     @property
     def location(self) -> str:
@@ -107,6 +117,7 @@ class JobSpec:
             "inputs": [d.declaration() for d in self.inputs],
             "output": self.output.declaration(),
             "mapping": self.lot_mapping,
+            "partitionBy": self.partition_by,
         }
         text = source + "\n" + json.dumps(declared, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -122,6 +133,31 @@ class JobSpec:
                 f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
             )
         return result
+
+
+def _partitioning(
+    job: str, partition_by: Sequence[str] | int | None, parallel_parts: int
+) -> tuple[str, ...] | int | None:
+    if isinstance(parallel_parts, bool) or not isinstance(parallel_parts, int) or parallel_parts < 1:
+        raise PipelineError(f"job {job}: parallel_parts must be a positive integer, got {parallel_parts!r}.")
+    if partition_by is None:
+        return None
+    if isinstance(partition_by, int) and not isinstance(partition_by, bool):
+        if partition_by < 1:
+            raise PipelineError(f"job {job}: partition_by must be at least 1 object per part.")
+        return partition_by
+    if isinstance(partition_by, str) or not isinstance(partition_by, Sequence) or not partition_by:
+        raise PipelineError(
+            f"job {job}: partition_by is a list of partition names (['day']) or a number of objects "
+            f"per part, got {partition_by!r}."
+        )
+    keys = tuple(partition_by)
+    for key in keys:
+        if not isinstance(key, str) or not key or any(c in key for c in "/=\\") or key in (".", ".."):
+            raise PipelineError(f"job {job}: partition name {key!r} cannot name a folder (key=value).")
+    if len(set(keys)) != len(keys):
+        raise PipelineError(f"job {job}: partition_by names a partition twice.")
+    return keys
 
 
 def _is_dataframe(value: object) -> bool:
@@ -165,12 +201,26 @@ class Pipeline:
         return spec
 
     def job(
-        self, *, inputs: Sequence[DatasetSpec | str], output: DatasetSpec | str, name: str | None = None
+        self,
+        *,
+        inputs: Sequence[DatasetSpec | str],
+        output: DatasetSpec | str,
+        name: str | None = None,
+        partition_by: Sequence[str] | int | None = None,
+        parallel_parts: int = 2,
     ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
-        """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``)."""
+        """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``).
+
+        ``partition_by`` makes child work: each lot is computed part by part — by the named
+        partition values of the first input's objects (``["day"]``), or in groups of at most that
+        many of its objects — each part a child run; a retry runs only the parts that failed.
+        """
 
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
-            self._add_job(name or transform.__name__, inputs, output, transform)
+            job = name or transform.__name__
+            self._add_job(job, inputs, output, transform)
+            partitioning = _partitioning(job, partition_by, parallel_parts)
+            self.jobs[job] = replace(self.jobs[job], partition_by=partitioning, parallel_parts=parallel_parts)
             return transform
 
         return declare

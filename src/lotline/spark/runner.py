@@ -9,12 +9,14 @@ While Spark works, a daemon thread heartbeats the claim, so a live worker keeps 
 from __future__ import annotations
 
 import logging
+import posixpath
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Container, Mapping
-from dataclasses import dataclass
+from collections.abc import Container, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -22,13 +24,14 @@ from typing import TYPE_CHECKING, Any
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError
 from lotline.domain.lots import IntervalLot, parse_lot
-from lotline.domain.manifests import ManifestDraft
+from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.emit import OpenLineageEmitter
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
+from lotline.spark.parts import split
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 
@@ -54,6 +57,10 @@ class LotResult:
     rows: int | None = None
     files: int = 0
     error: str | None = None
+
+
+class PartsFailed(LotlineError):
+    """Some parts of a lot failed: the lot fails; the parts that succeeded are kept for the retry."""
 
 
 class ClaimLost(Conflict):
@@ -121,17 +128,14 @@ class LotRunner:
             self.emitter.started(job, claim)
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
-                frames, given = self._inputs(job, claim)
-                if frames is None:  # every input lot is empty: so is the output lot
+                objects = self._input_objects(job, claim)
+                if not any(objects.values()):  # every input lot is empty: so is the output lot
                     draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
-                else:
-                    output = job.call(frames, self._context(job, claim))
+                elif job.partition_by is None:
                     location = self._attempt_uri(job, claim)
-                    write_attempt(output, job.output, location)
-                    report = self._capture.written(location)
-                    fields = self._record_output(job, claim, output, report, given)
-                    objects = self.lineage.storage.describe_written(location, format=job.output.format)
-                    draft = ManifestDraft(location, objects, report.rows if report else None)
+                    draft, fields = self._write(job, claim, objects, location, self._context(job, claim))
+                else:
+                    draft, fields = self._write_parts(job, claim, objects, facets)
                 beat.check()
                 facets["lotline_output"] = _facet(
                     rowCount=draft.row_count,
@@ -186,14 +190,13 @@ class LotRunner:
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
 
-    def _inputs(self, job: JobSpec, claim: LotClaim) -> tuple[dict[str, DataFrame] | None, dict[str, str]]:
-        """Each input over exactly the objects its lots' current manifests list (a mapped job: the
-        union of its input lots), None when no input lot holds any data; and the input dataset of
-        every object given."""
+    def _input_objects(self, job: JobSpec, claim: LotClaim) -> dict[str, list[ManifestObject]]:
+        """Each input's objects: exactly those its lots' current manifests list (a mapped job: the
+        union of its input lots)."""
         lots: dict[str, list[str]] = defaultdict(list)
         for dataset, lot in claim.input_lots:
             lots[dataset].append(lot)
-        uris: dict[str, list[str]] = {}
+        objects: dict[str, list[ManifestObject]] = {}
         for spec in job.inputs:
             manifests = self.lineage.manifests.readable(self.namespace, spec.name, lots[spec.name])
             unreadable = [lot for lot in lots[spec.name] if lot not in manifests]
@@ -202,17 +205,96 @@ class LotRunner:
                     f"input {spec.name} lot {unreadable[0]} is READY but has no manifest to read "
                     "(it was produced outside lotline's storage)."
                 )
-            uris[spec.name] = [o.uri for lot in lots[spec.name] for o in manifests[lot].objects]
-        given = {uri: dataset for dataset, listed in uris.items() for uri in listed}
-        if not given:
-            return None, given
+            objects[spec.name] = [o for lot in lots[spec.name] for o in manifests[lot].objects]
+        return objects
+
+    def _write(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        objects: Mapping[str, Sequence[ManifestObject]],
+        location: str,
+        context: Lot,
+    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
+        """Transform DataFrames over ``objects`` and write the result to ``location``: the draft of
+        what was written (Spark's row count) and the output's fields."""
         frames = {
-            d.name: read_objects(self.spark, d, uris[d.name])
-            if uris[d.name]
+            d.name: read_objects(self.spark, d, [o.uri for o in objects[d.name]])
+            if objects[d.name]
             else empty_frame(self.spark, d, job.name)
             for d in job.inputs
         }
-        return frames, given
+        output = job.call(frames, context)
+        write_attempt(output, job.output, location)
+        report = self._capture.written(location)
+        given = {o.uri: dataset for dataset, listed in objects.items() for o in listed}
+        fields = self._record_output(job, claim, output, report, given)
+        written = self.lineage.storage.describe_written(location, format=job.output.format)
+        return ManifestDraft(location, written, report.rows if report else None), fields
+
+    def _write_parts(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        objects: dict[str, list[ManifestObject]],
+        facets: dict[str, Any],
+    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
+        """Child work: each part of the first input not kept from an earlier attempt is a child run
+        writing under ``<attempt>/<part>/`` (``parallel_parts`` at a time); the lot's draft lists
+        every part's objects once all are complete, else the lot fails naming the failed parts."""
+        if job.partition_by is None:
+            raise InvalidInput(f"job {job.name} is not partitioned.")
+        first = job.inputs[0].name
+        parts = split(job.name, job.partition_by, objects[first])
+        kept = self.lineage.children.kept(claim)
+        todo = [name for name in parts if name not in kept]
+        base = self._attempt_uri(job, claim)
+        fields: tuple[FieldSpec, ...] = ()
+
+        def run_part(name: str) -> Manifest:
+            nonlocal fields
+            values, part_objects = parts[name]
+            child = self.lineage.children.start(claim, name)
+            location = posixpath.join(base, name)
+            context = replace(self._context(job, claim), part=name, part_values=values, child_run_id=child)
+            try:
+                draft, fields = self._write(job, claim, {**objects, first: part_objects}, location, context)
+            except Exception as error:
+                written = self.lineage.storage.describe_written(location, format=job.output.format)
+                self.lineage.children.finish(claim, child, ManifestDraft(location, written, part=name), error)
+                raise
+            described = tuple(
+                replace(o, partition_values={**values, **o.partition_values}) for o in draft.objects
+            )
+            done = self.lineage.children.finish(claim, child, replace(draft, objects=described, part=name))
+            if done.state not in (ManifestState.COMPLETE, ManifestState.EMPTY):
+                raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
+            return done
+
+        finished: dict[str, Manifest] = dict(kept)
+        failed: dict[str, BaseException] = {}
+        with ThreadPoolExecutor(
+            max_workers=job.parallel_parts, thread_name_prefix=f"{job.name} part"
+        ) as pool:
+            futures = {name: pool.submit(run_part, name) for name in todo}
+            for name, future in futures.items():
+                try:
+                    finished[name] = future.result()
+                except Exception as error:
+                    failed[name] = error
+        facets["lotline_parts"] = _facet(
+            parts=list(parts), kept=sorted(kept), ran=todo, failed=sorted(failed)
+        )
+        if failed:
+            first_failed = min(failed)
+            raise PartsFailed(
+                f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
+                f"part {first_failed}: {_one_line(failed[first_failed])}"
+            )
+        listed = tuple(o for name in parts for o in finished[name].objects)
+        counts = [finished[name].row_count for name in parts]
+        rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+        return ManifestDraft(base, listed, rows), fields
 
     def _context(self, job: JobSpec, claim: LotClaim) -> Lot:
         parsed = parse_lot(claim.lot)

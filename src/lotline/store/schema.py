@@ -43,6 +43,7 @@ metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 NAME = 1024
 LOT = 128
+PART = 512
 RUN_STATES = "'NEW', 'RUNNING', 'COMPLETED', 'FAILED', 'ABORTED'"
 VERSION_STATES = "'current', 'failed', 'superseded'"
 DATA_STATUSES = "'RUNNING', 'READY', 'DONE', 'ERROR', 'RESUBMIT', 'PENDING', 'HOLD'"
@@ -396,6 +397,9 @@ manifests = Table(
     Column("row_count", BigInteger),
     Column("comment", Text),
     *_timestamps(),
+    # A child's manifest: the part of the lot it computed (``day=2023-01-02``); NULL for the lot's
+    # own manifest. Parts are never read directly: the lot's manifest lists their objects.
+    Column("part", String(PART)),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),
     # Partial manifests waiting for their objects to be removed (cleanup's work list).

@@ -1,6 +1,7 @@
-"""The weblogs pipeline for the cluster test, with a first attempt at the first lot that hangs.
+"""The weblogs pipeline for the cluster test: ``parse`` works in parts (one per raw file, two at a
+time), and the first part of the first lot hangs at the first attempt.
 
-The hang gives the test time to SIGKILL the worker holding it; the retry (attempt 2) runs at once.
+The hang gives the test time to SIGKILL the worker holding the lot; the retry (attempt 2) runs at once.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pyspark.sql import functions as F
 from lotline.spark.pipeline import Lot, Pipeline
 
 HANGING_LOT = "20230101PT30M000"
+HANGING_PART = "part=00000"
 
 p = Pipeline("cluster")
 raw = p.dataset("raw_logs", format="text", interval="PT30M")
@@ -20,9 +22,9 @@ hits = p.dataset("hits", format="parquet", interval="PT30M")
 hourly = p.dataset("hourly_hits", format="parquet", interval="PT1H")
 
 
-@p.job(inputs=[raw], output=hits)
+@p.job(inputs=[raw], output=hits, partition_by=1, parallel_parts=2)
 def parse(raw_logs: DataFrame, lot: Lot) -> DataFrame:
-    if lot.id == HANGING_LOT and lot.attempt == 1:
+    if lot.id == HANGING_LOT and lot.part == HANGING_PART and lot.attempt == 1:
         time.sleep(600)
     parts = F.split("value", " ")
     return raw_logs.select(parts[1].alias("url"), parts[2].cast("int").alias("status"))

@@ -52,6 +52,7 @@ def insert_manifest(
             "total_bytes": sum(o.size for o in draft.objects),
             "row_count": draft.row_count,
             "comment": draft.comment,
+            "part": draft.part,
             "created_at": now,
             "updated_at": now,
         },
@@ -188,4 +189,21 @@ def _manifest(r: Row[Any]) -> Manifest:
         comment=r.comment,
         created_at=r.created_at,
         updated_at=r.updated_at,
+        part=r.part,
     )
+
+
+def complete_parts(connection: Connection, dataset_id: uuid.UUID, lot: str) -> list[Manifest]:
+    """Every complete (or empty) child manifest of a lot, oldest first (several attempts may have
+    made one part)."""
+    rows = connection.execute(
+        _selected()
+        .where(
+            manifests.c.dataset_id == dataset_id,
+            manifests.c.lot == lot,
+            manifests.c.part.is_not(None),
+            manifests.c.state.in_([ManifestState.COMPLETE.value, ManifestState.EMPTY.value]),
+        )
+        .order_by(manifests.c.created_at)
+    )
+    return [_manifest(r) for r in rows]

@@ -415,3 +415,49 @@ def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[
     inputs = {r.dataset_id for r in rows if r.is_input}
     outputs = {r.dataset_id for r in rows if not r.is_input}
     return sorted(inputs), sorted(outputs)
+
+
+def pinned_inputs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, frozenset[Any]]:
+    """What each run read: its (dataset, lot, pinned version) inputs."""
+    found: dict[uuid.UUID, set[Any]] = {run_id: set() for run_id in run_ids}
+    rows = connection.execute(
+        select(
+            run_inputs.c.run_id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
+        ).where(run_inputs.c.run_id.in_(list(run_ids)))
+    )
+    for run_id, dataset_id, lot, version_id in rows:
+        found[run_id].add((dataset_id, lot, version_id))
+    return {run_id: frozenset(inputs) for run_id, inputs in found.items()}
+
+
+def parents_and_versions(
+    connection: Connection, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[uuid.UUID | None, uuid.UUID | None]]:
+    """Each run's (parent run, job version)."""
+    rows = connection.execute(
+        select(runs.c.id, runs.c.parent_run_id, runs.c.job_version_id).where(runs.c.id.in_(list(run_ids)))
+    )
+    return {run_id: (parent, version) for run_id, parent, version in rows}
+
+
+def lot_runs(connection: Connection, job_id: uuid.UUID, lot: str) -> list[tuple[uuid.UUID, RunState]]:
+    """The runs of one (job, lot) that are not children of another run, oldest first."""
+    rows = connection.execute(
+        select(runs.c.id, runs.c.state)
+        .where(runs.c.job_id == job_id, runs.c.lot == lot, runs.c.parent_run_id.is_(None))
+        .order_by(runs.c.created_at, runs.c.id)
+    )
+    return [(run_id, RunState(state)) for run_id, state in rows]
+
+
+def running_children(connection: Connection, parent_run_id: uuid.UUID) -> list[uuid.UUID]:
+    """Child runs of a run that have not ended (a lot's parts, when the lot's run fails)."""
+    rows = connection.execute(
+        select(runs.c.id)
+        .where(
+            runs.c.parent_run_id == parent_run_id,
+            runs.c.state.in_([RunState.NEW.value, RunState.RUNNING.value]),
+        )
+        .order_by(runs.c.id)
+    )
+    return [run_id for (run_id,) in rows]

@@ -1,0 +1,142 @@
+"""Child work (SPEC §5): a claimed lot computed in parts, each part a child run with its own manifest.
+
+The lot's claim and run stay the unit of coordination: children run under the claim, and the lot
+becomes READY only through ``LotService.complete`` once every part is complete (its manifest then
+lists every part's objects). A part that fails is a FAILED child run whose partial manifest is
+removed with its objects; the parts that succeeded keep their complete manifests, and the next
+attempt at the lot takes them over instead of running them again (``kept``) — as long as they were
+computed from the same input versions by the same job version. Child runs read what their parent
+reads and mint no dataset versions: the lot's version is the parent run's, so SPEC §3 rule 6 holds
+trivially and a lot never has two current versions.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from lotline.domain.coordination import LotClaim
+from lotline.domain.errors import Conflict, InvalidInput
+from lotline.domain.manifests import Manifest, ManifestDraft
+from lotline.domain.runs import RunAction, RunState
+from lotline.services.lots import error_message_facet
+from lotline.services.manifests import ManifestService
+from lotline.services.recording import apply_transition, pin_inputs
+from lotline.store.engine import Store
+from lotline.store.queries import manifests as manifest_rows
+from lotline.store.queries import runs
+from lotline.store.schema import run_inputs
+from lotline.store.types import utcnow
+
+
+class ChildWork:
+    def __init__(self, store: Store, manifests: ManifestService) -> None:
+        self._store = store
+        self._manifests = manifests
+
+    def kept(self, claim: LotClaim) -> dict[str, Manifest]:
+        """The parts of the claimed lot that failed attempts since its last success completed, from
+        the same input versions with the same job version as this attempt: they are not run again.
+        (A lot reopened after it succeeded is computed whole again: that is what reopening asks.)"""
+        with self._store.read() as connection:
+            parts = manifest_rows.complete_parts(connection, claim.dataset_id, claim.lot)
+            if not parts:
+                return {}
+            lot_runs = runs.lot_runs(connection, claim.job_id, claim.lot)
+            run_ids = [claim.run_id, *(m.run_id for m in parts if m.run_id is not None)]
+            inputs = runs.pinned_inputs(connection, run_ids)
+            parents = runs.parents_and_versions(connection, run_ids)
+        completed = [i for i, (_, state) in enumerate(lot_runs) if state is RunState.COMPLETED]
+        since_success = lot_runs[completed[-1] + 1 :] if completed else lot_runs
+        failed_attempts = {run_id for run_id, state in since_success if state is RunState.FAILED}
+        version = parents[claim.run_id][1]
+        found = {}
+        for manifest in parts:
+            if manifest.run_id is None or manifest.part is None:
+                continue
+            parent, child_version = parents[manifest.run_id]
+            if (
+                parent in failed_attempts
+                and child_version == version
+                and inputs[manifest.run_id] == inputs[claim.run_id]
+            ):
+                found[manifest.part] = manifest  # oldest first: a later complete one of a part wins
+        return found
+
+    def start(self, claim: LotClaim, part: str) -> uuid.UUID:
+        """A RUNNING child run of the claim's run for one part, reading what the lot's run reads."""
+        with self._store.write() as connection:
+            parent = runs.lock_run(connection, claim.run_id)
+            if parent is None or RunState(parent.state) is not RunState.RUNNING:
+                raise _lost(claim, part)
+            now = utcnow()
+            child_id = uuid.uuid4()
+            runs.insert_run(
+                connection,
+                run_id=child_id,
+                job_id=claim.job_id,
+                job_version_id=parent.job_version_id,
+                parent_run_id=claim.run_id,
+                lot=claim.lot,
+                nominal_start_time=parent.nominal_start_time,
+                nominal_end_time=parent.nominal_end_time,
+                args={},
+                facets={"lotline_part": {"part": part, "attempt": claim.attempt}},
+                now=now,
+                transitions=[(RunState.NEW, now), (RunState.RUNNING, now)],
+            )
+            read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
+            entries = sorted({(dataset_id, lot) for dataset_id, lot, _ in read})
+            runs.add_io(connection, run_inputs, child_id, entries, now)
+            pin_inputs(connection, child_id, now)
+        return child_id
+
+    def finish(
+        self,
+        claim: LotClaim,
+        child_run_id: uuid.UUID,
+        manifest: ManifestDraft,
+        error: BaseException | str | None = None,
+    ) -> Manifest:
+        """End a child run: COMPLETED with a complete (or empty) manifest of its part, or FAILED with
+        the error and a partial manifest of what it wrote, whose objects are then removed. A part
+        that succeeds after the lot's claim was lost is recorded as failed: its lot was given up."""
+        if manifest.part is None:
+            raise InvalidInput("a child's manifest names its part.")
+        with self._store.write() as connection:
+            parent = runs.lock_run(connection, claim.run_id)
+            if error is None and (parent is None or RunState(parent.state) is not RunState.RUNNING):
+                error = _lost(claim, manifest.part).message
+            success = error is None
+            now = utcnow()
+            apply_transition(connection, child_run_id, RunAction.COMPLETE if success else RunAction.FAIL)
+            if error is not None:
+                child = runs.lock_run(connection, child_run_id)
+                if child is not None:
+                    runs.merge_run_facets(
+                        connection, child, {"errorMessage": error_message_facet(error)}, now
+                    )
+            manifest_id = uuid.uuid4()
+            manifest_rows.insert_manifest(
+                connection,
+                manifest_id=manifest_id,
+                dataset_id=claim.dataset_id,
+                lot=claim.lot,
+                run_id=child_run_id,
+                version_id=None,
+                attempt=claim.attempt,
+                state=manifest.state_for(success=success),
+                draft=manifest,
+                now=now,
+            )
+        if success:
+            return self._manifests.get(manifest_id)
+        self._manifests.publish_copy(manifest_id)
+        return self._manifests.remove_partial(manifest_id)
+
+
+def _lost(claim: LotClaim, part: str) -> Conflict:
+    return Conflict(
+        f"lot {claim.lot} (attempt {claim.attempt}) is no longer claimed: part {part} is not recorded "
+        "as done; the lot will be run again",
+        current="not owned",
+    )
