@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from api.conftest import ApiServer
-from support.ol import run_event
+from support.ol import PRODUCER, run_event
 
 
 class Rest:
@@ -155,3 +155,113 @@ def test_graph_job_nodes_carry_the_latest_run(rest: Rest) -> None:
     assert set(jobs) == {"writeJob"}
     datasets = [n for n in graph if n["type"] == "DATASET"]
     assert all("latestRun" not in n["data"] for n in datasets)
+
+
+# -- point 5: streaming jobs get their version while they run ----------------------------------
+
+
+def _streaming(event: dict[str, Any]) -> dict[str, Any]:
+    job_type = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/2-0-3/JobTypeJobFacet.json",
+        "processingType": "STREAMING",
+        "integration": "FLINK",
+        "jobType": "JOB",
+    }
+    return {**event, "job": {**event["job"], "facets": {"jobType": job_type}}}
+
+
+def test_a_running_streaming_job_has_its_version_and_links(rest: Rest) -> None:
+    """OpenLineageServiceIntegrationTest.testStreamingJob. SPEC §3 differs on the output: the
+    run's version of it is written and made current when the run COMPLETES (Marquez writes it at
+    the RUNNING event)."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    running = _streaming(
+        run_event(ns, "streaming_job_name", run_id, "RUNNING", inputs=("ds",), outputs=("ds",))
+    )
+    rest.post(running)
+    job = rest.job("streaming_job_name")
+    assert job["type"] == "STREAM" and job["currentVersion"] is not None
+    assert [d["name"] for d in job["inputs"]] == ["ds"] and [d["name"] for d in job["outputs"]] == ["ds"]
+    assert job["latestRun"]["state"] == "RUNNING"
+    assert job["latestRun"]["jobVersion"]["version"] == job["currentVersion"]
+    # ds is read, so it has a current version (SPEC §3 rule 1: V1, no producing run); the run's
+    # own write waits for the run's outcome.
+    (read,) = rest.call("GET", f"/namespaces/{rest.q}/datasets/ds/versions")["versions"]
+    assert (read["versionNumber"], read["createdByRun"]) == (1, None)
+
+    complete = _streaming(run_event(ns, "streaming_job_name", run_id, "COMPLETE", second=5))
+    rest.post(complete)
+    after = rest.job("streaming_job_name")
+    assert after["currentVersion"] == job["currentVersion"]  # the same version, not a new one
+    assert len(rest.versions("streaming_job_name")) == 1
+    assert after["latestRun"]["state"] == "COMPLETED"
+    written, _ = rest.call("GET", f"/namespaces/{rest.q}/datasets/ds/versions")["versions"]
+    assert (written["versionNumber"], written["createdByRun"]["id"]) == (2, run_id)
+    assert rest.call("GET", f"/namespaces/{rest.q}/datasets/ds")["currentVersion"] == written["version"]
+
+
+def test_streaming_events_add_a_version_only_for_new_datasets(rest: Rest) -> None:
+    """OpenLineageServiceIntegrationTest.testStreamingJobCreateSingleJobAndDatasetVersion."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    event = _streaming(run_event(ns, "streaming_job_name", run_id, "RUNNING", outputs=("ds",)))
+    rest.post(event)
+    assert len(rest.versions("streaming_job_name")) == 1
+    rest.post({**event, "eventTime": "2026-01-01T00:00:01Z"})  # another RUNNING event
+    rest.post({**event, "eventTime": "2026-01-01T00:00:02Z", "outputs": []})  # no datasets
+    assert len(rest.versions("streaming_job_name")) == 1
+    other = {**event, "eventTime": "2026-01-01T00:00:03Z", "inputs": [{"namespace": ns, "name": "other"}]}
+    rest.post(other)
+    versions = rest.versions("streaming_job_name")
+    assert len(versions) == 2
+    assert [d["name"] for d in versions[0]["inputs"]] == ["other"]
+    assert [d["name"] for d in versions[0]["outputs"]] == ["ds"]  # what the run reported so far
+    assert versions[0]["latestRun"]["id"] == run_id
+    # The dataset's versions still wait for the run's outcome (SPEC §3).
+    assert rest.call("GET", f"/namespaces/{rest.q}/datasets/ds/versions")["versions"] == []
+
+
+def test_lineage_through_a_running_streaming_job(rest: Rest) -> None:
+    """LineageServiceTest.testGetLineageForRunningStreamingJob."""
+    ns = rest.ns
+    rest.post(run_event(ns, "someInputBatchJob", str(uuid.uuid4()), "COMPLETE", outputs=("input-dataset",)))
+    streaming = run_event(
+        ns,
+        "streamingjob",
+        str(uuid.uuid4()),
+        "RUNNING",
+        inputs=("input-dataset",),
+        outputs=("output-dataset",),
+    )
+    rest.post(_streaming(streaming))
+    reader = run_event(ns, "someOutputBatchJob", str(uuid.uuid4()), "COMPLETE", inputs=("output-dataset",))
+    rest.post(reader)
+    from_input = rest.lineage(f"dataset:{ns}:input-dataset")
+    from_output = rest.lineage(f"dataset:{ns}:output-dataset")
+    assert len(from_input) == 5  # 2 datasets + 3 jobs
+    assert from_input == from_output
+    node = next(n for n in from_input if n["id"] == f"job:{ns}:streamingjob")
+    assert node["inEdges"] == [{"origin": f"dataset:{ns}:input-dataset", "destination": node["id"]}]
+    assert node["outEdges"] == [{"origin": node["id"], "destination": f"dataset:{ns}:output-dataset"}]
+    assert node["data"]["latestRun"]["state"] == "RUNNING"
+
+
+def test_lineage_of_a_completed_streaming_job(rest: Rest) -> None:
+    """LineageServiceTest.testGetLineageForCompleteStreamingJob: the COMPLETE event without
+    datasets keeps the links the RUNNING event made."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    running = run_event(
+        ns, "streamingjob", run_id, "RUNNING", inputs=("input-dataset",), outputs=("output-dataset",)
+    )
+    rest.post(_streaming(running))
+    rest.post(_streaming(run_event(ns, "streamingjob", run_id, "COMPLETE", second=1)))
+    assert len(rest.lineage(f"dataset:{ns}:output-dataset")) == 3  # 1 job + 2 datasets
+
+
+def test_a_running_batch_job_is_not_linked_before_it_ends(rest: Rest) -> None:
+    """The other side of LineageServiceTest.testGetLineageForRunningStreamingJob: a batch job's
+    version comes with its end, as in Marquez."""
+    ns = rest.ns
+    rest.post(run_event(ns, "batch", str(uuid.uuid4()), "RUNNING", inputs=("in",), outputs=("out",)))
+    assert rest.job("batch")["currentVersion"] is None
+    assert len(rest.lineage(f"dataset:{ns}:in")) == 1

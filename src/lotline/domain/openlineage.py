@@ -45,6 +45,14 @@ TERMINAL_EVENTS = frozenset({"COMPLETE", "FAIL", "ABORT"})
 _JOB_TYPES = {"BATCH": "BATCH", "STREAMING": "STREAM", "STREAM": "STREAM", "SERVICE": "SERVICE"}
 
 
+def is_streaming(job_facets: JsonObject) -> bool:
+    """Whether a job's facets say it is a streaming job (``jobType.processingType``, any case, as
+    Marquez reads it): such a job's version follows its run while the run is still running."""
+    job_type = job_facets.get("jobType")
+    processing = job_type.get("processingType") if isinstance(job_type, dict) else None
+    return isinstance(processing, str) and processing.upper() == "STREAMING"
+
+
 @dataclass(frozen=True)
 class OlDataset:
     namespace: str
