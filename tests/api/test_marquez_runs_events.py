@@ -265,3 +265,75 @@ def test_a_running_batch_job_is_not_linked_before_it_ends(rest: Rest) -> None:
     rest.post(run_event(ns, "batch", str(uuid.uuid4()), "RUNNING", inputs=("in",), outputs=("out",)))
     assert rest.job("batch")["currentVersion"] is None
     assert len(rest.lineage(f"dataset:{ns}:in")) == 1
+
+
+# -- point 6: GET /events/lineage: RunEvents only, sortDirection -------------------------------
+
+
+def _listed(rest: Rest, ns: str, **params: Any) -> tuple[list[Any], int]:
+    """The listed events of one namespace's jobs (other tests share the server), and totalCount."""
+    found = rest.call("GET", "/events/lineage", limit=1000, **params)
+    return [e for e in found["events"] if (e.get("job") or {}).get("namespace") == ns], found["totalCount"]
+
+
+def test_events_sorted_by_time_both_ways(rest: Rest) -> None:
+    """OpenLineageIntegrationTest.testFindEventIsSortedByTime (and the default, newest first)."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    first = {**run_event(ns, "job", run_id, "START", outputs=("table",)), "eventTime": "1987-03-01T10:00:00Z"}
+    second = {**first, "eventType": "COMPLETE", "eventTime": "1987-03-01T10:00:10Z"}
+    for event in (first, second):
+        rest.post(event)
+    window = {"after": "1987-03-01T00:00:00Z", "before": "1987-03-02T00:00:00Z"}
+    assert _listed(rest, ns, sortDirection="asc", **window)[0] == [first, second]  # as sent
+    assert _listed(rest, ns, sortDirection="desc", **window)[0] == [second, first]
+    assert _listed(rest, ns, **window)[0] == [second, first]  # desc by default, as in Marquez
+    assert _listed(rest, ns, sortDirection="ASC", **window)[0] == [first, second]  # any case
+
+
+def test_events_between_two_times(rest: Rest) -> None:
+    """OpenLineageIntegrationTest.testFindEventBeforeAfterTime."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    first = {**run_event(ns, "job", run_id, "START"), "eventTime": "2020-01-01T00:00:00Z"}
+    second = {**first, "eventType": "COMPLETE", "eventTime": "2021-01-01T00:00:10Z"}
+    for event in (first, second):
+        rest.post(event)
+    window = {"after": "2021-01-01T00:00:00Z", "before": "2022-01-01T00:00:00Z"}
+    assert _listed(rest, ns, sortDirection="asc", **window)[0] == [second]
+
+
+@pytest.mark.parametrize("direction", ["asdf", "", "up", "descending"])
+def test_a_bad_sort_direction_is_400(rest: Rest, direction: str) -> None:
+    """OpenLineageResourceTest.testGetLineageEventsBadSort."""
+    answer = rest.call("GET", "/events/lineage", status=400, sortDirection=direction)
+    assert answer["code"] == 400 and "sortDirection" in answer["message"]
+
+
+def test_only_run_events_are_listed(rest: Rest, api_server: ApiServer) -> None:
+    """Marquez's OpenLineageDao.getAllLineageEventsDesc/Asc list ``_event_type = 'RUN_EVENT'`` only.
+    DatasetEvents and JobEvents stay retrievable (SPEC §6) on the web UI's events page."""
+    ns, run_id = rest.ns, str(uuid.uuid4())
+    at = "1988-06-01T00:00:0{}Z"
+    run = {**run_event(ns, "job", run_id, "START"), "eventTime": at.format(1)}
+    job = {
+        "eventTime": at.format(2),
+        "producer": PRODUCER,
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/JobEvent",
+        "job": {"namespace": ns, "name": "declared"},
+        "inputs": [{"namespace": ns, "name": "in"}],
+    }
+    dataset = {
+        "eventTime": at.format(3),
+        "producer": PRODUCER,
+        "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/$defs/DatasetEvent",
+        "dataset": {"namespace": ns, "name": "in"},
+    }
+    for event in (run, job, dataset):
+        rest.post(event)
+    window = {"after": at.format(0), "before": at.format(9)}
+    found = rest.call("GET", "/events/lineage", limit=1000, **window)
+    mine = [e for e in found["events"] if ns in str(e)]
+    assert mine == [run]
+    assert found["totalCount"] == len(found["events"])  # counts what is listed (Marquez counts all)
+    page = requests.get(f"{api_server.url}/events", params=window, timeout=10)
+    assert page.status_code == 200
+    assert page.text.count("declared") >= 1 and page.text.count("DatasetEvent") == 1
