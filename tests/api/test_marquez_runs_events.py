@@ -8,6 +8,7 @@ the run's outcome), the port says so and asserts SPEC's answer.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 from urllib.parse import quote
@@ -337,3 +338,105 @@ def test_only_run_events_are_listed(rest: Rest, api_server: ApiServer) -> None:
     page = requests.get(f"{api_server.url}/events", params=window, timeout=10)
     assert page.status_code == 200
     assert page.text.count("declared") >= 1 and page.text.count("DatasetEvent") == 1
+
+
+# -- point 7: validation status codes; a time without a zone is UTC ---------------------------
+
+_RUN_ID = "dae0d60a-6010-4c37-980e-c5270f5a6be4"
+_INPUT = {"facets": {}, "name": "OPEN_LINEAGE_DEMO.DEMO.SOURCE_TABLE_1", "namespace": "NS"}
+_JOB = {"facets": {}, "name": "testing_name_1", "namespace": "NS"}
+
+
+def _marquez_event(**changes: Any) -> dict[str, Any]:
+    """The event of OpenLineageIntegrationTest.testSendOpenLineageEventFailsValidation, whose
+    eventTime has no zone; ``NS`` is replaced by the test's namespace."""
+    event = {
+        "eventTime": "2021-11-03T10:53:52.427343",
+        "eventType": "COMPLETE",
+        "inputs": [_INPUT],
+        "job": _JOB,
+        "outputs": [],
+        "producer": "me",
+        "run": {"facets": {}, "runId": _RUN_ID},
+    }
+    return {**event, **changes}
+
+
+_SCHEMA = {
+    "_producer": "https://github.com/OpenLineage/OpenLineage/blob/v1-0-0/client",
+    "_schemaURL": "https://openlineage.io/spec/facets/1-0-0/DataQualityAssertionsDatasetFacet.json",
+    "fields": [{"assertion": "a", "success": True}],
+}
+_PARENT = {
+    "_producer": "me",
+    "_schemaURL": "https://me",
+    "run": {},
+    "job": {"namespace": "my-scheduler-namespace", "name": "myjob.mytask"},
+}
+VIOLATIONS = {
+    "input-without-name": _marquez_event(inputs=[{"facets": {}, "name": None, "namespace": "NS"}]),
+    "schema-field-without-name": _marquez_event(outputs=[{**_INPUT, "facets": {"schema": _SCHEMA}}]),
+    "job-without-name": _marquez_event(job={**_JOB, "name": None}),
+    "run-without-id": _marquez_event(run={"facets": {}, "runId": None}),
+    "parent-with-empty-run": _marquez_event(run={"facets": {"parent": _PARENT}, "runId": _RUN_ID}),
+    # lotline's own, of the same kind
+    "no-event-time": {k: v for k, v in _marquez_event().items() if k != "eventTime"},
+    "null-producer": _marquez_event(producer=None),
+    "schema-url-not-a-string": _marquez_event(schemaURL={"url": "https://openlineage.io"}),
+    "inputs-not-an-array": _marquez_event(inputs={"name": "x"}),
+}
+
+
+def _in(ns: str, event: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(event).replace('"NS"', json.dumps(ns))
+    found: dict[str, Any] = json.loads(text)
+    return found
+
+
+@pytest.mark.parametrize("name", list(VIOLATIONS))
+def test_schema_violations_are_422_and_change_nothing(rest: Rest, name: str) -> None:
+    """OpenLineageIntegrationTest.testSendOpenLineageEventFailsValidation."""
+    answer = rest.post(_in(rest.ns, VIOLATIONS[name]), status=422)
+    assert answer["code"] == 422 and answer["message"]
+    rest.call("GET", f"/namespaces/{rest.q}", status=404)  # nothing was created
+    rest.call("GET", f"/jobs/runs/{_RUN_ID}", status=404)
+
+
+def test_a_date_without_a_time_is_400(rest: Rest) -> None:
+    """OpenLineageIntegrationTest.testSendOpenLineageEventFailsJsonProcessing: malformed values
+    stay 400, as does malformed JSON."""
+    answer = rest.post(_in(rest.ns, _marquez_event(eventTime="2021-11-03")), status=400)
+    assert "2021-11-03" in answer["message"] and "eventTime" in answer["message"]
+    malformed = rest.http.post(rest.server.api("/lineage"), data=b'{"eventTime": ', timeout=10)
+    assert (malformed.status_code, malformed.json()["code"]) == (400, 400)
+
+
+def test_a_time_without_a_zone_is_utc(rest: Rest) -> None:
+    """Marquez reads the zoneless eventTime of its validation tests' events as UTC; so does lotline
+    (also a nominal time)."""
+    run_id = str(uuid.uuid4())
+    nominal = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-0/NominalTimeRunFacet.json",
+        "nominalStartTime": "2021-11-03T10:00:00",
+    }
+    start = _marquez_event(eventType="START", run={"facets": {"nominalTime": nominal}, "runId": run_id})
+    rest.post(_in(rest.ns, start))
+    rest.post(_in(rest.ns, {**start, "eventType": "COMPLETE", "eventTime": "2021-11-03T12:53:52+01:00"}))
+    run = rest.run(run_id)
+    assert run["state"] == "COMPLETED"
+    assert (run["startedAt"], run["endedAt"]) == ("2021-11-03T10:53:52.427343Z", "2021-11-03T11:53:52Z")
+    assert run["nominalStartTime"] == "2021-11-03T10:00:00Z"
+
+
+def test_a_batch_lists_each_refused_event(rest: Rest) -> None:
+    """A batch answers 200 with the summary; each bad event is listed with its reason, whether it
+    is malformed (400 alone) or breaks the schema (422 alone), and the others go on."""
+    good = run_event(rest.ns, "job", str(uuid.uuid4()), "START")
+    bad_time = {**good, "eventTime": "2021-11-03"}
+    no_job_name = {**good, "job": {"namespace": rest.ns, "name": None}}
+    answer = rest.call("POST", "/lineage/batch", [good, bad_time, no_job_name])
+    assert answer["status"] == "partial_success" and answer["summary"]["failed"] == 2
+    reasons = {f["index"]: f["reason"] for f in answer["failed_events"]}
+    assert "eventTime" in reasons[1] and "job.name" in reasons[2]
+    assert rest.run(good["run"]["runId"])["state"] == "RUNNING"
