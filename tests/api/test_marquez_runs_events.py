@@ -440,3 +440,81 @@ def test_a_batch_lists_each_refused_event(rest: Rest) -> None:
     reasons = {f["index"]: f["reason"] for f in answer["failed_events"]}
     assert "eventTime" in reasons[1] and "job.name" in reasons[2]
     assert rest.run(good["run"]["runId"])["state"] == "RUNNING"
+
+
+# -- point 8: a job PUT naming a run that has ended ---------------------------------------------
+
+DATASET = "test-same-io-dataset"
+
+
+def _versions_differ(run: Any) -> None:
+    """FlowIntegrationTest.assertInputDatasetVersionDiffersFromOutput."""
+    read = [v["datasetVersionId"] for v in run["inputDatasetVersions"]]
+    written = [v["datasetVersionId"] for v in run["outputDatasetVersions"]]
+    assert read and written
+    assert all(v["name"] == DATASET for v in read + written)
+    assert not {v["version"] for v in read} & {v["version"] for v in written}
+
+
+def test_an_unchanged_job_put_after_the_run_ended_is_accepted(rest: Rest) -> None:
+    """FlowIntegrationTest.testSameInputAndOutputDatasetWithJobRunIdUpdatedAtTheEnd: the run
+    read and wrote what the job declares, so repeating the declaration with its runId is a 200
+    that changes nothing."""
+    rest.setup(DATASET)
+    rest.put_job("job", inputs=(DATASET,), outputs=(DATASET,))
+    run_id = rest.create_run("job")
+    rest.mark(run_id, "start", "complete")
+    before = (
+        rest.run(run_id),
+        rest.job("job"),
+        rest.call("GET", f"/namespaces/{rest.q}/datasets/{DATASET}/versions"),
+    )
+    answer = rest.put_job("job", inputs=(DATASET,), outputs=(DATASET,), run_id=run_id)
+    assert answer["latestRun"] == before[0]
+    after = (
+        rest.run(run_id),
+        rest.job("job"),
+        rest.call("GET", f"/namespaces/{rest.q}/datasets/{DATASET}/versions"),
+    )
+    assert after[0] == before[0] and after[2] == before[2]
+    assert after[1]["currentVersion"] == before[1]["currentVersion"]
+    _versions_differ(after[0])
+
+
+@pytest.mark.parametrize("change", ["new-output", "new-input", "new-location"])
+def test_a_changed_job_put_after_the_run_ended_is_409_and_changes_nothing(rest: Rest, change: str) -> None:
+    """SPEC §3 ("reported after the run ended"): what a run read and wrote must be known when its
+    outcome resolves its versions, so a declaration that adds to it is refused."""
+    rest.setup(DATASET, "other")
+    rest.put_job("job", inputs=(DATASET,), outputs=(DATASET,))
+    run_id = rest.create_run("job")
+    rest.mark(run_id, "start", "complete")
+    before = rest.run(run_id), rest.job("job"), rest.versions("job")
+    changed: dict[str, Any] = {"inputs": (DATASET,), "outputs": (DATASET,)}
+    if change == "new-output":
+        changed["outputs"] = (DATASET, "other")
+    elif change == "new-input":
+        changed["inputs"] = (DATASET, "other")
+    else:
+        changed["location"] = "https://github.com/example/jobs/blob/v2/job.py"
+    answer = rest.put_job("job", run_id=run_id, status=409, **changed)
+    assert (
+        answer["code"] == 409 and "COMPLETED" in answer["message"] and "before it ends" in answer["message"]
+    )
+    assert (rest.run(run_id), rest.job("job"), rest.versions("job")) == before
+    assert rest.call("GET", f"/namespaces/{rest.q}/datasets/other/versions")["versions"] == []
+
+
+def test_a_job_put_while_running_links_the_run(rest: Rest) -> None:
+    """FlowIntegrationTest.testSameInputAndOutputDatasetWithJobRunIdUpdated and
+    testOutputVersionShouldBeOnlyOneCreatedViaJobAndDatasetApi."""
+    rest.setup(DATASET)
+    rest.put_job("job")
+    run_id = rest.create_run("job")
+    rest.mark(run_id, "start")
+    rest.put_job("job", inputs=(DATASET,), outputs=(DATASET,), run_id=run_id)
+    body = {"type": "DB_TABLE", "physicalName": DATASET, "sourceName": "marquez-tests", "runId": run_id}
+    rest.call("PUT", f"/namespaces/{rest.q}/datasets/{DATASET}", body)
+    run = rest.mark(run_id, "complete")
+    assert len(run["outputDatasetVersions"]) == 1
+    _versions_differ(run)
