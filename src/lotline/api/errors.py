@@ -13,13 +13,14 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError, IntegrityError, InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
 
-from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound
+from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound, SchemaViolation
 
 log = logging.getLogger(__name__)
 
 STATUS_OF: tuple[tuple[type[LotlineError], int], ...] = (
     (NotFound, 404),
     (Conflict, 409),
+    (SchemaViolation, 422),
     (InvalidInput, 400),
 )
 

@@ -49,7 +49,11 @@ OPERATIONS: dict[str, dict[str, Any]] = {
         "projection (see /lineage/status).",
         "operationId": "post_event_api_v1_lineage_post",
         "requestBody": _EVENT_BODY,
-        "responses": {"201": {"description": "Journaled."}},
+        "responses": {
+            "201": {"description": "Journaled."},
+            "400": {"description": "Malformed JSON, or a value that cannot be read or stored."},
+            "422": {"description": "Well-formed JSON that breaks the OpenLineage schema."},
+        },
     },
     BATCH_PATH: {
         "tags": ["openlineage"],

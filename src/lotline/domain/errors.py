@@ -31,6 +31,13 @@ class InvalidName(InvalidInput):
     code = "invalid_name"
 
 
+class SchemaViolation(InvalidInput):
+    """Well-formed JSON of the wrong shape: a required field missing or null, a value of the wrong
+    JSON type, a value outside its enumeration (Marquez answers these 422, malformed JSON 400)."""
+
+    code = "schema_violation"
+
+
 class NotFound(LotlineError):
     """A referenced namespace, source, dataset, job or run does not exist."""
 

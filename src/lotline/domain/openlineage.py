@@ -1,7 +1,10 @@
 """OpenLineage events (spec 2-0-x) read into lotline's terms, without I/O.
 
 Only what lotline acts on is interpreted; the raw event is stored as received, so unknown
-facets and fields are never lost. Anything lotline cannot act on safely is InvalidInput.
+facets and fields are never lost. Anything lotline cannot act on safely is InvalidInput: a
+SchemaViolation (422) when the JSON has the wrong shape (a required field missing or null, a wrong
+type, an unknown eventType), plain InvalidInput (400) for a value that cannot be read or stored
+(a bad name or time).
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 import orjson
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, SchemaViolation
 from lotline.domain.json_depth import check_depth
 from lotline.domain.model import FieldSpec, JsonObject
 from lotline.domain.names import validate_name
@@ -43,6 +46,14 @@ ACTIONS: dict[str, tuple[RunAction, ...]] = {
 }
 TERMINAL_EVENTS = frozenset({"COMPLETE", "FAIL", "ABORT"})
 _JOB_TYPES = {"BATCH": "BATCH", "STREAMING": "STREAM", "STREAM": "STREAM", "SERVICE": "SERVICE"}
+
+
+def is_streaming(job_facets: JsonObject) -> bool:
+    """Whether a job's facets say it is a streaming job (``jobType.processingType``, any case, as
+    Marquez reads it): such a job's version follows its run while the run is still running."""
+    job_type = job_facets.get("jobType")
+    processing = job_type.get("processingType") if isinstance(job_type, dict) else None
+    return isinstance(processing, str) and processing.upper() == "STREAMING"
 
 
 @dataclass(frozen=True)
@@ -166,13 +177,13 @@ def _object(value: Any, where: str) -> JsonObject:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInput(f"{where} must be a JSON object.")
+        raise SchemaViolation(f"{where} must be a JSON object.")
     return value
 
 
 def _string(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise InvalidInput(f"{where} must be a non-empty string.")
+        raise SchemaViolation(f"{where} must be a non-empty string.")
     return value
 
 
@@ -184,8 +195,10 @@ def _time(value: Any, where: str, *, required: bool) -> datetime | None:
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise InvalidInput(f"{where} {text[:60]!r} is not an ISO-8601 date-time.") from None
-    if parsed.tzinfo is None:
-        raise InvalidInput(f"{where} {text[:60]!r} has no time zone offset.")
+    if not any(separator in text for separator in "Tt "):  # a date alone reads as its midnight
+        raise InvalidInput(f"{where} {text[:60]!r} is a date without a time of day.")
+    if parsed.tzinfo is None:  # as Marquez reads it
+        parsed = parsed.replace(tzinfo=UTC)
     return check_storable(where, parsed)
 
 
@@ -195,7 +208,7 @@ def _fields(facets: JsonObject, where: str) -> tuple[FieldSpec, ...] | None:
         return None
     raw = _object(schema, f"{where}.facets.schema").get("fields", [])
     if not isinstance(raw, list):
-        raise InvalidInput(f"{where}.facets.schema.fields must be an array.")
+        raise SchemaViolation(f"{where}.facets.schema.fields must be an array.")
     found: dict[str, FieldSpec] = {}
     for i, item in enumerate(raw):
         entry = _object(item, f"{where}.facets.schema.fields[{i}]")
@@ -225,7 +238,7 @@ def _datasets(value: Any, where: str) -> tuple[OlDataset, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise InvalidInput(f"{where} must be an array.")
+        raise SchemaViolation(f"{where} must be an array.")
     return tuple(_dataset(item, f"{where}[{i}]") for i, item in enumerate(value))
 
 
@@ -268,8 +281,11 @@ def parse_event(payload: Any) -> OlEvent:
     """Read one event; which kind it is follows from its shape (``run`` / ``dataset`` / ``job``)."""
     event = _object(payload, "event") if payload is not None else None
     if not event:
-        raise InvalidInput("event must be a non-empty JSON object.")
+        raise SchemaViolation("event must be a non-empty JSON object.")
     check_depth(event, "event")
+    for name in ("producer", "schemaURL"):  # optional here, but a URI when given
+        if name in event and not isinstance(event[name], str):
+            raise SchemaViolation(f"{name} must be a string (a URI).")
     event_time = _time(event.get("eventTime"), "eventTime", required=True)
     assert event_time is not None
     if "run" in event:
@@ -279,10 +295,10 @@ def parse_event(payload: Any) -> OlEvent:
     elif "job" in event:
         kind = EventKind.JOB
     else:
-        raise InvalidInput("event has none of 'run', 'dataset' or 'job'.")
+        raise SchemaViolation("event has none of 'run', 'dataset' or 'job'.")
     event_type = event.get("eventType") or "OTHER"
     if kind is EventKind.RUN and event_type not in ACTIONS:
-        raise InvalidInput(f"eventType must be one of {', '.join(ACTIONS)}, got {str(event_type)[:40]!r}.")
+        raise SchemaViolation(f"eventType must be one of {', '.join(ACTIONS)}, got {str(event_type)[:40]!r}.")
     run_id, run_facets, parent, nominal = None, {}, None, {}
     if kind is EventKind.RUN:
         run = _object(event.get("run"), "run")
@@ -293,7 +309,7 @@ def parse_event(payload: Any) -> OlEvent:
             raise InvalidInput("run.facets.parent names the run itself.")
         nominal = _object(run_facets.get("nominalTime"), "run.facets.nominalTime")
     if kind is not EventKind.DATASET and "job" not in event:
-        raise InvalidInput("a RunEvent needs a 'job'.")
+        raise SchemaViolation("a RunEvent needs a 'job'.")
     return OlEvent(
         kind=kind,
         event_type=str(event_type),

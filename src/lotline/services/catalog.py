@@ -19,9 +19,10 @@ from lotline.domain.model import (
     Source,
 )
 from lotline.domain.names import validate_name
+from lotline.domain.runs import RunState
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
-from lotline.services.recording import record_run_io
+from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
@@ -170,7 +171,9 @@ class CatalogService:
 
         With ``run_id`` (dynamic capture, seed 003) the run is moved to that version and the
         inputs and outputs are recorded as the run's own: inputs pinned to their current version
-        now if the run is running, outputs versioned when the run ends.
+        now if the run is running, outputs versioned when the run ends. For a run that has ended,
+        only a declaration it already had is accepted (the run is left as it is); a new one is a
+        Conflict.
         """
         validate_name("Job", name)
         if type not in JOB_TYPES:
@@ -204,7 +207,11 @@ class CatalogService:
                 outputs=[d for d, _ in output_ids],
                 now=now,
             )
-            if run is not None:
+            if run is not None and RunState(run.state).is_terminal:
+                # A repeat of what the run already had changes nothing (Marquez answers it 200).
+                declared = [d for d, _ in input_ids], [d for d, _ in output_ids]
+                check_unchanged_after_end(connection, run, version, *declared)
+            elif run is not None:
                 record_run_io(connection, run, run_inputs, _default_lot(input_ids, inputs, run.lot), now)
                 record_run_io(connection, run, run_outputs, _default_lot(output_ids, outputs, run.lot), now)
                 runs.set_job_version(connection, run.id, version, now)

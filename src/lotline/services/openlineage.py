@@ -27,6 +27,8 @@ from lotline.store.types import utcnow
 
 #: The run event types of OpenLineage's spec: the event listing's type filter takes these.
 EVENT_TYPES = tuple(ACTIONS)
+#: The orders of the event listing, newest first by default (Marquez's ``sortDirection``).
+SORT_DIRECTIONS = ("desc", "asc")
 
 #: What journaling did with one event: True new, False a repeat, or why the database refused it.
 Journaled = bool | InvalidInput
@@ -76,16 +78,27 @@ class OpenLineageService:
         job_name: str | None = None,
         event_type: str | None = None,
         run_id: uuid.UUID | None = None,
+        run_events_only: bool = False,
+        sort_direction: str = "desc",
     ) -> Page[JsonObject]:
-        """The journaled events, newest first, narrowed by time, job, event type or run."""
+        """The journaled events, newest first (``sort_direction="asc"``: oldest first), narrowed by
+        time, job, event type or run; ``run_events_only`` leaves out DatasetEvents and JobEvents
+        (Marquez's ``GET /events/lineage`` lists RunEvents only)."""
         _common.check_page(limit, offset)
         _common.check_aware("before", before)
         _common.check_aware("after", after)
         if event_type is not None and event_type not in EVENT_TYPES:
             raise InvalidInput(f"eventType must be one of {', '.join(EVENT_TYPES)}, got {event_type!r}.")
-        where = events.EventFilter(before, after, job_namespace, job_name, event_type, run_id)
+        if sort_direction.lower() not in SORT_DIRECTIONS:
+            raise InvalidInput(
+                f"sortDirection must be one of {', '.join(SORT_DIRECTIONS)}, got {sort_direction[:40]!r}."
+            )
+        where = events.EventFilter(
+            before, after, job_namespace, job_name, event_type, run_id, run_events_only=run_events_only
+        )
+        oldest_first = sort_direction.lower() == "asc"
         with self._store.read() as connection:
-            return events.list_events(connection, where, limit, offset)
+            return events.list_events(connection, where, limit, offset, oldest_first=oldest_first)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from lotline.domain.openlineage import (
     OlDataset,
     OlEvent,
     OlJob,
+    is_streaming,
     parse_event,
 )
 from lotline.domain.runs import RunAction, RunState, plan_transition
@@ -486,6 +487,19 @@ def _run_event(
             fresh, new_version = None, None
     # A terminal event always moves a run that has not ended, so the new job version was written.
     assert new_version is None
+    if state is RunState.RUNNING and is_streaming(job.facets):
+        _stream_version(group, event.job, job, run)
+
+
+def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: Row[Any]) -> None:
+    """A streaming job's run may never end: its job version (and so the graph's edges) follows
+    what the run has reported so far while it runs, as Marquez does. A repeat adds no version (the
+    id is derived from the content); a new input or output does. Dataset versions still wait for
+    the run's outcome (SPEC §3)."""
+    all_inputs, all_outputs = runs.run_io_dataset_ids(group.connection, run.id)
+    version = group.set_job_version(job, ol_job, all_inputs, all_outputs)
+    if version != run.job_version_id:
+        runs.set_job_version(group.connection, run.id, version, group.now)
 
 
 def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:

@@ -161,6 +161,28 @@ def record_run_io(
         pin_inputs(connection, run.id, now)
 
 
+def check_unchanged_after_end(
+    connection: Connection,
+    run: Row[Any],
+    job_version_id: uuid.UUID,
+    inputs: Sequence[uuid.UUID],
+    outputs: Sequence[uuid.UUID],
+) -> None:
+    """A declaration about a run that has ended (a job PUT with its ``runId``) passes only if it
+    changes nothing: the run already has this job version and already read and wrote these
+    datasets. Marquez accepts such a repeat; anything new is refused, as ``record_run_io`` refuses
+    it: a version's content must be known when its run's outcome resolves it (SPEC §3)."""
+    read, written = runs.run_io_dataset_ids(connection, run.id)
+    if run.job_version_id == job_version_id and set(inputs) <= set(read) and set(outputs) <= set(written):
+        return
+    state = RunState(run.state)
+    raise Conflict(
+        f"Run {run.id} is {state.value}: its inputs, outputs and job version must be reported before "
+        "it ends; this declaration changes them.",
+        current=state.value,
+    )
+
+
 def declare_job_io(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None, lot: str, now: datetime
 ) -> None:

@@ -134,6 +134,23 @@ class RunService:
         with self._store.read() as connection:
             return runs.latest_states(connection, list(dict.fromkeys(names)))
 
+    def latest_runs(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Run]:
+        """Each (namespace, job)'s newest run, as ``list_runs`` lists it first; jobs that never
+        ran are absent. For a whole graph at once (``latestRun`` of its job nodes)."""
+        with self._store.read() as connection:
+            return runs.latest_runs(connection, list(dict.fromkeys(names)))
+
+    def latest_runs_of_versions(
+        self, namespace: str, job: str, version_ids: Sequence[uuid.UUID]
+    ) -> dict[uuid.UUID, Run]:
+        """The newest run of each of the job's versions (``latestRun`` of a page of job versions);
+        versions no run used are absent."""
+        with self._store.read() as connection:
+            job_row = jobs.job_row(connection, namespace, job)
+            if job_row is None:
+                raise NotFound("Job", f"{namespace}:{job}")
+            return runs.latest_runs_of_versions(connection, job_row.id, list(dict.fromkeys(version_ids)))
+
     def child_runs(self, parent_run_id: uuid.UUID) -> list[Run]:
         with self._store.read() as connection:
             if not runs.run_exists(connection, parent_run_id):

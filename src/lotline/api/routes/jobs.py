@@ -57,12 +57,16 @@ def put_job(namespace: str, job: str, body: JobIn, lineage: Services) -> Json:
 @router.get(JOB + "/versions")
 def list_job_versions(namespace: str, job: str, lineage: Services, page: Page) -> Json:
     found = lineage.catalog.list_job_versions(namespace, job, page.limit, page.offset)
-    return {"versions": [job_version_json(v, None) for v in found.items], "totalCount": found.total_count}
+    latest = lineage.runs.latest_runs_of_versions(namespace, job, [v.id for v in found.items])
+    versions = [job_version_json(v, latest.get(v.id)) for v in found.items]
+    return {"versions": versions, "totalCount": found.total_count}
 
 
 @router.get(JOB + "/versions/{version}")
 def get_job_version(namespace: str, job: str, version: uuid.UUID, lineage: Services) -> Json:
-    return job_version_json(lineage.catalog.get_job_version(namespace, job, version), None)
+    found = lineage.catalog.get_job_version(namespace, job, version)
+    latest = lineage.runs.latest_runs_of_versions(namespace, job, [found.id])
+    return job_version_json(found, latest.get(found.id))
 
 
 @router.post(JOB + "/runs", status_code=201)

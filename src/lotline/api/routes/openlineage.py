@@ -30,7 +30,12 @@ def list_events(
     page: Page,
     before: Annotated[datetime | None, Query()] = None,
     after: Annotated[datetime | None, Query()] = None,
+    sortDirection: str = "desc",
 ) -> Json:
-    found = lineage.openlineage.list_events(before, after, page.limit, page.offset)
+    """RunEvents only, as Marquez lists them; DatasetEvents and JobEvents stay in the journal and
+    are shown by the web UI's events page."""
+    found = lineage.openlineage.list_events(
+        before, after, page.limit, page.offset, run_events_only=True, sort_direction=sortDirection
+    )
     # Events journaled before depth was checked are shown cut, never as a failed listing.
     return {"events": [bounded(e) for e in found.items], "totalCount": found.total_count}

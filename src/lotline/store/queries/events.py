@@ -157,6 +157,10 @@ def failures(connection: Connection, limit: int) -> list[tuple[int, str]]:
     return [(r.id, r.projection_error) for r in rows]
 
 
+_NEWEST_FIRST = (lineage_events.c.event_time.desc(), lineage_events.c.id.desc())
+_OLDEST_FIRST = (lineage_events.c.event_time, lineage_events.c.id)
+
+
 @dataclass(frozen=True)
 class EventFilter:
     """Which journaled events a listing shows (None: any)."""
@@ -167,11 +171,18 @@ class EventFilter:
     job_name: str | None = None
     event_type: str | None = None
     run_id: uuid.UUID | None = None
+    #: RunEvents only (the journal keeps no event type for DatasetEvents and JobEvents).
+    run_events_only: bool = False
 
 
-def list_events(connection: Connection, where: EventFilter, limit: int, offset: int) -> Page[JsonObject]:
-    """Newest first by event time, as Marquez lists them (projected or not: the journal is the record)."""
+def list_events(
+    connection: Connection, where: EventFilter, limit: int, offset: int, *, oldest_first: bool = False
+) -> Page[JsonObject]:
+    """Newest first by event time (or oldest first), as Marquez lists them (projected or not: the
+    journal is the record); ``totalCount`` counts what the filter lets through."""
     conditions: list[ColumnElement[bool]] = []
+    if where.run_events_only:
+        conditions.append(lineage_events.c.event_type.is_not(None))
     if where.before is not None:
         conditions.append(lineage_events.c.event_time <= where.before)
     if where.after is not None:
@@ -188,7 +199,7 @@ def list_events(connection: Connection, where: EventFilter, limit: int, offset: 
     rows = connection.execute(
         select(lineage_events.c.payload)
         .where(condition)
-        .order_by(lineage_events.c.event_time.desc(), lineage_events.c.id.desc())
+        .order_by(*_OLDEST_FIRST if oldest_first else _NEWEST_FIRST)
         .limit(limit)
         .offset(offset)
     ).all()

@@ -339,6 +339,11 @@ def get_run(connection: Connection, run_id: uuid.UUID) -> Run | None:
     return _load(connection, rows)[0] if rows else None
 
 
+#: The newest run first: how ``list_runs`` orders and ``latest_runs`` picks them, so that a job's
+#: ``latestRun`` is the same run whichever endpoint shows it.
+_NEWEST_FIRST = (runs.c.created_at.desc(), runs.c.id)
+
+
 def list_runs(
     connection: Connection,
     job_id: uuid.UUID,
@@ -354,7 +359,7 @@ def list_runs(
     if lot is not None:
         where.append(runs.c.lot == lot)
     rows = connection.execute(
-        _run_query().where(*where).order_by(runs.c.created_at.desc(), runs.c.id).limit(limit).offset(offset)
+        _run_query().where(*where).order_by(*_NEWEST_FIRST).limit(limit).offset(offset)
     ).all()
     total = connection.execute(select(func.count()).select_from(runs).where(*where))
     return Page(_load(connection, rows), total.scalar_one())
@@ -381,6 +386,52 @@ def latest_states(
         rows = connection.execute(query.where(tuple_(namespaces.c.name, jobs.c.name).in_(chunk)))
         found.update({(r.namespace, r.name): RunState(r.state) for r in rows if r.state is not None})
     return found
+
+
+def latest_runs(connection: Connection, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Run]:
+    """The newest run of each (namespace, job), as ``list_runs`` would list it first (jobs without
+    runs are left out): one statement picks them, one indexed look per job through
+    ``(job_id, created_at)``, and ``_load`` reads them in a fixed number of statements."""
+    owner, space, other = jobs.alias("owner"), namespaces.alias("space"), runs.alias("other")
+    newest = (
+        select(other.c.id)
+        .where(other.c.job_id == owner.c.id)
+        .order_by(other.c.created_at.desc(), other.c.id)
+        .limit(1)
+    )
+    found: dict[tuple[str, str], Run] = {}
+    for start in range(0, len(names), 500):
+        chunk = names[start : start + 500]
+        picked = (
+            select(newest.scalar_subquery())
+            .select_from(owner.join(space, space.c.id == owner.c.namespace_id))
+            .where(tuple_(space.c.name, owner.c.name).in_(chunk))
+        )
+        rows = connection.execute(_run_query().where(runs.c.id.in_(picked))).all()
+        found.update({(r.namespace, r.job): r for r in _load(connection, rows)})
+    return found
+
+
+def latest_runs_of_versions(
+    connection: Connection, job_id: uuid.UUID, version_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Run]:
+    """The newest run of each of the job's versions (versions without runs are left out), picked
+    for the whole page in one statement over the job's runs (``(job_id, created_at)``)."""
+    if not version_ids:
+        return {}
+    other = runs.alias("other")
+    newest_first = (other.c.created_at.desc(), other.c.id)
+    ranked = (
+        select(
+            other.c.id,
+            func.row_number().over(partition_by=other.c.job_version_id, order_by=newest_first).label("rank"),
+        )
+        .where(other.c.job_id == job_id, other.c.job_version_id.in_(version_ids))
+        .subquery()
+    )
+    picked = select(ranked.c.id).where(ranked.c.rank == 1)
+    rows = connection.execute(_run_query().where(runs.c.id.in_(picked))).all()
+    return {r.job_version: r for r in _load(connection, rows) if r.job_version is not None}
 
 
 def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
