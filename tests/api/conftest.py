@@ -21,10 +21,19 @@ import requests
 import uvicorn
 
 from lotline.api.app import create_app
+from lotline.api.protocol import LotlineHttpProtocol
 from lotline.services.config import Settings
 from lotline.store.engine import Store
 
 TOKEN = "s3cret-test-token"
+#: The test servers' read timeout: short, so that the tests of stalled requests are quick.
+READ_TIMEOUT_S = 1.0
+
+
+class QuickTimeoutProtocol(LotlineHttpProtocol):
+    read_timeout = READ_TIMEOUT_S
+
+
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
@@ -44,7 +53,9 @@ def _serve(db_url: str) -> tuple[uvicorn.Server, threading.Thread, str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     settings = Settings(db_url=db_url, warehouse="./warehouse", api_token=TOKEN)
-    config = uvicorn.Config(create_app(settings), log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        create_app(settings), http=QuickTimeoutProtocol, log_level="warning", access_log=False
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

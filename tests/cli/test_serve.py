@@ -33,7 +33,11 @@ def test_serve_answers_reads_and_token_protected_writes(
 ) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    env |= {"LOTLINE_DB_URL": f"sqlite:///{tmp_path / 'served.db'}", "LOTLINE_API_TOKEN": "t0ken"}
+    env |= {
+        "LOTLINE_DB_URL": f"sqlite:///{tmp_path / 'served.db'}",
+        "LOTLINE_API_TOKEN": "t0ken",
+        "LOTLINE_READ_TIMEOUT": "1",
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "lotline", "serve", "--port", str(port), *options],
         cwd=tmp_path,
@@ -59,6 +63,23 @@ def test_serve_answers_reads_and_token_protected_writes(
         written = requests.put(ns, json={"ownerName": "me"}, headers=auth, timeout=10)
         assert written.status_code == 200
         assert requests.get(ns, timeout=10).json()["ownerName"] == "me"
+        # lotline's HTTP protocol, in every worker process: JSON for malformed HTTP, and the read
+        # timeout from LOTLINE_READ_TIMEOUT (1 s here) for a body that stops arriving.
+        for request, status in (
+            (b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", b" 400 "),
+            (
+                b"PUT /api/v1/namespaces/x HTTP/1.1\r\nAuthorization: Bearer t0ken\r\n"
+                b"Content-Length: 9\r\n\r\n{",
+                b" 408 ",
+            ),
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+                raw.sendall(request)
+                answer = b""
+                while chunk := raw.recv(4096):
+                    answer += chunk
+            assert status in answer.split(b"\r\n", 1)[0], answer
+            assert b'{"code":' in answer and b"application/json" in answer
     finally:
         server.send_signal(signal.SIGTERM)
         # uvicorn shuts down gracefully (lifespan closes the store), then re-raises the signal.

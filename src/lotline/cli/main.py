@@ -123,10 +123,21 @@ def serve(
     import uvicorn
 
     from lotline.api.app import create_app
+    from lotline.api.protocol import LotlineHttpProtocol
 
     settings = load_settings()
+    # lotline's HTTP protocol: JSON answers to malformed requests, the header limit, the read
+    # timeout (LOTLINE_READ_TIMEOUT, read by each worker process from the same settings).
+    protocol = "lotline.api.protocol:LotlineHttpProtocol"
     if workers == 1:
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=access_log)
+        uvicorn.run(
+            create_app(settings),
+            host=host,
+            port=port,
+            http=LotlineHttpProtocol,
+            log_level="info",
+            access_log=access_log,
+        )
     else:
         # Each worker process builds its own app (and store) from the same settings.
         uvicorn.run(
@@ -135,6 +146,7 @@ def serve(
             host=host,
             port=port,
             workers=workers,
+            http=protocol,
             log_level="info",
             access_log=access_log,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass
@@ -23,7 +24,10 @@ KEYS = (
     "LOTLINE_OPENLINEAGE_URL",
     "LOTLINE_OPENLINEAGE_API_KEY",
     "LOTLINE_WEBHOOK_URLS",
+    "LOTLINE_READ_TIMEOUT",
 )
+#: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
+DEFAULT_READ_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Settings:
     openlineage_api_key: str | None = None
     #: Where ``lotline webhooks`` delivers lot events (comma-separated in the configuration).
     webhook_urls: tuple[str, ...] = ()
+    #: Seconds the server waits for a request whose headers or body stopped arriving (then 408).
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -82,7 +88,21 @@ def load_settings(directory: Path | None = None) -> Settings:
         openlineage_url=pick("LOTLINE_OPENLINEAGE_URL"),
         openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
         webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
+        read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
     )
+
+
+def parse_read_timeout(text: str | None) -> float:
+    """``LOTLINE_READ_TIMEOUT``: a positive number of seconds (default 30)."""
+    if text is None or not text.strip():
+        return DEFAULT_READ_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise InvalidInput(f"LOTLINE_READ_TIMEOUT must be a number of seconds, got {text!r}.") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InvalidInput(f"LOTLINE_READ_TIMEOUT must be a positive number of seconds, got {text!r}.")
+    return seconds
 
 
 def parse_spark_conf(text: str) -> tuple[tuple[str, str], ...]:
