@@ -133,3 +133,16 @@ def test_column_lineage_follows_renames_expressions_joins_and_aggregations(
         "kind": {(NS, "labelled", "outcome", "TRANSFORMATION")},
         "hits": {(NS, "labelled", "url", "AGGREGATION")},
     }
+    # The lot's version carries them too, with the write's statistics and schema.
+    version = lineage.versions.current_version(NS, "labelled", LOTS[0])
+    assert version is not None
+    statistics = version.facets["outputStatistics"]
+    manifest = lineage.manifests.current(NS, "labelled", LOTS[0])
+    assert manifest is not None
+    assert (statistics["rowCount"], statistics["fileCount"], statistics["size"]) == (
+        2,
+        len(manifest.objects),
+        manifest.total_bytes,
+    )
+    assert [f["name"] for f in version.facets["schema"]["fields"]] == ["url", "outcome", "status"]
+    assert set(version.facets["columnLineage"]["fields"]) == {"url", "outcome", "status"}

@@ -147,6 +147,7 @@ def dataset_json(dataset: Dataset, tags: DatasetTags) -> Json:
         "currentVersion": str(dataset.current_version) if dataset.current_version else None,
         "facets": bounded(dataset.facets),
         "deleted": False,
+        **({"schemaLocation": dataset.schema_location} if dataset.type == "STREAM" else {}),
     }
 
 
@@ -165,7 +166,7 @@ def dataset_version_json(version: DatasetVersion, dataset: Dataset, run: Run | N
         "lifecycleState": None,
         "description": dataset.description,
         "createdByRun": run_json(run) if run else None,
-        "facets": {},
+        "facets": bounded(version.facets),
         # lotline additions: the version's number, lot and state (current / failed / superseded).
         "versionNumber": version.number,
         "lot": version.lot,

@@ -80,6 +80,8 @@ class Dataset:
     current_version: uuid.UUID | None
     #: When a successful run last wrote it (the current version's creation), as Marquez reports it.
     last_modified_at: datetime | None = None
+    #: Where a STREAM dataset's schema is published (Marquez's ``schemaLocation``).
+    schema_location: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,8 @@ class DatasetVersion:
     run_id: uuid.UUID | None
     fields: tuple[FieldSpec, ...]
     created_at: datetime
+    #: The dataset facets it was made with (and its writer's output facets).
+    facets: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,13 @@ class OlDataset:
     #: (name, uri) from the dataSource facet.
     source: tuple[str, str | None] | None
 
+    @property
+    def description(self) -> str | None:
+        """From the ``documentation`` facet, as Marquez takes a dataset's description."""
+        documentation = self.facets.get("documentation")
+        text = documentation.get("description") if isinstance(documentation, dict) else None
+        return text if isinstance(text, str) else None
+
 
 @dataclass(frozen=True)
 class OlJob:

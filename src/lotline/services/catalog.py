@@ -91,14 +91,18 @@ class CatalogService:
         description: str | None = None,
         facets: dict[str, Any] | None = None,
         run_id: uuid.UUID | None = None,
+        schema_location: str | None = None,
     ) -> Dataset:
         """Create or update a dataset's metadata; with ``run_id``, also record it as that run's output.
 
         The write gets its version when the run ends, resolved by the run's outcome (SPEC §3).
+        ``schema_location`` (where a STREAM's schema is published) is kept for STREAM datasets only.
         """
         validate_name("Dataset", name)
         if type not in DATASET_TYPES:
             raise InvalidInput(f"Dataset type must be one of {', '.join(DATASET_TYPES)}, got {type!r}.")
+        if schema_location is not None and type != "STREAM":
+            raise InvalidInput("schemaLocation is for STREAM datasets only.")
         names = [f.name for f in fields or ()]
         if len(set(names)) != len(names):
             raise InvalidInput("Dataset fields must have distinct names.")
@@ -123,6 +127,7 @@ class CatalogService:
                 description=description,
                 facets=facets,
                 now=now,
+                schema_location=schema_location,
             )
             if fields is not None:
                 datasets.replace_fields(connection, dataset_id, fields)

@@ -38,7 +38,16 @@ from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition, create_run
 from lotline.store.dialect import DriverConnections, has_stored_functions, single_writer
 from lotline.store.engine import Store
-from lotline.store.queries import claim_functions, data_status, datasets, frontier, jobs, lot_events, runs
+from lotline.store.queries import (
+    claim_functions,
+    data_status,
+    datasets,
+    frontier,
+    jobs,
+    lot_events,
+    runs,
+    versions,
+)
 from lotline.store.queries import manifests as manifest_rows
 from lotline.store.types import utcnow
 
@@ -329,11 +338,15 @@ class LotService:
         *,
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
+        output_facets: dict[str, Any] | None = None,
     ) -> uuid.UUID | None:
         """Publish the lot: OUTPUT READY, INPUTs DONE, the run COMPLETED with its version current, the
         manifest (complete, or empty when it lists nothing) and the lot's READY event — one
-        transaction. Returns the manifest's id; its JSON copy is written after the commit."""
-        return self._finish(claim, success=True, at=at, manifest=manifest, facets=facets)
+        transaction. Returns the manifest's id; its JSON copy is written after the commit.
+        ``facets`` are the run's; ``output_facets`` the new version's (``outputStatistics``…)."""
+        return self._finish(
+            claim, success=True, at=at, manifest=manifest, facets=facets, output_facets=output_facets
+        )
 
     def fail(
         self,
@@ -361,11 +374,12 @@ class LotService:
         at: datetime | None,
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
+        output_facets: dict[str, Any] | None = None,
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         fence = _fence(claim)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        if self._in_database and manifest is None and not facets:
+        if self._in_database and manifest is None and not facets and not output_facets:
             try:
                 claim_functions.finish_claim(
                     self._driver_connections(),
@@ -393,6 +407,8 @@ class LotService:
             )
             if not success:
                 _fail_children(connection, claim.run_id, now)
+            elif output_facets:
+                versions.merge_facets(connection, version_id, output_facets)
             if facets:
                 run_row = runs.lock_run(connection, claim.run_id)
                 if run_row is not None:  # apply_transition above found it

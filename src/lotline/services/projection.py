@@ -311,7 +311,7 @@ class _Group:
             type_="DB_TABLE",
             physical_name=None,
             source_id=source_id,
-            description=None,
+            description=dataset.description,
             facets=dataset.facets,
             now=self.now,
         )

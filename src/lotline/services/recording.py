@@ -220,7 +220,7 @@ def _create_input_version(
     current = versions.current_version_id(connection, dataset_id, lot)
     if current is not None or versions.has_any_version(connection, dataset_id, lot):
         return current
-    ref, fields = datasets.version_basis(connection, dataset_id)
+    ref, fields, facets = datasets.version_basis(connection, dataset_id)
     version_id = input_version_id(ref.namespace, ref.name, lot)
     versions.insert_version(
         connection,
@@ -231,6 +231,7 @@ def _create_input_version(
         run_id=None,
         state=VersionState.CURRENT,
         fields=fields,
+        facets=facets,
         now=now,
     )
     return version_id
@@ -246,7 +247,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        ref, fields = datasets.version_basis(connection, io.dataset_id)
+        ref, fields, facets = datasets.version_basis(connection, io.dataset_id)
         version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
         versions.insert_version(
             connection,
@@ -257,6 +258,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             run_id=run_id,
             state=state,
             fields=fields,
+            facets=facets,
             now=now,
         )
         runs.pin_io(connection, run_outputs, io.id, version_id)

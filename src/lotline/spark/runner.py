@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 #: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
 RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
 _FACET_SCHEMA = "https://github.com/lotline/lotline/blob/main/docs/pipelines.md#run-facets"
+_OPENLINEAGE_FACETS = "https://openlineage.io/spec/facets/1-0-0/"
 
 
 @dataclass(frozen=True)
@@ -137,13 +138,15 @@ class LotRunner:
                 else:
                     draft, fields = self._write_parts(job, claim, objects, facets)
                 beat.check()
-                facets["lotline_output"] = _facet(
-                    rowCount=draft.row_count,
-                    fileCount=len(draft.objects),
-                    size=sum(o.size for o in draft.objects),
-                    location=draft.location,
+                statistics = {
+                    "rowCount": draft.row_count,
+                    "fileCount": len(draft.objects),
+                    "size": sum(o.size for o in draft.objects),
+                }
+                facets["lotline_output"] = _facet(**statistics, location=draft.location)
+                self.lineage.lots.complete(
+                    claim, manifest=draft, facets=facets, output_facets=_output_facets(statistics, fields)
                 )
-                self.lineage.lots.complete(claim, manifest=draft, facets=facets)
         except BaseException as error:
             self._fail(job, claim, location, error, facets)
             if self.emitter is not None:
@@ -350,6 +353,25 @@ class LotRunner:
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
+
+
+def _output_facets(statistics: dict[str, Any], fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
+    """OpenLineage's ``outputStatistics`` and (when the lot had data) ``schema`` of the version a
+    lot's run wrote."""
+    facets: dict[str, Any] = {
+        "outputStatistics": {
+            "_producer": PRODUCER,
+            "_schemaURL": f"{_OPENLINEAGE_FACETS}OutputStatisticsOutputDatasetFacet.json",
+            **statistics,
+        }
+    }
+    if fields:
+        facets["schema"] = {
+            "_producer": PRODUCER,
+            "_schemaURL": f"{_OPENLINEAGE_FACETS}SchemaDatasetFacet.json",
+            "fields": [{"name": f.name, "type": f.type} for f in fields],
+        }
+    return facets
 
 
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:

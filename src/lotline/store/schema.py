@@ -90,6 +90,8 @@ datasets = Table(
     Column("description", Text),
     Column("facets", JsonDocument),
     *_timestamps(),
+    # Where a STREAM dataset's schema is published (a schema registry URL), as Marquez keeps it.
+    Column("schema_location", Text),
     # Soft delete (Marquez ``DELETE dataset``): hidden from reads until written again.
     Column("deleted_at", UtcDateTime),
     UniqueConstraint("namespace_id", "name"),
@@ -212,6 +214,10 @@ dataset_versions = Table(
     Column("state", String(16), nullable=False),
     Column("fields", JsonDocument),
     Column("created_at", UtcDateTime, nullable=False),
+    # The dataset facets the version was made with (Marquez shows them on the version): the
+    # dataset's facets when the version was minted, plus the writer's output facets
+    # (``outputStatistics``…).
+    Column("facets", JsonDocument),
     CheckConstraint(f"state IN ({VERSION_STATES})", name="state"),
     UniqueConstraint("dataset_id", "version_number"),
     Index(None, "dataset_id", "lot", "state"),

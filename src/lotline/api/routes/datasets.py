@@ -45,6 +45,7 @@ def put_dataset(namespace: str, dataset: str, body: DatasetIn, lineage: Services
         fields=_fields(body),
         description=body.description,
         run_id=body.runId,
+        schema_location=body.schemaLocation,
     )
     for tag in body.tags:
         lineage.tags.tag_dataset(namespace, dataset, tag)

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
 
-from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Page
+from lotline.domain.model import Dataset, DatasetRef, FieldSpec, JsonObject, Page
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import increment_returning, insert_ignoring_conflicts, locks_rows, upsert_returning
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
@@ -28,6 +28,7 @@ def upsert_dataset(
     description: str | None,
     facets: dict[str, Any] | None,
     now: datetime,
+    schema_location: str | None = None,
 ) -> uuid.UUID:
     """Create the dataset or update its metadata, in one statement (a second one only when new
     facets change the stored ones). Never creates a version (SPEC §3 rule 5)."""
@@ -36,6 +37,7 @@ def upsert_dataset(
         ("physical_name", physical_name),
         ("source_id", source_id),
         ("description", description),
+        ("schema_location", schema_location),
     ):
         if value is not None:
             changes.append(column)
@@ -50,6 +52,7 @@ def upsert_dataset(
             "physical_name": physical_name or name,
             "source_id": source_id,
             "description": description,
+            "schema_location": schema_location,
             "facets": facets or {},
             "created_at": now,
             "updated_at": now,
@@ -111,6 +114,7 @@ _VERSION_BASIS = (
     select(
         namespaces.c.name.label("namespace"),
         datasets.c.name,
+        datasets.c.facets,
         dataset_fields.c.name.label("field"),
         dataset_fields.c.type,
         dataset_fields.c.description,
@@ -122,12 +126,14 @@ _VERSION_BASIS = (
 )
 
 
-def version_basis(connection: Connection, dataset_id: uuid.UUID) -> tuple[DatasetRef, tuple[FieldSpec, ...]]:
-    """What a new version of the dataset is made of: its name (for the version's id) and its
-    fields now, in one statement (built once: it runs for every version)."""
+def version_basis(
+    connection: Connection, dataset_id: uuid.UUID
+) -> tuple[DatasetRef, tuple[FieldSpec, ...], JsonObject]:
+    """What a new version of the dataset is made of: its name (for the version's id), its fields
+    and facets now, in one statement (built once: it runs for every version)."""
     rows = connection.execute(_VERSION_BASIS, {"p_dataset_id": dataset_id}).all()
     fields = tuple(FieldSpec(r.field, r.type, r.description) for r in rows if r.field is not None)
-    return DatasetRef(rows[0].namespace, rows[0].name), fields
+    return DatasetRef(rows[0].namespace, rows[0].name), fields, json_or_empty(rows[0].facets)
 
 
 def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, DatasetRef]:
@@ -203,6 +209,7 @@ def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
         updated_at=m["updated_at"],
         current_version=m["current_version"],
         last_modified_at=m["last_modified_at"],
+        schema_location=m["schema_location"],
     )
 
 

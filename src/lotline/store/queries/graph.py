@@ -130,6 +130,7 @@ def load_datasets(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid
                 created_at=r.created_at,
                 updated_at=r.updated_at,
                 current_version=current.get(r.id),
+                schema_location=r.schema_location,
             )
     return found
 

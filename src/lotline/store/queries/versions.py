@@ -9,9 +9,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
-from lotline.domain.model import DatasetVersion, FieldSpec, Page
+from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page
 from lotline.domain.versions import UNPARTITIONED, VersionState
 from lotline.store.schema import dataset_versions, datasets, namespaces
+from lotline.store.types import json_or_empty
 
 _INSERT_VERSION = insert(dataset_versions)
 _CURRENT = (
@@ -33,11 +34,13 @@ def insert_version(
     run_id: uuid.UUID | None,
     state: VersionState,
     fields: tuple[FieldSpec, ...],
+    facets: JsonObject,
     now: datetime,
 ) -> None:
     connection.execute(
         _INSERT_VERSION,
         {
+            "facets": facets,
             "id": version_id,
             "dataset_id": dataset_id,
             "version_number": number,
@@ -47,6 +50,18 @@ def insert_version(
             "created_at": now,
             "fields": [{"name": f.name, "type": f.type, "description": f.description} for f in fields],
         },
+    )
+
+
+def merge_facets(connection: Connection, version_id: uuid.UUID, facets: JsonObject) -> None:
+    """Add facets to a version (its writer's output facets, recorded with its outcome)."""
+    stored = connection.execute(
+        select(dataset_versions.c.facets).where(dataset_versions.c.id == version_id)
+    ).scalar()
+    connection.execute(
+        update(dataset_versions)
+        .where(dataset_versions.c.id == version_id)
+        .values(facets={**json_or_empty(stored), **facets})
     )
 
 
@@ -90,6 +105,7 @@ def _version(row: Row[Any]) -> DatasetVersion:
         run_id=m["run_id"],
         fields=tuple(FieldSpec(f["name"], f.get("type"), f.get("description")) for f in m["fields"] or []),
         created_at=m["created_at"],
+        facets=json_or_empty(m["facets"]),
     )
 
 
