@@ -102,7 +102,7 @@ def namespace_json(ns: Namespace) -> Json:
         "updatedAt": time(ns.updated_at),
         "ownerName": ns.owner_name,
         "description": ns.description,
-        "isHidden": False,
+        "isHidden": ns.is_hidden,
     }
 
 
@@ -183,8 +183,8 @@ def job_json(job: Job, latest_run: Run | None, facets: Json) -> Json:
         "id": {"namespace": job.namespace, "name": job.name},
         "type": job.type,
         "name": job.name,
-        "simpleName": job.name,
-        "parentJobName": None,
+        "simpleName": job.simple_name,
+        "parentJobName": job.parent.name if job.parent else None,
         "createdAt": time(job.created_at),
         "updatedAt": time(job.updated_at),
         "namespace": job.namespace,
@@ -198,7 +198,7 @@ def job_json(job: Job, latest_run: Run | None, facets: Json) -> Json:
         "latestRuns": [run_json(latest_run)] if latest_run else [],
         "facets": bounded(facets),
         "currentVersion": str(job.current_version) if job.current_version else None,
-        "tags": [],
+        "tags": list(job.tags),
     }
 
 

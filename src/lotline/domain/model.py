@@ -28,6 +28,8 @@ class Namespace:
     description: str | None
     created_at: datetime
     updated_at: datetime
+    #: Deleted (Marquez's soft delete): listed no more, back when written again.
+    is_hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,12 @@ class DatasetVersion:
 
 
 @dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+
+
+@dataclass(frozen=True)
 class Job:
     namespace: str
     name: str
@@ -113,6 +121,16 @@ class Job:
     updated_at: datetime
     #: Inputs its runs were seen reading without declaring them (also in ``inputs``).
     undeclared_inputs: tuple[DatasetRef, ...] = ()
+    #: The job of its runs' parent run (OpenLineage parent facet), in the same namespace or not.
+    parent: JobRef | None = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def simple_name(self) -> str:
+        """Its name without its parent's prefix (``dag.task`` under ``dag``: ``task``), as Marquez."""
+        if self.parent is not None and self.name.startswith(self.parent.name + "."):
+            return self.name[len(self.parent.name) + 1 :]
+        return self.name
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, jobs, runs
+from lotline.store.queries import catalog, datasets, graph, jobs, runs
 from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
@@ -49,6 +49,16 @@ class CatalogService:
             found = catalog.get_namespace(connection, name)
         if found is None:
             raise NotFound("Namespace", name)
+        return found
+
+    def delete_namespace(self, name: str) -> Namespace:
+        """Soft delete (Marquez): the namespace is hidden (``isHidden``) with its datasets and jobs;
+        a later write into it brings the namespace back, not what it held. Returns it as it was."""
+        with self._store.write() as connection:
+            found = catalog.get_namespace(connection, validate_name("Namespace", name))
+            if found is None:
+                raise NotFound("Namespace", name)
+            catalog.hide_namespace(connection, _common.require_namespace(connection, name), utcnow())
         return found
 
     def list_namespaces(self, limit: int = 100, offset: int = 0) -> Page[Namespace]:
@@ -261,6 +271,18 @@ class CatalogService:
             record_run_io(connection, run, run_inputs, [(d, "") for d in dataset_ids], now)
             if run.job_version_id is not None:
                 jobs.add_reads(connection, run.job_version_id, dataset_ids, run.id, now)
+
+    def delete_job(self, namespace: str, name: str) -> Job:
+        """Soft delete (Marquez): hidden from reads and the lineage graph until written again (a
+        ``PUT`` or an event); its runs and versions stay. Returns it as it was."""
+        with self._store.write() as connection:
+            _common.require_namespace(connection, namespace)
+            found = jobs.get_job(connection, namespace, validate_name("Job", name))
+            job_id = graph.job_id(connection, namespace, name)
+            if found is None or job_id is None:
+                raise NotFound("Job", f"{namespace}:{name}")
+            jobs.hide_job(connection, job_id, utcnow())
+        return found
 
     def get_job(self, namespace: str, name: str) -> Job:
         with self._store.read() as connection:

@@ -465,7 +465,7 @@ def _run_event(
     elif event.run_facets:
         runs.merge_run_facets(connection, run, event.run_facets, now)
     if event.parent is not None:
-        _link_parent(group, run.id, event)
+        _link_parent(group, run.id, job.id, event)
     state = RunState(run.state)
     if state.is_terminal:
         return  # a late event never reopens a finished run
@@ -502,14 +502,18 @@ def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: Row[Any])
         runs.set_job_version(group.connection, run.id, version, group.now)
 
 
-def _link_parent(group: _Group, run_id: uuid.UUID, event: OlEvent) -> None:
-    """The parent facet links child to parent; an unknown parent run is created (NEW) for it."""
+def _link_parent(group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, event: OlEvent) -> None:
+    """The parent facet links child to parent, run and job (Marquez's ``parentJobName``, kept when
+    a later event has none); an unknown parent run (and job) is created for it."""
     parent = event.parent
     assert parent is not None
     connection, now = group.connection, group.now
+    parent_job = jobs.ensure_job(
+        connection, group.namespace(parent.job_namespace), parent.job_name, "BATCH", now
+    )
+    if parent_job != job_id:
+        jobs.set_parent_job(connection, job_id, parent_job)
     if not runs.run_exists(connection, parent.run_id):
-        namespace_id = group.namespace(parent.job_namespace)
-        parent_job = jobs.ensure_job(connection, namespace_id, parent.job_name, "BATCH", now)
         runs.insert_run(
             connection,
             run_id=parent.run_id,

@@ -41,22 +41,37 @@ class TagService:
         with self._store.write() as connection:
             dataset_id = _live_dataset(connection, namespace, dataset)
             if remove:
-                found = tags.tag_id(connection, tag)
-                if found is None:
-                    raise NotFound("Tag", tag)
-                tags.untag_dataset(connection, dataset_id, found)
+                tags.untag_dataset(connection, dataset_id, _existing_tag(connection, tag))
                 return
             now = utcnow()
             tags.tag_dataset(connection, dataset_id, tags.upsert_tag(connection, tag, None, now), now)
 
-    def tag_field(self, namespace: str, dataset: str, field: str, tag: str) -> None:
+    def tag_field(self, namespace: str, dataset: str, field: str, tag: str, *, remove: bool = False) -> None:
+        """Tag (or untag) a field of a dataset; a tag named for the first time is created."""
         validate_name("Tag", tag)
         with self._store.write() as connection:
             dataset_id = _live_dataset(connection, namespace, dataset)
             if field not in {f.name for f in datasets.fields_of(connection, dataset_id)}:
                 raise NotFound("Field", f"{namespace}:{dataset}:{field}")
+            if remove:
+                tags.untag_field(connection, dataset_id, field, _existing_tag(connection, tag))
+                return
             now = utcnow()
             tags.tag_field(connection, dataset_id, field, tags.upsert_tag(connection, tag, None, now), now)
+
+    def tag_job(self, namespace: str, job: str, tag: str, *, remove: bool = False) -> None:
+        """Tag (or untag) a job (Marquez ``POST/DELETE …/jobs/{job}/tags/{tag}``)."""
+        validate_name("Tag", tag)
+        with self._store.write() as connection:
+            _common.require_namespace(connection, namespace)
+            job_id = graph.job_id(connection, namespace, validate_name("Job", job))
+            if job_id is None:
+                raise NotFound("Job", f"{namespace}:{job}")
+            if remove:
+                tags.untag_job(connection, job_id, _existing_tag(connection, tag))
+                return
+            now = utcnow()
+            tags.tag_job(connection, job_id, tags.upsert_tag(connection, tag, None, now), now)
 
     def dataset_tags(self, refs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], DatasetTags]:
         """Tags of many datasets at once, keyed by (namespace, name); unknown ones get none."""
@@ -64,6 +79,13 @@ class TagService:
             ids = {ref: datasets.dataset_id(connection, *ref) for ref in refs}
             known = tags.tags_of_datasets(connection, [i for i in ids.values() if i is not None])
         return {ref: known.get(i, DatasetTags()) if i else DatasetTags() for ref, i in ids.items()}
+
+
+def _existing_tag(connection: Connection, tag: str) -> uuid.UUID:
+    found = tags.tag_id(connection, tag)
+    if found is None:
+        raise NotFound("Tag", tag)
+    return found
 
 
 def _live_dataset(connection: Connection, namespace: str, dataset: str) -> uuid.UUID:

@@ -65,6 +65,8 @@ namespaces = Table(
     Column("owner_name", String(NAME)),
     Column("description", Text),
     *_timestamps(),
+    # Soft delete (Marquez ``DELETE namespace``: ``isHidden``), undone by a later write.
+    Column("deleted_at", UtcDateTime),
 )
 
 sources = Table(
@@ -136,6 +138,11 @@ jobs = Table(
     *_timestamps(),
     # OpenLineage job facets, merged event by event (unknown facets are kept).
     Column("facets", JsonDocument),
+    # Soft delete (Marquez ``DELETE job``): hidden from reads until written again.
+    Column("deleted_at", UtcDateTime),
+    # The job of the parent run (OpenLineage parent facet): Marquez's ``parentJobName``. Kept when
+    # a later event has no parent. No foreign key: SQLite cannot add one to an existing table.
+    Column("parent_job_id", Uuid),
     UniqueConstraint("namespace_id", "name"),
     # The lineage graph walks dataset -> job versions -> the jobs whose *current* version it is.
     Index(None, "current_version_id"),
@@ -304,6 +311,14 @@ dataset_tags = Table(
 
 # Field tags are keyed by field *name*: a dataset's fields are replaced on every update, and a
 # tag should survive a schema change that keeps the field.
+job_tags = Table(
+    "job_tags",
+    metadata,
+    Column("job_id", ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    Column("tag_id", ForeignKey("tags.id"), primary_key=True, index=True),
+    Column("tagged_at", UtcDateTime, nullable=False),
+)
+
 dataset_field_tags = Table(
     "dataset_field_tags",
     metadata,

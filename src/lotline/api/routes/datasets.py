@@ -102,3 +102,9 @@ def untag_dataset(namespace: str, dataset: str, tag: str, lineage: Services) -> 
 def tag_field(namespace: str, dataset: str, field: str, tag: str, lineage: Services) -> Json:
     lineage.tags.tag_field(namespace, dataset, field, tag)
     return get_dataset(namespace, dataset, lineage)
+
+
+@router.delete("/{dataset:seg}/fields/{field:seg}/tags/{tag:seg}")
+def untag_field(namespace: str, dataset: str, field: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_field(namespace, dataset, field, tag, remove=True)
+    return get_dataset(namespace, dataset, lineage)

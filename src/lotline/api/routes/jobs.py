@@ -54,6 +54,24 @@ def put_job(namespace: str, job: str, body: JobIn, lineage: Services) -> Json:
     return present(lineage, found)
 
 
+@router.delete(JOB)
+def delete_job(namespace: str, job: str, lineage: Services) -> Json:
+    """Soft delete, as Marquez: hidden until written again; answers it as it was."""
+    return present(lineage, lineage.catalog.delete_job(namespace, job))
+
+
+@router.post(JOB + "/tags/{tag:seg}")
+def tag_job(namespace: str, job: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_job(namespace, job, tag)
+    return get_job(namespace, job, lineage)
+
+
+@router.delete(JOB + "/tags/{tag:seg}")
+def untag_job(namespace: str, job: str, tag: str, lineage: Services) -> Json:
+    lineage.tags.tag_job(namespace, job, tag, remove=True)
+    return get_job(namespace, job, lineage)
+
+
 @router.get(JOB + "/versions")
 def list_job_versions(namespace: str, job: str, lineage: Services, page: Page) -> Json:
     found = lineage.catalog.list_job_versions(namespace, job, page.limit, page.offset)

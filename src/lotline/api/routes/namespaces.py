@@ -26,6 +26,12 @@ def put_namespace(namespace: str, body: NamespaceIn, lineage: Services) -> Json:
     return namespace_json(lineage.catalog.upsert_namespace(namespace, body.ownerName, body.description))
 
 
+@router.delete("/namespaces/{namespace:seg}")
+def delete_namespace(namespace: str, lineage: Services) -> Json:
+    """Soft delete, as Marquez: hidden with its datasets and jobs; answers it as it was."""
+    return namespace_json(lineage.catalog.delete_namespace(namespace))
+
+
 @router.get("/sources")
 def list_sources(lineage: Services, page: Page) -> Json:
     found = lineage.catalog.list_sources(page.limit, page.offset)

@@ -11,14 +11,21 @@ from sqlalchemy import Connection, Row, Table, func, select, update
 
 from lotline.domain.model import Namespace, Page, Source
 from lotline.store.dialect import insert_ignoring_conflicts
-from lotline.store.schema import namespaces, sources
+from lotline.store.schema import datasets, jobs, namespaces, sources
 
 T = TypeVar("T")
 
 
 def _namespace(row: Row[tuple[object, ...]]) -> Namespace:
     m = row._mapping
-    return Namespace(m["name"], m["owner_name"], m["description"], m["created_at"], m["updated_at"])
+    return Namespace(
+        m["name"],
+        m["owner_name"],
+        m["description"],
+        m["created_at"],
+        m["updated_at"],
+        is_hidden=m["deleted_at"] is not None,
+    )
 
 
 def _source(row: Row[tuple[object, ...]]) -> Source:
@@ -32,7 +39,7 @@ def upsert_namespace(
     connection: Connection, name: str, owner_name: str | None, description: str | None, now: datetime
 ) -> Namespace:
     ensure_namespace(connection, name, now)
-    changes: dict[str, object] = {"updated_at": now}
+    changes: dict[str, object] = {"updated_at": now, "deleted_at": None}
     if owner_name is not None:
         changes["owner_name"] = owner_name
     if description is not None:
@@ -55,7 +62,25 @@ def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.U
     found: uuid.UUID = connection.execute(
         select(namespaces.c.id).where(namespaces.c.name == name)
     ).scalar_one()
+    # Writing into a deleted namespace brings it back, as in Marquez (its deleted datasets and jobs
+    # stay deleted); matches no row, and so locks none, in the usual case.
+    connection.execute(
+        update(namespaces)
+        .where(namespaces.c.id == found, namespaces.c.deleted_at.is_not(None))
+        .values(deleted_at=None)
+    )
     return found
+
+
+def hide_namespace(connection: Connection, namespace_id: uuid.UUID, now: datetime) -> None:
+    """Soft-delete a namespace with its datasets and jobs (Marquez ``DELETE namespace``)."""
+    connection.execute(update(namespaces).where(namespaces.c.id == namespace_id).values(deleted_at=now))
+    for table in (datasets, jobs):
+        connection.execute(
+            update(table)
+            .where(table.c.namespace_id == namespace_id, table.c.deleted_at.is_(None))
+            .values(deleted_at=now)
+        )
 
 
 def namespace_id(connection: Connection, name: str) -> uuid.UUID | None:
@@ -67,7 +92,13 @@ def get_namespace(connection: Connection, name: str) -> Namespace | None:
 
 
 def list_namespaces(connection: Connection, limit: int, offset: int) -> Page[Namespace]:
-    return _page_by_name(connection, namespaces, _namespace, limit, offset)
+    """The namespaces that are not deleted."""
+    live = namespaces.c.deleted_at.is_(None)
+    rows = connection.execute(
+        select(namespaces).where(live).order_by(namespaces.c.name).limit(limit).offset(offset)
+    ).all()
+    total = connection.execute(select(func.count()).select_from(namespaces).where(live)).scalar_one()
+    return Page([_namespace(r) for r in rows], total)
 
 
 def upsert_source(

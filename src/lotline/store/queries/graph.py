@@ -49,8 +49,10 @@ def _edges() -> tuple[Any, Any]:
     declared = select(job_version_io.c.job_version_id, job_version_io.c.dataset_id, job_version_io.c.role)
     read = select(job_version_reads.c.job_version_id, job_version_reads.c.dataset_id, literal("READ"))
     io = union_all(declared, read).subquery()
-    return io, select(jobs.c.id, io.c.dataset_id, io.c.role).join(
-        jobs, jobs.c.current_version_id == io.c.job_version_id
+    return io, (
+        select(jobs.c.id, io.c.dataset_id, io.c.role)
+        .join(jobs, jobs.c.current_version_id == io.c.job_version_id)
+        .where(jobs.c.deleted_at.is_(None))
     )
 
 
@@ -75,10 +77,11 @@ def dataset_edges_of_jobs(connection: Connection, job_ids: Iterable[uuid.UUID]) 
 
 
 def job_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
+    """A job that is not soft-deleted."""
     return connection.execute(
         select(jobs.c.id)
         .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(namespaces.c.name == namespace, jobs.c.name == name)
+        .where(namespaces.c.name == namespace, jobs.c.name == name, jobs.c.deleted_at.is_(None))
     ).scalar()
 
 

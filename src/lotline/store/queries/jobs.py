@@ -7,17 +7,19 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, literal, select, union_all, update
+from sqlalchemy import Connection, Row, func, literal, or_, select, union_all, update
 
-from lotline.domain.model import DatasetRef, Job, JobVersion, JsonObject, Page
+from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page
 from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
 from lotline.store.schema import (
     datasets,
+    job_tags,
     job_version_io,
     job_version_reads,
     job_versions,
     jobs,
     namespaces,
+    tags,
 )
 from lotline.store.types import json_or_empty
 
@@ -54,6 +56,8 @@ def upsert_job(
         ["namespace_id", "name"],
         changes,
         ["id", "facets", "current_version_id"],
+        # Writing a deleted job brings it back, as in Marquez.
+        constants={"deleted_at": None},
     )
 
 
@@ -166,9 +170,46 @@ def add_reads(
     insert_ignoring_conflicts(connection, job_version_reads, rows, ["job_version_id", "dataset_id"])
 
 
+def hide_job(connection: Connection, job_id: uuid.UUID, now: datetime) -> None:
+    """Soft delete (Marquez ``DELETE job``): hidden from reads and the graph until written again."""
+    connection.execute(update(jobs).where(jobs.c.id == job_id).values(deleted_at=now))
+
+
+def set_parent_job(connection: Connection, job_id: uuid.UUID, parent_job_id: uuid.UUID) -> None:
+    """The job's parent job (from a parent facet); writes only when it changes."""
+    connection.execute(
+        update(jobs)
+        .where(
+            jobs.c.id == job_id, or_(jobs.c.parent_job_id.is_(None), jobs.c.parent_job_id != parent_job_id)
+        )
+        .values(parent_job_id=parent_job_id)
+    )
+
+
+def _parent_and_tags(
+    connection: Connection, job_id: uuid.UUID, parent_id: uuid.UUID | None
+) -> tuple[JobRef | None, tuple[str, ...]]:
+    parent = None
+    if parent_id is not None:
+        row = connection.execute(
+            select(namespaces.c.name, jobs.c.name.label("job"))
+            .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+            .where(jobs.c.id == parent_id)
+        ).first()
+        parent = JobRef(row[0], row[1]) if row is not None else None
+    names = connection.execute(
+        select(tags.c.name)
+        .join(job_tags, job_tags.c.tag_id == tags.c.id)
+        .where(job_tags.c.job_id == job_id)
+        .order_by(tags.c.name)
+    ).scalars()
+    return parent, tuple(names)
+
+
 def _job(connection: Connection, row: Row[Any]) -> Job:
     m = row._mapping
     inputs, outputs, undeclared = _refs(connection, m["current_version_id"])
+    parent, tag_names = _parent_and_tags(connection, m["id"], m["parent_job_id"])
     location = None
     if m["current_version_id"] is not None:
         location = connection.execute(
@@ -186,19 +227,29 @@ def _job(connection: Connection, row: Row[Any]) -> Job:
         current_version=m["current_version_id"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
+        parent=parent,
+        tags=tag_names,
     )
 
 
 def get_job(connection: Connection, namespace: str, name: str) -> Job | None:
+    """The job, unless it is deleted."""
     row = job_row(connection, namespace, name)
-    return _job(connection, row) if row else None
+    return _job(connection, row) if row is not None and row.deleted_at is None else None
 
 
 def list_jobs(connection: Connection, namespace: str | None, limit: int, offset: int) -> Page[Job]:
-    query = select(jobs, namespaces.c.name.label("namespace")).join(
-        namespaces, namespaces.c.id == jobs.c.namespace_id
+    query = (
+        select(jobs, namespaces.c.name.label("namespace"))
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+        .where(jobs.c.deleted_at.is_(None))
     )
-    count = select(func.count()).select_from(jobs).join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    count = (
+        select(func.count())
+        .select_from(jobs)
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+        .where(jobs.c.deleted_at.is_(None))
+    )
     if namespace is not None:
         query = query.where(namespaces.c.name == namespace)
         count = count.where(namespaces.c.name == namespace)

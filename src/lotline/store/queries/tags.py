@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, delete, func, select, update
 
 from lotline.domain.tags import DatasetTags, Tag
 from lotline.store.dialect import insert_ignoring_conflicts
-from lotline.store.schema import dataset_field_tags, dataset_tags, tags
+from lotline.store.schema import dataset_field_tags, dataset_tags, job_tags, tags
 
 
 def _tag(row: Row[Any]) -> Tag:
@@ -82,6 +82,26 @@ def tag_field(
         [{"dataset_id": dataset_id, "field_name": field_name, "tag_id": tag, "tagged_at": now}],
         ["dataset_id", "field_name", "tag_id"],
     )
+
+
+def untag_field(connection: Connection, dataset_id: uuid.UUID, field_name: str, tag: uuid.UUID) -> None:
+    connection.execute(
+        delete(dataset_field_tags).where(
+            dataset_field_tags.c.dataset_id == dataset_id,
+            dataset_field_tags.c.field_name == field_name,
+            dataset_field_tags.c.tag_id == tag,
+        )
+    )
+
+
+def tag_job(connection: Connection, job_id: uuid.UUID, tag: uuid.UUID, now: datetime) -> None:
+    insert_ignoring_conflicts(
+        connection, job_tags, [{"job_id": job_id, "tag_id": tag, "tagged_at": now}], ["job_id", "tag_id"]
+    )
+
+
+def untag_job(connection: Connection, job_id: uuid.UUID, tag: uuid.UUID) -> None:
+    connection.execute(delete(job_tags).where(job_tags.c.job_id == job_id, job_tags.c.tag_id == tag))
 
 
 def tags_of_datasets(
