@@ -124,6 +124,8 @@ class Job:
     #: The job of its runs' parent run (OpenLineage parent facet), in the same namespace or not.
     parent: JobRef | None = None
     tags: tuple[str, ...] = ()
+    #: OpenLineage job facets, merged event by event.
+    facets: JsonObject = field(default_factory=dict)
 
     @property
     def simple_name(self) -> str:

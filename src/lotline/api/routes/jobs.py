@@ -15,22 +15,26 @@ router = APIRouter(tags=["jobs"])
 JOB = "/namespaces/{namespace:seg}/jobs/{job:seg}"
 
 
+def present_all(lineage: Lineage, jobs: list[Job]) -> list[Json]:
+    """Jobs as Marquez shows them, with their latest runs read for all of them at once."""
+    latest = lineage.runs.latest_runs([(j.namespace, j.name) for j in jobs])
+    return [job_json(j, latest.get((j.namespace, j.name)), j.facets) for j in jobs]
+
+
 def present(lineage: Lineage, job: Job) -> Json:
-    latest = lineage.runs.list_runs(job.namespace, job.name, limit=1).items
-    facets = lineage.openlineage.job_facets(job.namespace, job.name)
-    return job_json(job, latest[0] if latest else None, facets)
+    return present_all(lineage, [job])[0]
 
 
 @router.get("/jobs")
 def list_all_jobs(lineage: Services, page: Page) -> Json:
     found = lineage.catalog.list_jobs(None, page.limit, page.offset)
-    return {"jobs": [present(lineage, j) for j in found.items], "totalCount": found.total_count}
+    return {"jobs": present_all(lineage, list(found.items)), "totalCount": found.total_count}
 
 
 @router.get("/namespaces/{namespace:seg}/jobs")
 def list_jobs(namespace: str, lineage: Services, page: Page) -> Json:
     found = lineage.catalog.list_jobs(namespace, page.limit, page.offset)
-    return {"jobs": [present(lineage, j) for j in found.items], "totalCount": found.total_count}
+    return {"jobs": present_all(lineage, list(found.items)), "totalCount": found.total_count}
 
 
 @router.get(JOB)

@@ -132,27 +132,36 @@ def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | Non
     ).first()
 
 
-def _refs(connection: Connection, version_id: uuid.UUID | None) -> tuple[tuple[DatasetRef, ...], ...]:
-    """(inputs, outputs, undeclared inputs) of a job version; the inputs include the undeclared."""
-    if version_id is None:
-        return (), (), ()
-    declared = select(job_version_io.c.role, job_version_io.c.dataset_id).where(
-        job_version_io.c.job_version_id == version_id
-    )
-    read = select(literal(READ).label("role"), job_version_reads.c.dataset_id).where(
-        job_version_reads.c.job_version_id == version_id
-    )
+_Refs = tuple[tuple[DatasetRef, ...], tuple[DatasetRef, ...], tuple[DatasetRef, ...]]
+
+
+def _refs_of(connection: Connection, version_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, _Refs]:
+    """(inputs, outputs, undeclared inputs) of many job versions in one statement; the inputs
+    include the undeclared ones."""
+    if not version_ids:
+        return {}
+    declared = select(
+        job_version_io.c.job_version_id, job_version_io.c.role, job_version_io.c.dataset_id
+    ).where(job_version_io.c.job_version_id.in_(list(version_ids)))
+    read = select(
+        job_version_reads.c.job_version_id, literal(READ).label("role"), job_version_reads.c.dataset_id
+    ).where(job_version_reads.c.job_version_id.in_(list(version_ids)))
     io = union_all(declared, read).subquery()
     rows = connection.execute(
-        select(io.c.role, namespaces.c.name.label("namespace"), datasets.c.name)
+        select(io.c.job_version_id, io.c.role, namespaces.c.name.label("namespace"), datasets.c.name)
         .join(datasets, datasets.c.id == io.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
         .order_by(namespaces.c.name, datasets.c.name)
     ).all()
-    inputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role in (INPUT, READ))
-    outputs = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == OUTPUT)
-    undeclared = tuple(DatasetRef(r.namespace, r.name) for r in rows if r.role == READ)
-    return inputs, outputs, undeclared
+    found: dict[uuid.UUID, _Refs] = {}
+    for version_id in version_ids:
+        mine = [r for r in rows if r.job_version_id == version_id]
+        found[version_id] = (
+            tuple(DatasetRef(r.namespace, r.name) for r in mine if r.role in (INPUT, READ)),
+            tuple(DatasetRef(r.namespace, r.name) for r in mine if r.role == OUTPUT),
+            tuple(DatasetRef(r.namespace, r.name) for r in mine if r.role == READ),
+        )
+    return found
 
 
 def add_reads(
@@ -186,56 +195,73 @@ def set_parent_job(connection: Connection, job_id: uuid.UUID, parent_job_id: uui
     )
 
 
-def _parent_and_tags(
-    connection: Connection, job_id: uuid.UUID, parent_id: uuid.UUID | None
-) -> tuple[JobRef | None, tuple[str, ...]]:
-    parent = None
-    if parent_id is not None:
-        row = connection.execute(
-            select(namespaces.c.name, jobs.c.name.label("job"))
-            .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-            .where(jobs.c.id == parent_id)
-        ).first()
-        parent = JobRef(row[0], row[1]) if row is not None else None
-    names = connection.execute(
-        select(tags.c.name)
-        .join(job_tags, job_tags.c.tag_id == tags.c.id)
-        .where(job_tags.c.job_id == job_id)
-        .order_by(tags.c.name)
-    ).scalars()
-    return parent, tuple(names)
-
-
-def _job(connection: Connection, row: Row[Any]) -> Job:
-    m = row._mapping
-    inputs, outputs, undeclared = _refs(connection, m["current_version_id"])
-    parent, tag_names = _parent_and_tags(connection, m["id"], m["parent_job_id"])
-    location = None
-    if m["current_version_id"] is not None:
-        location = connection.execute(
-            select(job_versions.c.location).where(job_versions.c.id == m["current_version_id"])
-        ).scalar()
-    return Job(
-        namespace=m["namespace"],
-        name=m["name"],
-        type=m["type"],
-        description=m["description"],
-        location=location,
-        inputs=inputs,
-        outputs=outputs,
-        undeclared_inputs=undeclared,
-        current_version=m["current_version_id"],
-        created_at=m["created_at"],
-        updated_at=m["updated_at"],
-        parent=parent,
-        tags=tag_names,
+def _jobs(connection: Connection, rows: Sequence[Row[Any]]) -> list[Job]:
+    """Jobs from their rows (with ``namespace``), in a fixed number of statements whatever their
+    number: their current versions' inputs and outputs and locations, parents and tags."""
+    version_ids = [r.current_version_id for r in rows if r.current_version_id is not None]
+    refs = _refs_of(connection, version_ids)
+    locations = (
+        dict(
+            connection.execute(
+                select(job_versions.c.id, job_versions.c.location).where(job_versions.c.id.in_(version_ids))
+            ).all()
+        )
+        if version_ids
+        else {}
     )
+    parent_ids = [r.parent_job_id for r in rows if r.parent_job_id is not None]
+    parents = (
+        {
+            r.id: JobRef(r.namespace, r.name)
+            for r in connection.execute(
+                select(jobs.c.id, jobs.c.name, namespaces.c.name.label("namespace"))
+                .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+                .where(jobs.c.id.in_(parent_ids))
+            )
+        }
+        if parent_ids
+        else {}
+    )
+    tag_names: dict[uuid.UUID, list[str]] = {}
+    for job_id, name in (
+        connection.execute(
+            select(job_tags.c.job_id, tags.c.name)
+            .join(tags, tags.c.id == job_tags.c.tag_id)
+            .where(job_tags.c.job_id.in_([r.id for r in rows]))
+            .order_by(tags.c.name)
+        )
+        if rows
+        else ()
+    ):
+        tag_names.setdefault(job_id, []).append(name)
+    found = []
+    for r in rows:
+        inputs, outputs, undeclared = refs.get(r.current_version_id, ((), (), ()))
+        found.append(
+            Job(
+                namespace=r.namespace,
+                name=r.name,
+                type=r.type,
+                description=r.description,
+                location=locations.get(r.current_version_id),
+                inputs=inputs,
+                outputs=outputs,
+                undeclared_inputs=undeclared,
+                current_version=r.current_version_id,
+                created_at=r.created_at,
+                updated_at=r.updated_at,
+                parent=parents.get(r.parent_job_id),
+                tags=tuple(tag_names.get(r.id, ())),
+                facets=json_or_empty(r.facets),
+            )
+        )
+    return found
 
 
 def get_job(connection: Connection, namespace: str, name: str) -> Job | None:
     """The job, unless it is deleted."""
     row = job_row(connection, namespace, name)
-    return _job(connection, row) if row is not None and row.deleted_at is None else None
+    return _jobs(connection, [row])[0] if row is not None and row.deleted_at is None else None
 
 
 def list_jobs(connection: Connection, namespace: str | None, limit: int, offset: int) -> Page[Job]:
@@ -254,12 +280,18 @@ def list_jobs(connection: Connection, namespace: str | None, limit: int, offset:
         query = query.where(namespaces.c.name == namespace)
         count = count.where(namespaces.c.name == namespace)
     rows = connection.execute(query.order_by(namespaces.c.name, jobs.c.name).limit(limit).offset(offset))
-    return Page([_job(connection, r) for r in rows.all()], connection.execute(count).scalar_one())
+    return Page(_jobs(connection, rows.all()), connection.execute(count).scalar_one())
 
 
-def _job_version(connection: Connection, row: Row[Any], namespace: str, job: str) -> JobVersion:
-    inputs, outputs, undeclared = _refs(connection, row.id)
-    return JobVersion(row.id, namespace, job, row.location, inputs, outputs, row.created_at, undeclared)
+def _job_versions(
+    connection: Connection, rows: Sequence[Row[Any]], namespace: str, job: str
+) -> list[JobVersion]:
+    """Versions from their rows, their inputs and outputs read in one statement."""
+    refs = _refs_of(connection, [r.id for r in rows])
+    return [
+        JobVersion(r.id, namespace, job, r.location, *refs[r.id][:2], r.created_at, refs[r.id][2])
+        for r in rows
+    ]
 
 
 def get_job_version(
@@ -268,7 +300,7 @@ def get_job_version(
     row = connection.execute(
         select(job_versions).where(job_versions.c.job_id == job_id, job_versions.c.id == version_id)
     ).first()
-    return _job_version(connection, row, namespace, job) if row else None
+    return _job_versions(connection, [row], namespace, job)[0] if row else None
 
 
 def list_job_versions(
@@ -284,4 +316,4 @@ def list_job_versions(
     total = connection.execute(
         select(func.count()).select_from(job_versions).where(job_versions.c.job_id == job_id)
     ).scalar_one()
-    return Page([_job_version(connection, r, namespace, job) for r in rows], total)
+    return Page(_job_versions(connection, rows, namespace, job), total)
