@@ -87,3 +87,27 @@ def test_a_page_of_job_versions_costs_the_same_statements_for_2_or_8_versions(li
     few = versions(2)
     many = versions(6)
     assert many == few, f"{few} statements for 2 versions, {many} for 8"
+
+
+def test_a_page_of_dataset_versions_with_their_runs_costs_the_same_statements_for_2_or_8(
+    lineage: Lineage,
+) -> None:
+    catalog = lineage.catalog
+    catalog.upsert_namespace(NS)
+    catalog.upsert_dataset(NS, "out")
+    catalog.upsert_job(NS, "writer", outputs=[DatasetRef(NS, "out")])
+
+    def versions(count: int) -> int:
+        for _ in range(count):
+            run = lineage.runs.create_run(NS, "writer", run_id=uuid.uuid4())
+            lineage.runs.transition(run.id, RunAction.START)
+            lineage.runs.transition(run.id, RunAction.COMPLETE)
+        with _counted(lineage) as seen:
+            page = lineage.versions.list_versions(NS, "out", limit=100)
+            made_by = lineage.runs.get_runs([v.run_id for v in page.items if v.run_id is not None])
+        assert all(v.run_id in made_by for v in page.items)
+        return len(seen)
+
+    few = versions(2)
+    many = versions(6)
+    assert many == few, f"{few} statements for 2 versions, {many} for 8"

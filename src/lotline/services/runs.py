@@ -110,6 +110,11 @@ class RunService:
         with self._store.read() as connection:
             return self._load(connection, run_id)
 
+    def get_runs(self, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Run]:
+        """Many runs at once (a page of dataset versions and the runs that made them)."""
+        with self._store.read() as connection:
+            return runs.get_runs(connection, list(dict.fromkeys(run_ids)))
+
     def list_runs(
         self,
         namespace: str,

@@ -69,8 +69,11 @@ def delete_dataset(namespace: str, dataset: str, lineage: Services) -> Json:
 def list_versions(namespace: str, dataset: str, lineage: Services, page: Page) -> Json:
     found = lineage.versions.list_versions(namespace, dataset, limit=page.limit, offset=page.offset)
     current = lineage.catalog.get_dataset(namespace, dataset)
+    made_by = lineage.runs.get_runs([v.run_id for v in found.items if v.run_id is not None])
     return {
-        "versions": [_version(lineage, v.id, namespace, dataset, current) for v in found.items],
+        "versions": [
+            dataset_version_json(v, current, made_by.get(v.run_id) if v.run_id else None) for v in found.items
+        ],
         "totalCount": found.total_count,
     }
 
