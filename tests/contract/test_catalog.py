@@ -127,3 +127,27 @@ def test_jobs_are_listed_across_namespaces(lineage: Lineage) -> None:
         lineage.catalog.upsert_job(ns, f"job-{ns}")
     assert [j.name for j in lineage.catalog.list_jobs().items] == ["job-one", "job-two"]
     assert [j.name for j in lineage.catalog.list_jobs("two").items] == ["job-two"]
+
+
+def test_a_dataset_and_its_tags_are_written_together(lineage: Lineage) -> None:
+    """Issue 15, point 7: ``PUT dataset`` with tags is one transaction — a tag on a field the
+    dataset does not have is NotFound and nothing is written (it used to commit the dataset first)."""
+    lineage.catalog.upsert_namespace("ns")
+    fields = [FieldSpec("a", "INT")]
+    with pytest.raises(NotFound, match="ns:tagged:b"):
+        lineage.catalog.upsert_dataset(
+            "ns", "tagged", fields=fields, tags=["PII"], field_tags={"b": ["SENSITIVE"]}
+        )
+    with pytest.raises(NotFound):
+        lineage.catalog.get_dataset("ns", "tagged")
+    assert [t.name for t in lineage.tags.list_tags().items if t.name in ("PII", "SENSITIVE")] == []
+    with pytest.raises(InvalidName):
+        lineage.catalog.upsert_dataset("ns", "tagged", tags=["bad\ttag"])
+    with pytest.raises(NotFound):
+        lineage.catalog.get_dataset("ns", "tagged")
+
+    lineage.catalog.upsert_dataset(
+        "ns", "tagged", fields=fields, tags=["PII"], field_tags={"a": ["SENSITIVE"]}
+    )
+    tags = lineage.tags.dataset_tags([("ns", "tagged")])[("ns", "tagged")]
+    assert (tags.tags, dict(tags.field_tags)) == (("PII",), {"a": ("SENSITIVE",)})

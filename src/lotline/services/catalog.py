@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
+
+from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import (
@@ -25,6 +28,7 @@ from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, graph, jobs, runs
+from lotline.store.queries import tags as tag_rows
 from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
@@ -102,12 +106,19 @@ class CatalogService:
         facets: dict[str, Any] | None = None,
         run_id: uuid.UUID | None = None,
         schema_location: str | None = None,
+        tags: Sequence[str] = (),
+        field_tags: Mapping[str, Sequence[str]] | None = None,
     ) -> Dataset:
         """Create or update a dataset's metadata; with ``run_id``, also record it as that run's output.
 
         The write gets its version when the run ends, resolved by the run's outcome (SPEC §3).
         ``schema_location`` (where a STREAM's schema is published) is kept for STREAM datasets only.
+        ``tags`` and ``field_tags`` (field name -> tags) are added in the same transaction: a tag
+        on a field the dataset does not have is NotFound and nothing is written.
         """
+        field_tags = field_tags or {}
+        for tag in [*tags, *(t for names in field_tags.values() for t in names)]:
+            validate_name("Tag", tag)
         validate_name("Dataset", name)
         if type not in DATASET_TYPES:
             raise InvalidInput(f"Dataset type must be one of {', '.join(DATASET_TYPES)}, got {type!r}.")
@@ -143,9 +154,29 @@ class CatalogService:
                 datasets.replace_fields(connection, dataset_id, fields)
             if run is not None:
                 record_run_io(connection, run, run_outputs, [(dataset_id, run.lot)], now)
+            self._tag(connection, dataset_id, f"{namespace}:{name}", tags, field_tags, now)
             found = datasets.get_dataset(connection, namespace, name)
         assert found is not None
         return found
+
+    @staticmethod
+    def _tag(
+        connection: Connection,
+        dataset_id: uuid.UUID,
+        label: str,
+        names: Sequence[str],
+        field_tags: Mapping[str, Sequence[str]],
+        now: datetime,
+    ) -> None:
+        for tag in names:
+            tag_rows.tag_dataset(connection, dataset_id, tag_rows.upsert_tag(connection, tag, None, now), now)
+        known = {f.name for f in datasets.fields_of(connection, dataset_id)} if field_tags else set()
+        for field_name, field_tag_names in field_tags.items():
+            if field_name not in known:
+                raise NotFound("Field", f"{label}:{field_name}")
+            for tag in field_tag_names:
+                tag_id = tag_rows.upsert_tag(connection, tag, None, now)
+                tag_rows.tag_field(connection, dataset_id, field_name, tag_id, now)
 
     def get_dataset(self, namespace: str, name: str) -> Dataset:
         with self._store.read() as connection:

@@ -9,7 +9,6 @@ from fastapi import APIRouter
 from lotline.api.deps import Page, Services
 from lotline.api.dto import DatasetIn, Json, dataset_json, dataset_version_json
 from lotline.domain.model import Dataset, FieldSpec
-from lotline.domain.names import validate_name
 from lotline.services import Lineage
 
 router = APIRouter(prefix="/namespaces/{namespace:seg}/datasets", tags=["datasets"])
@@ -33,9 +32,8 @@ def get_dataset(namespace: str, dataset: str, lineage: Services) -> Json:
 
 @router.put("/{dataset:seg}")
 def put_dataset(namespace: str, dataset: str, body: DatasetIn, lineage: Services) -> Json:
-    """With ``runId`` the write is that run's output, versioned by the run's outcome (SPEC §3)."""
-    for tag in [*body.tags, *(t for f in body.fields or [] for t in f.tags)]:
-        validate_name("Tag", tag)
+    """With ``runId`` the write is that run's output, versioned by the run's outcome (SPEC §3). The
+    dataset, its fields and their tags are written in one transaction."""
     lineage.catalog.upsert_dataset(
         namespace,
         dataset,
@@ -46,12 +44,9 @@ def put_dataset(namespace: str, dataset: str, body: DatasetIn, lineage: Services
         description=body.description,
         run_id=body.runId,
         schema_location=body.schemaLocation,
+        tags=body.tags,
+        field_tags={f.name: f.tags for f in body.fields or [] if f.tags},
     )
-    for tag in body.tags:
-        lineage.tags.tag_dataset(namespace, dataset, tag)
-    for field in body.fields or []:
-        for tag in field.tags:
-            lineage.tags.tag_field(namespace, dataset, field.name, tag)
     return present(lineage, [lineage.catalog.get_dataset(namespace, dataset)])[0]
 
 
