@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from lotline.domain.model import DatasetRef
+from lotline.domain.model import DatasetRef, FieldSpec
 from lotline.domain.runs import RunAction
 from lotline.services import Lineage
 
@@ -111,3 +111,23 @@ def test_a_page_of_dataset_versions_with_their_runs_costs_the_same_statements_fo
     few = versions(2)
     many = versions(6)
     assert many == few, f"{few} statements for 2 versions, {many} for 8"
+
+
+def test_a_page_of_datasets_with_their_tags_costs_the_same_statements_for_3_or_12(lineage: Lineage) -> None:
+    catalog = lineage.catalog
+    catalog.upsert_namespace(NS)
+
+    def datasets(start: int, stop: int) -> int:
+        for index in range(start, stop):
+            fields = [FieldSpec("a", "INT"), FieldSpec("b", "STRING")]
+            catalog.upsert_dataset(NS, f"d{index}", fields=fields, tags=["PII"], field_tags={"a": ["KEY"]})
+        with _counted(lineage) as seen:
+            page = catalog.list_datasets(NS, limit=100)
+            tags = lineage.tags.dataset_tags([(d.namespace, d.name) for d in page.items])
+        assert all(len(d.fields) == 2 for d in page.items)
+        assert all(t.tags == ("PII",) for t in tags.values())
+        return len(seen)
+
+    few = datasets(0, 3)
+    many = datasets(3, 12)
+    assert many == few, f"{few} statements for 3 datasets, {many} for 12"

@@ -152,3 +152,11 @@ def test_parent_links(world: World, lineage: Lineage) -> None:
     with pytest.raises(InvalidInput, match="own parent"):
         lineage.runs.link_parent(parent.id, parent.id)
     assert lineage.runs.get_run(parent.id).parent_run_id is None
+    # Deeper chains too (one recursive query walks them): great-grandchild -> grandchild -> child.
+    grandchild = lineage.runs.create_run(world.ns, "job")
+    great = lineage.runs.create_run(world.ns, "job")
+    lineage.runs.link_parent(grandchild.id, child.id)
+    lineage.runs.link_parent(great.id, grandchild.id)
+    with pytest.raises(InvalidInput, match="cycle"):
+        lineage.runs.link_parent(parent.id, great.id)
+    assert lineage.runs.get_run(parent.id).parent_run_id is None

@@ -76,9 +76,9 @@ class TagService:
     def dataset_tags(self, refs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], DatasetTags]:
         """Tags of many datasets at once, keyed by (namespace, name); unknown ones get none."""
         with self._store.read() as connection:
-            ids = {ref: datasets.dataset_id(connection, *ref) for ref in refs}
-            known = tags.tags_of_datasets(connection, [i for i in ids.values() if i is not None])
-        return {ref: known.get(i, DatasetTags()) if i else DatasetTags() for ref, i in ids.items()}
+            ids = datasets.dataset_ids(connection, list(dict.fromkeys(refs)))
+            known = tags.tags_of_datasets(connection, list(ids.values()))
+        return {ref: known.get(ids[ref], DatasetTags()) if ref in ids else DatasetTags() for ref in refs}
 
 
 def _existing_tag(connection: Connection, tag: str) -> uuid.UUID:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, update
+from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select, tuple_, update
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, JsonObject, Page
 from lotline.domain.versions import VersionState
@@ -110,6 +110,19 @@ def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID |
     ).scalar()
 
 
+def dataset_ids(connection: Connection, refs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], uuid.UUID]:
+    """The ids of many (namespace, name) datasets, a statement per 500; unknown ones are absent."""
+    found: dict[tuple[str, str], uuid.UUID] = {}
+    for start in range(0, len(refs), 500):
+        rows = connection.execute(
+            select(namespaces.c.name, datasets.c.name, datasets.c.id)
+            .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+            .where(tuple_(namespaces.c.name, datasets.c.name).in_(list(refs[start : start + 500])))
+        )
+        found.update({(namespace, name): dataset for namespace, name, dataset in rows})
+    return found
+
+
 _VERSION_BASIS = (
     select(
         namespaces.c.name.label("namespace"),
@@ -194,7 +207,20 @@ def _dataset_query() -> Any:
     )
 
 
-def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
+def _datasets(connection: Connection, rows: Sequence[Row[Any]]) -> list[Dataset]:
+    """Datasets from their rows, with every one's fields read in one statement."""
+    fields: dict[uuid.UUID, list[FieldSpec]] = {}
+    if rows:
+        for f in connection.execute(
+            select(dataset_fields)
+            .where(dataset_fields.c.dataset_id.in_([r.id for r in rows]))
+            .order_by(dataset_fields.c.dataset_id, dataset_fields.c.position)
+        ):
+            fields.setdefault(f.dataset_id, []).append(FieldSpec(f.name, f.type, f.description))
+    return [_dataset(r, tuple(fields.get(r.id, ()))) for r in rows]
+
+
+def _dataset(row: Row[Any], fields: tuple[FieldSpec, ...]) -> Dataset:
     m = row._mapping
     return Dataset(
         namespace=m["namespace"],
@@ -203,7 +229,7 @@ def _dataset(connection: Connection, row: Row[Any]) -> Dataset:
         physical_name=m["physical_name"],
         source_name=m["source_name"],
         description=m["description"],
-        fields=fields_of(connection, m["id"]),
+        fields=fields,
         facets=json_or_empty(m["facets"]),
         created_at=m["created_at"],
         updated_at=m["updated_at"],
@@ -224,7 +250,7 @@ def get_dataset(connection: Connection, namespace: str, name: str) -> Dataset | 
             namespaces.c.name == namespace, datasets.c.name == name, datasets.c.deleted_at.is_(None)
         )
     ).first()
-    return _dataset(connection, row) if row else None
+    return _datasets(connection, [row])[0] if row else None
 
 
 def list_datasets(connection: Connection, namespace: str, limit: int, offset: int) -> Page[Dataset]:
@@ -241,4 +267,4 @@ def list_datasets(connection: Connection, namespace: str, limit: int, offset: in
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
         .where(namespaces.c.name == namespace, datasets.c.deleted_at.is_(None))
     ).scalar_one()
-    return Page([_dataset(connection, r) for r in rows], total)
+    return Page(_datasets(connection, rows), total)

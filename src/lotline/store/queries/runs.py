@@ -158,14 +158,35 @@ def set_parent(connection: Connection, run_id: uuid.UUID, parent_run_id: uuid.UU
     )
 
 
+#: Deeper parent chains than this are not followed (links refuse cycles; this bounds a corrupt one).
+MAX_ANCESTORS = 1000
+
+
+def _ancestors() -> Any:
+    chain = (
+        select(runs.c.parent_run_id.label("parent"), literal(1).label("depth"))
+        .where(runs.c.id == bindparam("p_run"))
+        .cte("chain", recursive=True)
+    )
+    above = runs.alias("above")
+    chain = chain.union_all(
+        select(above.c.parent_run_id, chain.c.depth + 1)
+        .join(chain, above.c.id == chain.c.parent)
+        .where(chain.c.depth < MAX_ANCESTORS)
+    )
+    return select(chain.c.parent).where(chain.c.parent.is_not(None)).order_by(chain.c.depth)
+
+
+_ANCESTORS = _ancestors()
+
+
 def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
-    """The chain of parents above a run, nearest first."""
+    """The chain of parents above a run, nearest first, in one statement (a recursive query)."""
     found: list[uuid.UUID] = []
-    current: uuid.UUID | None = run_id
-    while current is not None and current not in found:
-        current = connection.execute(select(runs.c.parent_run_id).where(runs.c.id == current)).scalar()
-        if current is not None:
-            found.append(current)
+    for (parent,) in connection.execute(_ANCESTORS, {"p_run": run_id}):
+        if parent in found or parent == run_id:
+            break  # a cycle (never written, but never followed for ever either)
+        found.append(parent)
     return found
 
 
