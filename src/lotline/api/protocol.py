@@ -119,6 +119,9 @@ class LotlineHttpProtocol(HttpToolsProtocol):
         self._reading = None
         if self.transport.is_closing():
             return
+        if self.flow is not None and self.flow.read_paused:
+            self._arm()  # the server stopped reading (the app has not taken the body yet): not the client
+            return
         answering = self.cycle is not None and self.cycle.response_started
         if self._in_request and not answering:
             self._answer(408, f"The request stopped arriving for {self._timeout:g} s; send it whole.")
