@@ -175,17 +175,31 @@ def test_the_projector_stands_aside_while_the_server_is_busy_and_resumes_when_it
 
 
 def test_a_projector_standing_aside_still_projects_once_its_limit_has_passed(lineage: Lineage) -> None:
+    """A server that stays busy does not stop projection for ever: on the projector's own clock
+    (injected here, advanced by the test), it stands aside until ``max_defer_seconds`` passed."""
     lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
-    started = time.monotonic()
+    now = [1000.0]
     projector = BackgroundProjector(
-        lineage.store, lineage.projection, 0.05, server_busy=lambda: True, max_defer_seconds=1.0
+        lineage.store,
+        lineage.projection,
+        0.05,
+        server_busy=lambda: True,
+        max_defer_seconds=60.0,
+        clock=lambda: now[0],
     )
     projector.start()
     try:
-        assert _pending_after(lineage, 30) == 0  # a server that stays busy does not stop projection
+        projector.wake()
+        time.sleep(0.5)  # many looks at the busy server (every 0.05 s), none long enough
+        assert lineage.projection.status().pending == 3  # standing aside: 59 s of its clock left
+        now[0] += 59.0
+        projector.wake()
+        time.sleep(0.3)
+        assert lineage.projection.status().pending == 3
+        now[0] += 1.0  # the limit has passed
+        assert _pending_after(lineage, 30) == 0
     finally:
         projector.stop()
-    assert time.monotonic() - started >= 1.0  # ... but it stood aside first
 
 
 def test_processes_draining_at_once_apply_every_event_exactly_once(

@@ -72,11 +72,14 @@ class BackgroundProjector:
         stopping: threading.Event | None = None,
         server_busy: Callable[[], bool] | None = None,
         max_defer_seconds: float = MAX_DEFER_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock``: seconds, for how long it has stood aside (a test passes one it advances)."""
         self._store = store
         self._server_busy = server_busy or (lambda: False)
         self._max_defer_seconds = max_defer_seconds
-        self._last_drain = time.monotonic()
+        self._clock = clock
+        self._last_drain = clock()
         self._projection = projection
         self._poll_seconds = poll_seconds
         self._wake = wake or threading.Event()
@@ -131,11 +134,11 @@ class BackgroundProjector:
             if self._stopping.is_set():
                 break
             delay = 0.0
-            if self._server_busy() and time.monotonic() - self._last_drain < self._max_defer_seconds:
+            if self._server_busy() and self._clock() - self._last_drain < self._max_defer_seconds:
                 delay = LOAD_SAMPLE_SECONDS  # stand aside, and look again
                 self._wake.set()
                 continue
-            should_stop = functools.partial(self._should_stop, time.monotonic())
+            should_stop = functools.partial(self._should_stop, self._clock())
             try:
                 drained = self._projection.drain(wait=False, should_stop=should_stop)
             except Exception:
@@ -144,7 +147,7 @@ class BackgroundProjector:
                 self._wake.set()
                 continue
             finally:
-                self._last_drain = time.monotonic()
+                self._last_drain = self._clock()
             if drained.busy:
                 self._notify_holder()
                 delay = BUSY_RETRY_SECONDS
@@ -160,7 +163,7 @@ class BackgroundProjector:
         when the server is busy (the drain is cut short and comes back once the server has room)."""
         if self._stopping.is_set():
             return True
-        if time.monotonic() - started >= self._projection.group_seconds and self._server_busy():
+        if self._clock() - started >= self._projection.group_seconds and self._server_busy():
             self._wake.set()
             return True
         return False
