@@ -38,7 +38,7 @@ import requests
 import sqlalchemy as sa
 
 from bench._server import fresh_database, serve
-from lotline.services.projector import process_cpu_seconds
+from lotline.server.load import process_cpu_seconds
 
 CLIENTS = 8
 BATCH = 100

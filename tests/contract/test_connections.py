@@ -1,4 +1,6 @@
-"""Pooled PostgreSQL connections that died (server restart, terminated backend) are replaced."""
+"""Every kind of PostgreSQL connection lotline opens follows the drivers' one liveness policy and
+one error translation (``store/drivers.py``): one that died (server restart, terminated backend)
+is replaced, silently when it sat idle, with ``DatabaseUnavailable`` when it was just used."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from lotline.store import dialect
+from lotline.domain.errors import DatabaseUnavailable, ValueRefused
+from lotline.store import drivers
 from lotline.store.engine import Store
 from lotline.store.queries import claim_functions
 
@@ -37,30 +40,30 @@ def own_store(pg_store: Store) -> Iterator[Store]:
     store.dispose()
 
 
-def _driver_connections(store: Store) -> dialect.DriverConnections:
-    assert store.driver_connections is not None
-    return store.driver_connections
+def _driver_connections(store: Store) -> drivers.DirectConnections:
+    assert store.direct_connections is not None
+    return store.direct_connections
 
 
 def test_a_claim_function_call_on_a_lost_connection_fails_once_then_reconnects(
     own_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The claim functions are called on the driver's own connections (``DriverConnections``); a
-    lost one must surface as SQLAlchemy's error, as for every other statement, and be replaced."""
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 60.0)
+    """The claim functions are called on the driver's own connections (``DirectConnections``); a
+    lost one must surface as lotline's error, as for every other statement, and be replaced."""
+    monkeypatch.setattr(drivers, "IDLE_PING_SECONDS", 60.0)
     connections = _driver_connections(own_store)
     dead = _driver_backend_pid(connections)
     _terminate(own_store, dead)
-    with pytest.raises(sa.exc.DBAPIError) as failure:
+    with pytest.raises(DatabaseUnavailable) as failure:
         _finish_unknown_claim(connections)  # not pinged: it was used a moment ago
-    assert failure.value.connection_invalidated
+    assert failure.value.connection_lost
     assert _driver_backend_pid(connections) != dead
 
 
 def test_an_idle_lost_driver_connection_is_replaced_without_an_error(
     own_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 0.05)
+    monkeypatch.setattr(drivers, "IDLE_PING_SECONDS", 0.05)
     connections = _driver_connections(own_store)
     dead = _driver_backend_pid(connections)
     _terminate(own_store, dead)
@@ -70,23 +73,29 @@ def test_an_idle_lost_driver_connection_is_replaced_without_an_error(
     assert _driver_backend_pid(connections) != dead
 
 
-@pytest.mark.parametrize("kind", ["driver", "asyncio"])
-def test_no_server_at_all_is_sqlalchemys_error_too(pg_store: Store, kind: str) -> None:
-    """A worker retries on SQLAlchemy's errors while the server restarts, and the journal writer
-    answers 503 on them: failing to connect must be one of them, not the driver's own."""
+@pytest.mark.parametrize("kind", ["pool", "direct", "event loop", "listener"])
+def test_no_server_at_all_is_database_unavailable_on_every_kind_of_connection(
+    pg_store: Store, kind: str
+) -> None:
+    """A worker retries on ``DatabaseUnavailable`` while the server restarts, and the server
+    answers 503 on it: failing to connect must be that error, not the driver's own."""
     unreachable = sa.make_url(pg_store.url).set(host="127.0.0.1", port=1)
     store = Store(unreachable.render_as_string(hide_password=False))
     try:
-        with pytest.raises(sa.exc.OperationalError) as failure:
-            if kind == "driver":
+        with pytest.raises(DatabaseUnavailable) as failure:
+            if kind == "pool":
+                _backend_pid(store)
+            elif kind == "direct":
                 _driver_backend_pid(_driver_connections(store))
+            elif kind == "listener":
+                store.listen("nothing")
             else:
                 connections = _OnOneLoop(store)
                 try:
                     _async_pid(connections)
                 finally:
                     connections.close()
-        assert failure.value.connection_invalidated
+        assert failure.value.connection_lost
     finally:
         store.dispose()
 
@@ -104,13 +113,13 @@ def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> N
     assert not alive
 
 
-def _driver_backend_pid(connections: dialect.DriverConnections) -> int:
+def _driver_backend_pid(connections: drivers.DirectConnections) -> int:
     row = connections.fetch_one("SELECT pg_backend_pid()", ())
     assert row is not None
     return int(row[0])
 
 
-def _finish_unknown_claim(connections: dialect.DriverConnections) -> None:
+def _finish_unknown_claim(connections: drivers.DirectConnections) -> None:
     claim_functions.finish_claim(
         connections,
         job_id=uuid.uuid4(),
@@ -126,17 +135,17 @@ def _finish_unknown_claim(connections: dialect.DriverConnections) -> None:
 
 
 class _OnOneLoop:
-    """The driver's asyncio connections, driven from one event loop (as the server's journal
+    """The store's event-loop connections, driven from one event loop (as the server's journal
     writer drives them: asyncpg's connections belong to the loop that opened them)."""
 
     def __init__(self, store: Store) -> None:
-        connections = store.async_driver_connections()
+        connections = store.event_loop_connections()
         assert connections is not None
         self.connections = connections
         self.loop = asyncio.Runner()
 
-    def run(self, statement: str, *args: Any) -> list[Any]:
-        return self.loop.run(self.connections.fetch_all(statement, args))
+    def run(self, statement: str, **parameters: Any) -> list[Any]:
+        return self.loop.run(self.connections.fetch_column(sa.text(statement), parameters))
 
     def close(self) -> None:
         self.loop.run(self.connections.close())
@@ -144,7 +153,7 @@ class _OnOneLoop:
 
 
 def _async_pid(connections: _OnOneLoop) -> int:
-    ((found,),) = connections.run("SELECT pg_backend_pid()")
+    (found,) = connections.run("SELECT pg_backend_pid()")
     return int(found)
 
 
@@ -164,24 +173,24 @@ def backend_pid(request: pytest.FixtureRequest, own_store: Store) -> Iterator[Ca
 def test_an_idle_dead_connection_is_replaced_without_an_error(
     backend_pid: Callable[[], int], own_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 0.05)  # the default is 0.1 s
+    monkeypatch.setattr(drivers, "IDLE_PING_SECONDS", 0.05)  # the default is 0.1 s
     dead = backend_pid()
     _terminate(own_store, dead)
-    time.sleep(0.1)  # idle for longer than PING_AFTER_IDLE_S: pinged at checkout
+    time.sleep(0.1)  # idle for longer than IDLE_PING_SECONDS: pinged at checkout
     assert backend_pid() != dead
 
 
 def test_a_recently_used_dead_connection_fails_once_then_is_replaced(
     backend_pid: Callable[[], int], own_store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A lost connection surfaces as SQLAlchemy's error (workers retry on it; the journal writer
+    """A lost connection surfaces as ``DatabaseUnavailable`` (workers retry on it; the server
     answers 503, retry) and the next statement connects anew."""
-    monkeypatch.setattr(dialect, "PING_AFTER_IDLE_S", 60.0)
+    monkeypatch.setattr(drivers, "IDLE_PING_SECONDS", 60.0)
     dead = backend_pid()
     _terminate(own_store, dead)
-    with pytest.raises(sa.exc.DBAPIError) as failure:
+    with pytest.raises(DatabaseUnavailable) as failure:
         backend_pid()  # not pinged: it was used a moment ago
-    assert failure.value.connection_invalidated
+    assert failure.value.connection_lost
     assert backend_pid() != dead
 
 
@@ -191,9 +200,8 @@ def test_a_statement_error_keeps_the_journal_writers_connection(pg_store: Store)
     try:
         before = _async_pid(connections)
 
-        with pytest.raises(sa.exc.DataError) as failure:
-            connections.run("SELECT CAST($1 AS jsonb)", '"\\u0000"')
-        assert not failure.value.connection_invalidated
+        with pytest.raises(ValueRefused, match="rejected by the database"):
+            connections.run("SELECT CAST(:value AS jsonb)", value='"\\u0000"')
         assert _async_pid(connections) == before
     finally:
         connections.close()

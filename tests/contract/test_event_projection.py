@@ -15,9 +15,9 @@ import pytest
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.openlineage import run_uuid
 from lotline.domain.runs import RunState
+from lotline.server.projector import BackgroundProjector
 from lotline.services import Lineage
 from lotline.services.projection import ProjectionService
-from lotline.services.projector import BackgroundProjector
 from lotline.store.queries import events
 from support.ol import run_event, run_history, step_facet
 from support.workers import drain_journal

@@ -1,4 +1,4 @@
-"""Group commit of the journal (``services/journal.py``), on both databases: requests that wait
+"""Group commit of the journal (``server/journal.py``), on both databases: requests that wait
 together are journaled together, each gets its own answer (new, repeat, or refused by the
 database), a failed database fails the waiting requests instead of leaving them waiting, and
 ``stop`` answers everything handed in before it."""
@@ -19,9 +19,9 @@ import sqlalchemy as sa
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.openlineage import canonical_json
-from lotline.services.journal import JournalUnavailable, JournalWriter
+from lotline.server.journal import JournalUnavailable, JournalWriter
 from lotline.services.openlineage import Journaled, journal_entry
-from lotline.store import dialect
+from lotline.store import drivers
 from lotline.store.engine import Store
 from lotline.store.queries import events
 from lotline.store.queries.events import JournalEntry
@@ -137,7 +137,7 @@ def test_a_failing_database_fails_the_waiting_requests_with_a_clear_error(backen
             _allow_connections(sa.make_url(backend_url), allow=True)
             # The session's own pooled connection to this database was terminated too: it is
             # replaced at its next use once idle for longer than the pool's ping threshold.
-            time.sleep(2 * dialect.PING_AFTER_IDLE_S)
+            time.sleep(2 * drivers.IDLE_PING_SECONDS)
         store.dispose()
     assert len(answers) == 2
     for failure in answers:
@@ -177,14 +177,17 @@ def test_every_column_of_a_journaled_event_reads_back_as_written(backend_url: st
     now = datetime(2026, 5, 6, 7, 8, 9, 1, tzinfo=UTC)
     with store.write() as connection:
         assert events.append(connection, written, now) == {"k1", "k2"}
-    # The server's writer on PostgreSQL: the same document, sent on an asyncio connection.
-    connections = store.async_driver_connections()
+    # The server's writer on PostgreSQL: the same statement, sent on an event-loop connection.
+    connections = store.event_loop_connections()
     if connections is not None:
         again = [JournalEntry(f"async-{e.event_key}", *astuple(e)[1:]) for e in written]
 
         async def append_async() -> set[str]:
+            assert connections is not None
             try:
-                return await events.append_async(connections, again, now)
+                return set(
+                    await connections.fetch_column(*events.append_statement(connections.dialect, again, now))
+                )
             finally:
                 await connections.close()
 

@@ -13,6 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from conftest import PgDatabases
+from lotline.domain.errors import ConcurrentChange
 from lotline.store import migrate
 from lotline.store.engine import SchemaNotCurrent, Store, open_store
 from lotline.store.schema import metadata
@@ -91,7 +92,7 @@ def test_sqlite_runs_in_wal_mode_with_foreign_keys_enforced(tmp_path: Path) -> N
         with store.read() as connection:
             assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
             assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
-        with pytest.raises(sa.exc.IntegrityError), store.write() as connection:
+        with pytest.raises(ConcurrentChange), store.write() as connection:
             connection.execute(
                 metadata.tables["datasets"]
                 .insert()

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lotline.services.projector import ProjectorProcess
+from lotline.server.projector import ProjectorProcess
 
 HANG_S = 60.0  # far beyond any wait here: reaching it means something hangs
 

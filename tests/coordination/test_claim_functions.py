@@ -25,7 +25,7 @@ from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunAction
 from lotline.services import Lineage
 from lotline.services.lots import LotService
-from lotline.store.dialect import DriverConnections
+from lotline.store.drivers import DirectConnections
 from lotline.store.engine import Store
 from lotline.store.queries import claim_functions
 from support.lots import LotWorld
@@ -165,7 +165,7 @@ def _run(new_database: Callable[[str], str], *, in_database: bool) -> tuple[dict
     calls: Counter[str] = Counter()
     call = claim_functions._call
 
-    def counted(connections: DriverConnections, statement: str, params: tuple[Any, ...]) -> Any:
+    def counted(connections: DirectConnections, statement: str, params: tuple[Any, ...]) -> Any:
         for function in ("lotline_claim_next_lot", "lotline_finish_claim"):
             calls[function] += function in statement
         return call(connections, statement, params)

@@ -16,10 +16,8 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
-from sqlalchemy.exc import DBAPIError
-
 from lotline.domain.coordination import LotClaim, Status
-from lotline.domain.errors import Conflict
+from lotline.domain.errors import ConcurrentChange, Conflict, DatabaseError
 from lotline.services import Lineage
 from lotline.store.engine import Store
 
@@ -46,17 +44,17 @@ def _retrying(action: Any, stats: dict[str, int]) -> Any:
 
     A connection error (the server restarting) fails the transaction, which changed nothing or
     committed: the caller's next step finds out which. The engine's pool has already thrown away
-    the broken connections (and pings those idle for a while, see ``dialect.install_server_behaviour``),
+    the broken connections (and pings those idle for a while, see ``drivers.PsycopgDriver.prepare``),
     so the retry reconnects.
     """
     while True:
         try:
             return action()
-        except Conflict as conflict:
-            return conflict
-        except DBAPIError:
+        except (DatabaseError, ConcurrentChange):
             stats["db_errors"] += 1
             time.sleep(OUTAGE_PAUSE_S)
+        except Conflict as conflict:
+            return conflict
 
 
 def work(

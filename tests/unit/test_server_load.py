@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lotline.services.projector import LOAD_SAMPLE_SECONDS, ServerLoad
+from lotline.server.load import LOAD_SAMPLE_SECONDS, ServerLoad
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
 

@@ -18,10 +18,10 @@ from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
+from lotline.server.journal import JournalWriter
+from lotline.server.projector import SupervisedProjector
 from lotline.services import open_configured
 from lotline.services.config import Settings, load_settings
-from lotline.services.journal import JournalWriter
-from lotline.services.projector import SupervisedProjector
 from lotline.web import install as install_web_ui
 
 API_PREFIX = "/api/v1"

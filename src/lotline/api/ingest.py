@@ -4,7 +4,7 @@ These two routes carry the event load, so they skip what the other routes go thr
 and Starlette's middleware, routing, dependency injection and thread pool): the app hands them
 straight to ``IngestHandler``, which applies the same guards (body limit, auth) and metrics itself,
 validates the events, hands them to the process's journal writer
-(``services/journal.py``, group commit) and answers once they are committed. FastAPI never
+(``server/journal.py``, group commit) and answers once they are committed. FastAPI never
 sees these requests, so their operations are added to the OpenAPI document here
 (``OPERATIONS``).
 """
@@ -22,12 +22,11 @@ import orjson
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
-from lotline.api.errors import status_of
 from lotline.api.guards import BodyTooLarge, Guard, Headers, send_json
 from lotline.api.metrics import Metrics
-from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.errors import DatabaseError, InvalidInput, LotlineError, Unavailable
 from lotline.domain.json_depth import MAX_JSON_DEPTH
-from lotline.services.journal import JournalUnavailable, JournalWriter
+from lotline.server.journal import JournalWriter
 from lotline.services.openlineage import Batch, journal_entry
 
 log = logging.getLogger(__name__)
@@ -128,12 +127,13 @@ class IngestHandler:
                 await _post_event(body, state.journal, state.metrics)
                 return _JOURNALED
             return _Answer(200, await _post_batch(body, state.journal, state.metrics))
-        except LotlineError as error:
-            return _error(status_of(error), error.message)
+        except LotlineError as error:  # as errors.lotline_error_response answers the other routes
+            if isinstance(error, DatabaseError):
+                log.warning("database error: %s", error.detail)
+            retry = ((b"retry-after", b"1"),) if isinstance(error, Unavailable) else ()
+            return _error(error.http_status, error.message, retry)
         except BodyTooLarge as error:
             return _error(413, error.message)
-        except JournalUnavailable as error:
-            return _error(503, error.message, ((b"retry-after", b"1"),))
         except _Disconnected:
             raise
         except Exception as error:  # as errors.py does for the other routes: logged, never a bare crash

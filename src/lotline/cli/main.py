@@ -9,14 +9,12 @@ from functools import wraps
 from typing import ParamSpec, TypeVar
 
 import typer
-from sqlalchemy.exc import OperationalError
 
 from lotline.cli import cleanup, demo, events, gaps, ingest, lots, run, webhooks, worker
-from lotline.domain.errors import LotlineError
+from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
 from lotline.services.config import load_settings
-from lotline.store.engine import SchemaNotCurrent
 
 app = typer.Typer(
     name="lotline",
@@ -38,12 +36,10 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return command(*args, **kwargs)
-        except (LotlineError, SchemaNotCurrent) as error:
-            message = error.message if isinstance(error, LotlineError) else str(error)
-            print(f"lotline: error: {message}", file=sys.stderr)
-        except OperationalError as error:
-            reason = str(error.orig).strip().splitlines()[0] if str(error.orig).strip() else "unknown"
-            print(f"lotline: error: cannot use the database: {reason}", file=sys.stderr)
+        except DatabaseError as error:
+            print(f"lotline: error: cannot use the database: {error.detail}", file=sys.stderr)
+        except LotlineError as error:
+            print(f"lotline: error: {error.message}", file=sys.stderr)
         raise typer.Exit(code=2)
 
     return run

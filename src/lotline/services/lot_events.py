@@ -7,8 +7,7 @@ from collections.abc import Iterator, Sequence
 from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import LotEvent
 from lotline.services import _common
-from lotline.store.dialect import Listener
-from lotline.store.engine import Store
+from lotline.store.engine import Listener, Store
 from lotline.store.queries import lot_events as q
 
 MAX_PAGE = 1000
@@ -59,7 +58,7 @@ class LotEventService:
     def subscribe(self) -> Listener:
         """A wake-up for new events: ``wait(timeout)`` returns early when one is appended
         (PostgreSQL's NOTIFY; on SQLite it only sleeps). The caller closes it."""
-        return Listener(self._store.engine, q.CHANNEL)
+        return self._store.listen(q.CHANNEL)
 
     def follow(
         self,

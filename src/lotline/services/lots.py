@@ -36,7 +36,6 @@ from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition, create_run
-from lotline.store.dialect import DriverConnections, has_stored_functions, single_writer
 from lotline.store.engine import Store
 from lotline.store.queries import (
     claim_functions,
@@ -85,7 +84,7 @@ class LotService:
         self._manifests = manifests
         self._registered: dict[tuple[str, str], _Registered] = {}
         self._in_database = (
-            has_stored_functions(store.engine) if database_functions is None else database_functions
+            store.capabilities.stored_functions if database_functions is None else database_functions
         )
 
     # -- registering jobs ---------------------------------------------------------------------
@@ -188,8 +187,8 @@ class LotService:
         reg = cached.registration
         return cached if reg.inputs and reg.mapping is None and not reg.held else None
 
-    def _driver_connections(self) -> DriverConnections:
-        connections = self._store.driver_connections
+    def _driver_connections(self) -> Any:
+        connections = self._store.direct_connections
         assert connections is not None, "the claim functions exist on PostgreSQL only"
         return connections
 
@@ -221,7 +220,7 @@ class LotService:
 
     def _may_find_work(self, namespace: str, job: str) -> bool:
         """Where writers serialize (SQLite), look for hints without the write lock first."""
-        if not single_writer(self._store.engine):
+        if not self._store.capabilities.single_writer:
             return True
         with self._store.read() as connection:
             found = self._job(connection, namespace, job)

@@ -14,13 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.exc import DataError
-
-from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.errors import InvalidInput, LotlineError, ValueRefused
 from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import ACTIONS, EventKind, canonical_json, key_of_canonical, parse_event
 from lotline.services import _common
-from lotline.store.dialect import AsyncDriverConnections
 from lotline.store.engine import Store
 from lotline.store.queries import events, graph, jobs
 from lotline.store.types import utcnow
@@ -148,31 +145,18 @@ def journal(store: Store, entries: Sequence[events.JournalEntry]) -> list[Journa
     try:
         with transaction() as connection:
             new = events.append(connection, entries, utcnow())
-    except DataError:
-        return [_journal_alone(store, entry) for entry in entries]
-    return _outcomes(entries, new)
+    except ValueRefused:
+        return journal_one_by_one(store, entries)
+    return outcomes(entries, new)
 
 
-async def journal_async(
-    driver: AsyncDriverConnections, entries: Sequence[events.JournalEntry]
-) -> list[Journaled]:
-    """``journal`` from an event loop (PostgreSQL, at most ``events.MAX_ROWS`` entries)."""
-    if not entries:
-        return []
-    try:
-        new = await events.append_async(driver, entries, utcnow())
-    except DataError:
-        results: list[Journaled] = []
-        for entry in entries:
-            try:
-                results.append(bool(await events.append_async(driver, [entry], utcnow())))
-            except DataError as error:
-                results.append(_refused(error))
-        return results
-    return _outcomes(entries, new)
+def journal_one_by_one(store: Store, entries: Sequence[events.JournalEntry]) -> list[Journaled]:
+    """Each event in a statement of its own: after the database refused a value of a group, so
+    that only the event that has it is refused."""
+    return [_journal_alone(store, entry) for entry in entries]
 
 
-def _outcomes(entries: Sequence[events.JournalEntry], new: set[str]) -> list[Journaled]:
+def outcomes(entries: Sequence[events.JournalEntry], new: set[str]) -> list[Journaled]:
     """Which entries were new, given the keys journaled: a repeat within ``entries`` is new at its
     first position only."""
     results: list[Journaled] = []
@@ -186,13 +170,8 @@ def _journal_alone(store: Store, entry: events.JournalEntry) -> Journaled:
     try:
         with store.one_statement() as connection:
             return bool(events.append(connection, [entry], utcnow()))
-    except DataError as error:
-        return _refused(error)
-
-
-def _refused(error: DataError) -> InvalidInput:
-    first_line = str(error.orig).splitlines()[0] if error.orig is not None else str(error)
-    return InvalidInput(f"a value was rejected by the database: {first_line}")
+    except ValueRefused as error:
+        return error
 
 
 def journal_entry(payload: Any) -> events.JournalEntry:

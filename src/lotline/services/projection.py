@@ -26,9 +26,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 
-from lotline.domain.errors import Conflict, LotlineError
+from lotline.domain.errors import ConcurrentChange, Conflict, DatabaseError, LotlineError
 from lotline.domain.model import DatasetRef, FieldSpec, JsonObject
 from lotline.domain.openlineage import (
     ACTIONS,
@@ -197,10 +196,10 @@ class _Transient(Exception):
 
 
 def _reason(error: Exception) -> str:
+    if isinstance(error, DatabaseError):
+        return error.detail[:MAX_ERROR_LENGTH]
     if isinstance(error, LotlineError):
         return error.message[:MAX_ERROR_LENGTH]
-    if isinstance(error, StatementError) and error.orig is not None:
-        return f"{type(error.orig).__name__}: {str(error.orig).splitlines()[0]}"[:MAX_ERROR_LENGTH]
     return f"{type(error).__name__}: {error}"[:MAX_ERROR_LENGTH]
 
 
@@ -249,18 +248,15 @@ class _Group:
                 with self.connection.begin_nested():
                     _apply(self, parse_event(pending.payload))
                 return None
-            except IntegrityError as error:
+            except ConcurrentChange as error:
                 # A concurrent REST write created the same row first: the second try sees it.
                 self._forget()
                 if attempt == 2:
                     return _reason(error)
-            except DataError as error:  # a value the database refuses: it always will
-                self._forget()
-                return _reason(error)
-            except DBAPIError as error:
+            except DatabaseError as error:
                 self._forget()
                 tries = self.transient_tries.get(pending.id, 0)
-                if error.connection_invalidated or tries + 1 < MAX_TRANSIENT_TRIES:
+                if error.connection_lost or tries + 1 < MAX_TRANSIENT_TRIES:
                     raise _Transient(pending.id, _reason(error)) from error
                 return _reason(error)
             except Exception as error:  # a rule says no (LotlineError), or a bug: record, go on

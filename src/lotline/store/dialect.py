@@ -1,296 +1,24 @@
-"""Every difference between SQLite and PostgreSQL that the store cares about lives here."""
+"""The SQL that differs between SQLite and PostgreSQL: upserts, multi-row inserts, row locks, the
+one-holder lock, ``NOTIFY``. Statements are built for the connection's dialect; how connections are
+made, kept alive and their errors translated is the drivers' business (``drivers.py``)."""
 
 from __future__ import annotations
 
 import functools
 import json
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import Connection, Engine, Row, Table, TextClause, bindparam, event, func, select, text
+from sqlalchemy import Connection, Row, Table, TextClause, bindparam, func, select, text
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
-from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
-from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError, StatementError
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.engine.interfaces import Dialect
+
+from lotline.store.drivers import WRITE_OPTION
 
 T = TypeVar("T")
-
-#: Execution option that marks a connection whose transaction will write.
-WRITE_OPTION = "lotline_write"
-SQLITE_BUSY_TIMEOUT_S = 60
-
-
-def normalize_url(url: str) -> str:
-    """Let users write ``postgresql://…``; lotline talks to PostgreSQL through psycopg 3."""
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
-
-
-def engine_options(url: str) -> dict[str, Any]:
-    if make_url(url).get_backend_name() == "sqlite":
-        return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
-    # A server runs up to ~40 requests at once (the thread pool); a pool smaller than the usual
-    # concurrency opens and closes a PostgreSQL connection (a backend process) per request.
-    # Liveness is checked by ``install_server_behaviour``, not by a ping at every checkout.
-    return {"pool_size": 16, "max_overflow": 32}
-
-
-def autocommits_single_statements(engine: Engine) -> bool:
-    """Whether a one-statement change can skip ``BEGIN``/``COMMIT`` (not on SQLite, whose writes
-    must take the write lock with ``BEGIN IMMEDIATE``, see below)."""
-    return engine.dialect.name == "postgresql"
-
-
-def has_stored_functions(engine: Engine) -> bool:
-    """Whether the claim functions of migration 0006 exist (PostgreSQL; SQLite has none)."""
-    return engine.dialect.name == "postgresql"
-
-
-#: A pooled connection idle for longer than this is pinged before use (see below): shorter than a
-#: server restart takes, so that connections from before a restart are always checked.
-PING_AFTER_IDLE_S = 0.1
-
-
-def install_server_behaviour(engine: Engine) -> None:
-    """Ping a pooled connection before use only if it sat idle for more than ``PING_AFTER_IDLE_S``.
-
-    SQLAlchemy's ``pool_pre_ping`` pings at every checkout: a round trip per transaction, a fifth
-    of a worker's cost per lot on PostgreSQL. A busy process reuses its connections within
-    milliseconds, and a connection used that recently is alive unless its backend was killed in
-    between (then the first statement fails, SQLAlchemy sees the disconnect and discards the
-    pool's connections, and a retry gets new ones — as for a transaction in flight at an outage).
-    A connection idle for longer, which every connection is after a server restart, is pinged and
-    replaced, without an error, if it is dead.
-    """
-
-    @event.listens_for(engine, "checkin")
-    def _on_checkin(_dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
-        record.info["lotline_idle_since"] = time.monotonic()
-
-    @event.listens_for(engine, "checkout")
-    def _on_checkout(dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: Any) -> None:
-        if _needs_ping(record.info.get("lotline_idle_since")) and not _alive(engine, dbapi_connection):
-            raise DisconnectionError("the pooled connection is gone; the pool opens a new one")
-
-
-def _needs_ping(idle_since: float | None) -> bool:
-    """Whether a connection last used at ``idle_since`` (None: new) is checked before its next use."""
-    return idle_since is not None and time.monotonic() - idle_since > PING_AFTER_IDLE_S
-
-
-def _alive(engine: Engine, dbapi_connection: Any) -> bool:
-    try:
-        return bool(engine.dialect.do_ping(dbapi_connection))
-    except engine.dialect.loaded_dbapi.Error:
-        return False
-
-
-class DriverConnections:
-    """Connections of the PostgreSQL driver itself (psycopg), one per thread, in autocommit and
-    outside SQLAlchemy: for the two calls every worker makes on every lot
-    (``store/queries/claim_functions.py``). Measured on one worker, SQLAlchemy's pool checkout,
-    isolation-level switch and check-in around each call cost as much client CPU as the call.
-
-    Liveness is kept as the pool keeps it (``install_server_behaviour``): a connection idle for
-    longer than ``PING_AFTER_IDLE_S`` is pinged first and silently replaced if dead; one that an
-    error shows lost is closed, the error is raised as SQLAlchemy's (``DBAPIError``, with
-    ``connection_invalidated``), and the next call connects anew.
-    """
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._dsn = _driver_dsn(engine)
-        self._local = threading.local()
-        self._opened: list[Any] = []
-        self._lock = threading.Lock()
-
-    def fetch_one(self, statement: str, params: Sequence[Any]) -> tuple[Any, ...] | None:
-        """Run ``statement`` (a transaction of its own) and return its first row, if any."""
-        import psycopg
-
-        connection = None
-        try:
-            connection = self._connection()
-            row: tuple[Any, ...] | None = connection.execute(statement, params).fetchone()
-            return row
-        except psycopg.Error as error:
-            failure, lost = _driver_failure(self._engine, statement, params, error, connection)
-            if lost and connection is not None:
-                connection.close()
-            raise failure from error
-        finally:
-            self._local.used_at = time.monotonic()
-
-    def _connection(self) -> Any:
-        import psycopg
-
-        held = getattr(self._local, "connection", None)
-        if (
-            held is not None
-            and not held.closed
-            and _needs_ping(self._local.used_at)
-            and not _alive(self._engine, held)
-        ):
-            held.close()
-        if held is None or held.closed:
-            held = psycopg.connect(self._dsn, autocommit=True)
-            with self._lock:
-                self._opened = [c for c in self._opened if not c.closed] + [held]
-            self._local.connection = held
-        return held
-
-    def close(self) -> None:
-        """Close every thread's connection (``Store.dispose``); a later call connects anew."""
-        with self._lock:
-            opened, self._opened = self._opened, []
-        for connection in opened:
-            connection.close()
-
-
-class AsyncDriverConnections:
-    """asyncpg connections to PostgreSQL for code that runs in an event loop: the server's journal
-    writer (``insert_new_rows_async``), which then needs no thread to wait on the database. With
-    one, a group of events was journaled in about 0.02 ms after it was handed over, against
-    0.3-0.5 ms for a thread to win the GIL back from the busy loop. asyncpg rather than psycopg's
-    asyncio connections: 48-62 against 80-94 us of the server's CPU per 4-event journal statement
-    (docs/benchmarks.md), on the path that every accepted event takes.
-
-    Statements use asyncpg's ``$1`` parameters (``compiled_for_asyncpg``). Use from one event
-    loop. Connections are kept while idle and checked out one per statement, so as many
-    statements run at once as callers await. Liveness and errors work as in
-    ``DriverConnections``: an idle connection is pinged, a lost one is dropped, and every failure
-    is raised as SQLAlchemy's. A statement cancelled while it runs leaves its connection to the
-    garbage collector (the journal writer never cancels one)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._dsn = _driver_dsn(engine)
-        self._idle: list[tuple[Any, float]] = []  # (connection, last used), most recent last
-
-    @property
-    def dialect(self) -> Dialect:
-        """The store's dialect (it types the values of a row document)."""
-        return self._engine.dialect
-
-    async def fetch_all(self, statement: str, args: Sequence[Any]) -> list[Sequence[Any]]:
-        """Run ``statement`` (a transaction of its own) and return its rows."""
-        connection = None
-        try:
-            connection = await self._checkout()
-            rows: list[Sequence[Any]] = await connection.fetch(statement, *args)
-        except _asyncpg_errors() as error:
-            failure, lost = _asyncpg_failure(statement, args, error, connection)
-            if connection is not None:
-                if lost:
-                    connection.terminate()
-                else:
-                    self._idle.append((connection, time.monotonic()))
-            raise failure from error
-        self._idle.append((connection, time.monotonic()))
-        return rows
-
-    async def _checkout(self) -> Any:
-        import asyncpg
-
-        while self._idle:
-            connection, used_at = self._idle.pop()
-            if connection.is_closed():
-                continue
-            if _needs_ping(used_at):
-                try:
-                    await connection.fetchval("SELECT 1")
-                except _asyncpg_errors():
-                    connection.terminate()
-                    continue
-            return connection
-        return await asyncpg.connect(self._dsn)
-
-    async def close(self) -> None:
-        """Close the idle connections (all of them, once no statement is running)."""
-        idle, self._idle = self._idle, []
-        for connection, _ in idle:
-            await connection.close()
-
-
-def _asyncpg_errors() -> tuple[type[Exception], ...]:
-    """What asyncpg raises when the database refuses a statement or the connection fails (not
-    for mistakes in the calling code)."""
-    import asyncpg
-
-    return (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
-
-
-def _asyncpg_failure(
-    statement: str, args: Sequence[Any], error: Exception, connection: Any
-) -> tuple[StatementError, bool]:
-    """An asyncpg error as SQLAlchemy's (``DataError`` for a refused value, and so on, by the error's
-    class name as for any driver), and whether the connection is lost. No connection at all (the
-    server is down or restarting) counts as lost: ``OperationalError``."""
-    import asyncpg
-
-    lost = (
-        connection is None
-        or connection.is_closed()
-        or isinstance(error, (OSError, asyncpg.PostgresConnectionError))
-    )
-    if lost:
-        return OperationalError(statement, args, error, connection_invalidated=True), True
-    return DBAPIError.instance(statement, args, error, Exception), False
-
-
-def _driver_failure(
-    engine: Engine, statement: str, params: Any, error: Exception, connection: Any
-) -> tuple[StatementError, bool]:
-    """A psycopg error as SQLAlchemy's (what callers of the store handle), and whether the
-    connection is lost. No connection at all (the server is down or restarting) counts as lost."""
-    import psycopg
-
-    lost = (
-        connection is None
-        or connection.broken
-        or engine.dialect.is_disconnect(cast(Any, error), connection, None)
-    )
-    failure = DBAPIError.instance(
-        statement, params, error, psycopg.Error, connection_invalidated=lost, dialect=engine.dialect
-    )
-    return failure, lost
-
-
-def _driver_dsn(engine: Engine) -> str:
-    """The engine's database as a libpq connection string, for connections made without it."""
-    return str(engine.url.set(drivername="postgresql").render_as_string(hide_password=False))
-
-
-def install_sqlite_behaviour(engine: Engine) -> None:
-    """WAL, enforced foreign keys, and ``BEGIN IMMEDIATE`` for writing transactions.
-
-    pysqlite's own transaction handling is switched off (``isolation_level = None``) so that
-    SQLAlchemy's ``begin`` event decides how each transaction starts: a writer takes the write
-    lock up front instead of failing with "database is locked" when it upgrades a read lock.
-    """
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(connection: Connection) -> None:
-        writes = connection.get_execution_options().get(WRITE_OPTION, False)
-        connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
 
 
 def upsert_insert(connection: Connection, table: Table) -> Any:
@@ -344,12 +72,6 @@ def locks_rows(connection: Connection) -> bool:
     return connection.dialect.name == "postgresql"
 
 
-def single_writer(engine: Engine) -> bool:
-    """Whether writers queue for one database-wide lock (SQLite): then an idle worker should look for
-    work in a read transaction first, instead of taking the write lock only to find nothing."""
-    return engine.dialect.name == "sqlite"
-
-
 def insert_new_rows(
     connection: Connection, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
 ) -> list[Any]:
@@ -366,26 +88,26 @@ def insert_new_rows(
     """
     if not rows:
         return []
-    if connection.dialect.name == "postgresql":
-        statement, document = _json_rows(connection.dialect, table, rows, keys, column)
-        return list(connection.execute(statement, {"rows": document}).scalars())
-    insert = sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
+    statement, parameters = new_rows_statement(connection.dialect, table, rows, keys, column)
+    return list(connection.execute(statement, parameters).scalars())
+
+
+def new_rows_statement(
+    dialect: Dialect, table: Table, rows: Sequence[Mapping[str, Any]], keys: Sequence[str], column: str
+) -> tuple[Any, Any]:
+    """The statement of ``insert_new_rows`` and its parameters, for a connection that is not
+    SQLAlchemy's (the server's journal writer, ``drivers.EventLoopConnections``)."""
+    if dialect.name == "postgresql":
+        statement, document = _json_rows(dialect, table, rows, keys, column)
+        return statement, {"rows": document}
     plain = [{name: _plain(value) for name, value in row.items()} for row in rows]
-    return list(connection.execute(insert, plain).scalars())
+    return _ignoring_returning(table, tuple(keys), column), plain
 
 
-async def insert_new_rows_async(
-    driver: AsyncDriverConnections,
-    table: Table,
-    rows: Sequence[Mapping[str, Any]],
-    keys: Sequence[str],
-    column: str,
-) -> list[Any]:
-    """``insert_new_rows`` from an event loop (PostgreSQL), as a transaction of its own."""
-    if not rows:
-        return []
-    statement, document = _json_rows(driver.dialect, table, rows, keys, column)
-    return [row[0] for row in await driver.fetch_all(compiled_for_asyncpg(statement), (document,))]
+@functools.cache
+def _ignoring_returning(table: Table, keys: tuple[str, ...], column: str) -> Any:
+    """SQLite's ``insert_new_rows``, built once per table."""
+    return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys)).returning(table.c[column])
 
 
 @dataclass(frozen=True)
@@ -441,14 +163,6 @@ def _bind_processors(
 
 
 @functools.cache
-def compiled_for_asyncpg(statement: TextClause) -> str:
-    """The statement's text as asyncpg takes it (``$1``…, in the order of its bind parameters)."""
-    from sqlalchemy.dialects.postgresql import asyncpg
-
-    return str(statement.compile(dialect=asyncpg.dialect()))  # type: ignore[no-untyped-call]
-
-
-@functools.cache
 def _json_columns(table: Table) -> frozenset[str]:
     dialect = postgresql.dialect()  # type: ignore[no-untyped-call]
     return frozenset(c.name for c in table.c if isinstance(c.type.dialect_impl(dialect), sa_types.JSON))
@@ -494,36 +208,6 @@ def notify(connection: Connection, channel: str) -> None:
     """PostgreSQL ``NOTIFY channel`` (delivered when the transaction commits); nothing on SQLite."""
     if connection.dialect.name == "postgresql":
         connection.execute(select(func.pg_notify(channel, "")))
-
-
-class Listener:
-    """PostgreSQL ``LISTEN channel`` on a connection of its own; :meth:`wait` blocks until a
-    notification arrives or the timeout passes. On SQLite there is nothing to listen to and
-    :meth:`wait` only sleeps."""
-
-    def __init__(self, engine: Engine, channel: str) -> None:
-        self._connection: Any = None
-        if engine.dialect.name == "postgresql":
-            import psycopg
-            import psycopg.sql
-
-            self._connection = psycopg.connect(_driver_dsn(engine), autocommit=True)
-            self._connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
-
-    def wait(self, timeout: float) -> bool:
-        """True if at least one notification arrived within ``timeout`` seconds."""
-        if self._connection is None:
-            time.sleep(timeout)
-            return False
-        received = False
-        for _ in self._connection.notifies(timeout=timeout, stop_after=1):
-            received = True
-        return received
-
-    def close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
 
 
 def upsert_returning(

@@ -8,36 +8,62 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, create_engine
 from sqlalchemy.engine import make_url
 
-from lotline.store import dialect, migrate
+from lotline.domain.errors import LotlineError
+from lotline.store import errors, migrate
+from lotline.store.drivers import (
+    WRITE_OPTION,
+    Capabilities,
+    DirectConnections,
+    EventLoopConnections,
+    Listener,
+    driver_for,
+)
+
+__all__ = ["EventLoopConnections", "Listener", "SchemaNotCurrent", "Store", "open_store"]
 
 
-class SchemaNotCurrent(RuntimeError):
+class SchemaNotCurrent(LotlineError):
     """The database exists but its schema is older than this lotline (run ``lotline db upgrade``)."""
+
+    code = "schema_not_current"
 
 
 class Store:
-    """A database lotline keeps its records in. Every state change runs inside :meth:`write`."""
+    """A database lotline keeps its records in. Every state change runs inside :meth:`write`.
+
+    Its driver (``drivers.py``) is chosen once from the URL; what above the store depends on the
+    driver is asked here: :attr:`capabilities`, :attr:`direct_connections`, :meth:`listen`.
+    """
 
     def __init__(self, url: str) -> None:
-        self.url = dialect.normalize_url(url)
-        self.engine = create_engine(self.url, **dialect.engine_options(self.url))
+        self._driver = driver_for(url)
+        self.url = self._driver.url
+        self.engine = create_engine(self.url, **self._driver.engine_options())
+        self._driver.prepare(self.engine)
+        errors.install(self.engine)
+        self.capabilities: Capabilities = self._driver.capabilities
         #: The driver's own connections for the claim functions (PostgreSQL only, see there).
-        self.driver_connections: dialect.DriverConnections | None = None
-        if self.engine.dialect.name == "sqlite":
-            dialect.install_sqlite_behaviour(self.engine)
-        else:
-            dialect.install_server_behaviour(self.engine)
-            self.driver_connections = dialect.DriverConnections(self.engine)
+        self.direct_connections: DirectConnections | None = self._driver.direct_connections(self.engine)
 
     @property
     def backend(self) -> str:
         return self.engine.dialect.name
 
+    def event_loop_connections(self) -> EventLoopConnections | None:
+        """New connections for code in one event loop (PostgreSQL: asyncpg), or None where the
+        driver has none (SQLite). The caller closes them."""
+        return self._driver.event_loop_connections(self.engine)
+
+    def listen(self, channel: str) -> Listener:
+        """A wake-up for ``NOTIFY channel`` on a connection of its own (on SQLite, which has no
+        notifications, one that only sleeps). The caller closes it."""
+        return self._driver.listener(self.engine, channel)
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One transaction that may write; on SQLite it holds the write lock from its first statement."""
         with self.engine.connect() as connection:
-            connection.execution_options(**{dialect.WRITE_OPTION: True})
+            connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 yield connection
 
@@ -45,7 +71,7 @@ class Store:
     def one_statement(self) -> Iterator[Connection]:
         """For a change made by exactly one statement, which is atomic by itself: on PostgreSQL it
         runs in autocommit (no ``BEGIN``/``COMMIT`` round trips); elsewhere it is a :meth:`write`."""
-        if not dialect.autocommits_single_statements(self.engine):
+        if not self.capabilities.autocommits_single_statements:
             with self.write() as connection:
                 yield connection
             return
@@ -66,14 +92,9 @@ class Store:
         with self.read() as connection:
             return migrate.current_revision(connection)
 
-    def async_driver_connections(self) -> dialect.AsyncDriverConnections | None:
-        """New driver connections for one event loop (PostgreSQL only; see there), or None. The
-        caller closes them."""
-        return dialect.AsyncDriverConnections(self.engine) if self.driver_connections is not None else None
-
     def dispose(self) -> None:
-        if self.driver_connections is not None:
-            self.driver_connections.close()
+        if self.direct_connections is not None:
+            self.direct_connections.close()
         self.engine.dispose()
 
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.concurrency import run_in_threadpool
 
 from lotline.domain.errors import InvalidInput, LotlineError
@@ -212,6 +211,6 @@ async def _json(read: Callable[[], dict[str, Any]]) -> JSONResponse:
     """A graph document, or the error as ``{code, message}`` (what ``ui.js`` shows in place of the graph)."""
     try:
         return JSONResponse(await run_in_threadpool(read))
-    except (LotlineError, OperationalError, InterfaceError) as error:
+    except LotlineError as error:
         status, message = failure(error)
         return JSONResponse({"code": status, "message": message}, status_code=status)

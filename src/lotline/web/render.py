@@ -12,10 +12,9 @@ from urllib.parse import quote, urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
-from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.concurrency import run_in_threadpool
 
-from lotline.domain.errors import Conflict, InvalidInput, LotlineError, NotFound
+from lotline.domain.errors import DatabaseUnavailable, LotlineError
 from lotline.domain.json_depth import bounded
 from lotline.services import Lineage
 
@@ -84,8 +83,6 @@ templates.env.globals.update(
     query=query, job_url=job_url, dataset_url=dataset_url, lot_url=lot_url, node_link=node_link
 )
 
-_STATUS = ((NotFound, 404), (Conflict, 409), (InvalidInput, 400))
-
 
 def lineage_of(request: Request) -> Lineage:
     found: Lineage = request.app.state.lineage
@@ -110,16 +107,16 @@ async def page(
 
     try:
         context = await run_in_threadpool(read)
-    except (LotlineError, OperationalError, InterfaceError) as error:
+    except LotlineError as error:
         return error_page(request, *failure(error))
     return templates.TemplateResponse(request, template, {**common(request), **context})
 
 
-def failure(error: LotlineError | OperationalError | InterfaceError) -> tuple[int, str]:
+def failure(error: LotlineError) -> tuple[int, str]:
     """The status and message a use-case error or an unreachable database is shown with."""
-    if isinstance(error, LotlineError):
-        return next((s for kind, s in _STATUS if isinstance(error, kind)), 400), error.message
-    return 503, "The database is unreachable; this page will work again when it is back."
+    if isinstance(error, DatabaseUnavailable):
+        return 503, "The database is unreachable; this page will work again when it is back."
+    return error.http_status, error.message
 
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:

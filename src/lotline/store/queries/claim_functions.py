@@ -2,7 +2,7 @@
 
 ``claim_next_lot`` claims the next lot of a job without a lot mapping and starts its run;
 ``finish_claim`` completes or fails a claim and versions its output. Each is one statement in
-autocommit, sent on the driver's own connection (``dialect.DriverConnections``, which also says
+autocommit, sent on the driver's own connection (``drivers.DirectConnections``, which also says
 why): its writes commit before it answers. What they
 do not cover, they refuse with nothing written (:class:`FallBack`): the caller then takes the
 Python path, which handles every case.
@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy.exc import DBAPIError
-
-from lotline.store.dialect import DriverConnections
+from lotline.domain.errors import DatabaseError
+from lotline.store.drivers import DirectConnections
 
 
 class FallBack(Exception):
@@ -53,7 +52,7 @@ class Claimed:
 
 
 def claim_next_lot(
-    connections: DriverConnections,
+    connections: DirectConnections,
     *,
     job_id: uuid.UUID,
     stamp: datetime,
@@ -85,7 +84,7 @@ def claim_next_lot(
 
 
 def finish_claim(
-    connections: DriverConnections,
+    connections: DirectConnections,
     *,
     job_id: uuid.UUID,
     run_id: uuid.UUID,
@@ -117,12 +116,12 @@ def _text(value: uuid.UUID | None) -> str | None:
     return None if value is None else str(value)
 
 
-def _call(connections: DriverConnections, statement: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+def _call(connections: DirectConnections, statement: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """One call; a refusal raised by the function (SQLSTATE ``LT00x``) becomes its exception."""
     try:
         return connections.fetch_one(statement, params)
-    except DBAPIError as error:
-        refusal = _REFUSALS.get(getattr(error.orig, "sqlstate", None) or "")
+    except DatabaseError as error:
+        refusal = _REFUSALS.get(error.sqlstate or "")
         if refusal is None:
             raise
-        raise refusal(str(error.orig).splitlines()[0]) from None
+        raise refusal(error.detail) from None

@@ -6,17 +6,17 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Engine, and_, func, select, true, update
+from sqlalchemy import ColumnElement, Connection, and_, func, select, true, update
+from sqlalchemy.engine.interfaces import Dialect
 
 from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import JournalStatus
 from lotline.store.dialect import (
-    AsyncDriverConnections,
     EncodedJson,
-    Listener,
     insert_new_rows,
-    insert_new_rows_async,
+    new_rows_statement,
     notify,
     try_exclusive_lock,
 )
@@ -54,16 +54,16 @@ def append(connection: Connection, entries: Sequence[JournalEntry], now: datetim
     """Journal the events in one statement, in the order given; returns the keys of those that
     were new (an event identical to one already journaled, or to an earlier one of ``entries``,
     is stored once)."""
-    return set(insert_new_rows(connection, lineage_events, _rows(entries, now), ["event_key"], "event_key"))
+    return set(insert_new_rows(connection, lineage_events, _rows(entries, now), _KEYS, "event_key"))
 
 
-async def append_async(
-    driver: AsyncDriverConnections, entries: Sequence[JournalEntry], now: datetime
-) -> set[str]:
-    """``append`` from an event loop (PostgreSQL), as one statement and a transaction of its own."""
-    return set(
-        await insert_new_rows_async(driver, lineage_events, _rows(entries, now), ["event_key"], "event_key")
-    )
+def append_statement(dialect: Dialect, entries: Sequence[JournalEntry], now: datetime) -> tuple[Any, Any]:
+    """``append``'s statement and parameters, for a connection outside SQLAlchemy (the server's
+    journal writer on PostgreSQL): it returns the ``event_key`` of each new event."""
+    return new_rows_statement(dialect, lineage_events, _rows(entries, now), _KEYS, "event_key")
+
+
+_KEYS = ("event_key",)
 
 
 def _rows(entries: Sequence[JournalEntry], now: datetime) -> list[dict[str, object]]:
@@ -205,8 +205,3 @@ def list_events(
     ).all()
     total = connection.execute(select(func.count()).select_from(lineage_events).where(condition)).scalar_one()
     return Page([dict(r.payload) for r in rows], total)
-
-
-def listen(engine: Engine) -> Listener:
-    """A connection of its own that hears when events are journaled elsewhere (PostgreSQL)."""
-    return Listener(engine, CHANNEL)

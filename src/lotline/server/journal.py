@@ -5,9 +5,11 @@ Each ``POST /lineage`` (and ``/lineage/batch``) validates its events and awaits
 soon as it is committed they are written together, as the next group: one multi-row statement
 (``openlineage.journal``), one commit (on SQLite, one turn of its single write lock) for all of
 them, instead of one each. A request is answered only after its group has committed. It lives in
-the server's event loop, which never blocks on the database: on PostgreSQL the group is sent on
-an asyncpg connection (``AsyncDriverConnections``); SQLite has no asynchronous
-driver, so there the group is written from a thread of the writer's own.
+the server's event loop, which never blocks on the database: on PostgreSQL the group's statement
+(``events.append_statement``) goes out on the store's event-loop connections (asyncpg; a thread
+cost the server two thirds of its rate, docs/benchmarks.md "asyncpg A/B"); on SQLite, and when the
+database refused a value of the group (then each event is journaled alone, so that only that one
+is refused), ``openlineage.journal`` runs on a thread of the writer's own.
 
 One group is written at a time. With 8 clients posting single events, letting a second group
 go while the first waited for its commit made groups of 2.3 events on average instead of 4.0, and
@@ -25,22 +27,19 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from lotline.services.openlineage import Journaled, journal, journal_async
+from lotline.domain.errors import DatabaseError, Unavailable, ValueRefused
+from lotline.services.openlineage import Journaled, journal, journal_one_by_one, outcomes
 from lotline.store.engine import Store
 from lotline.store.queries import events
 from lotline.store.queries.events import JournalEntry
+from lotline.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
 
-class JournalUnavailable(Exception):
-    """The database failed while journaling (an outage, not the events' fault): retry later."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+class JournalUnavailable(Unavailable):
+    """The database failed while journaling (an outage, not the events' fault), or the server is
+    stopping: retry later."""
 
 
 @dataclass(frozen=True)
@@ -57,12 +56,8 @@ class JournalWriter:
     def __init__(self, store: Store, on_new: Callable[[], None] | None = None) -> None:
         self._store = store
         self._on_new = on_new
-        self._driver = store.async_driver_connections()
-        self._thread = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotline-journal")
-            if self._driver is None
-            else None
-        )
+        self._connections = store.event_loop_connections()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lotline-journal")
         self._waiting: list[_Waiting] = []
         self._writing: asyncio.Task[None] | None = None
         self._open = True
@@ -79,14 +74,13 @@ class JournalWriter:
         return await answer
 
     async def stop(self) -> None:
-        """Journal and answer everything handed in so far, then close the connections or thread."""
+        """Journal and answer everything handed in so far, then close the connections and thread."""
         self._open = False
         if self._writing is not None:
             await self._writing
-        if self._driver is not None:
-            await self._driver.close()
-        if self._thread is not None:
-            self._thread.shutdown()
+        if self._connections is not None:
+            await self._connections.close()
+        self._thread.shutdown()
 
     async def _write_all(self) -> None:
         try:
@@ -108,15 +102,12 @@ class JournalWriter:
     async def _write(self, group: list[_Waiting]) -> None:
         entries = [entry for waiting in group for entry in waiting.entries]
         try:
-            if self._driver is not None:
-                results = await journal_async(self._driver, entries)
-            else:
-                results = await asyncio.get_running_loop().run_in_executor(
-                    self._thread, journal, self._store, entries
-                )
-        except SQLAlchemyError as error:
-            log.warning("journaling %d events failed: %s", len(entries), error)
-            failure = JournalUnavailable(f"the database failed while journaling; retry: {_first_line(error)}")
+            results = await asyncio.get_running_loop().run_in_executor(
+                self._thread, journal, self._store, entries
+            )
+        except DatabaseError as error:
+            log.warning("journaling %d events failed: %s", len(entries), error.detail)
+            failure = JournalUnavailable(f"the database failed while journaling; retry: {error.detail}")
             _fail(group, failure)
             return
         except Exception as error:  # never leave a request waiting, whatever happened
@@ -132,13 +123,19 @@ class JournalWriter:
         if self._on_new is not None and any(result is True for result in results):
             self._on_new()
 
+    async def _journal(self, entries: list[JournalEntry]) -> list[Journaled]:
+        loop = asyncio.get_running_loop()
+        if self._connections is None:
+            return await loop.run_in_executor(self._thread, journal, self._store, entries)
+        statement, parameters = events.append_statement(self._connections.dialect, entries, utcnow())
+        try:
+            new = set(await self._connections.fetch_column(statement, parameters))
+        except ValueRefused:
+            return await loop.run_in_executor(self._thread, journal_one_by_one, self._store, entries)
+        return outcomes(entries, new)
+
 
 def _fail(group: list[_Waiting], error: Exception) -> None:
     for waiting in group:
         if not waiting.answer.done():
             waiting.answer.set_exception(error)
-
-
-def _first_line(error: SQLAlchemyError) -> str:
-    orig = getattr(error, "orig", None)
-    return (str(orig) if orig is not None else str(error)).splitlines()[0][:200]

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
+from lotline.server.load import LOAD_SAMPLE_SECONDS, ServerLoad
 from lotline.services.projection import ProjectionService
 from lotline.store.engine import Store
 from lotline.store.queries import events
@@ -43,16 +44,9 @@ POLL_SECONDS = 5.0
 #: projects, at normal priority, what was journaled before it. It is niced as well (elsewhere
 #: than Linux that is all, and it marks the process as the projector).
 PROJECTOR_NICENESS = 5
-#: Under Linux the projector also stands aside, between groups, while the server process that started
-#: it is busy (it used this share of a CPU or more over the last ``LOAD_SAMPLE_SECONDS``): even
-#: at SCHED_IDLE, projecting alongside a busy server took 20-25% of its acceptance rate in
-#: bench/ingest while projecting about 2% of what arrived (docs/benchmarks.md). Half a CPU, not
-#: more: the server waits on each journal group's commit, so on a fast machine it accepts at full
-#: speed using ~0.7 of a CPU, and a projector that kept running there still cost it ~8% (A/B,
-#: 0.75 vs 0.5). It stands aside for at most ``MAX_DEFER_SECONDS`` at a time, then projects a group,
-#: so that a sustained load still projects.
-SERVER_BUSY_SHARE = 0.5
-LOAD_SAMPLE_SECONDS = 0.2
+#: Under Linux the projector also stands aside, between groups, while the server that started it is
+#: busy (``load.ServerLoad``), for at most this long at a time; then it projects a group, so that a
+#: sustained load still projects.
 MAX_DEFER_SECONDS = 5.0
 BUSY_RETRY_SECONDS = 0.25
 ERROR_BACKOFF_SECONDS = 1.0
@@ -178,7 +172,7 @@ class BackgroundProjector:
     def _listen(self) -> None:
         while not self._stopping.is_set():
             try:
-                listener = events.listen(self._store.engine)
+                listener = self._store.listen(events.CHANNEL)
             except Exception:
                 log.exception("cannot LISTEN for journaled events; polling only for now")
                 self._stopping.wait(ERROR_BACKOFF_SECONDS * 5)
@@ -192,40 +186,6 @@ class BackgroundProjector:
                 self._stopping.wait(ERROR_BACKOFF_SECONDS)
             finally:
                 listener.close()
-
-
-class ServerLoad:
-    """Whether the server process that started the projector is busy (Linux: its CPU time in
-    ``/proc``, sampled at most every ``LOAD_SAMPLE_SECONDS``; elsewhere never)."""
-
-    def __init__(self, pid: int) -> None:
-        self._pid = pid
-        self._sampled = (time.monotonic(), process_cpu_seconds(pid))
-        self._busy = False
-
-    def busy(self) -> bool:
-        now = time.monotonic()
-        then, cpu_then = self._sampled
-        if now - then >= LOAD_SAMPLE_SECONDS:
-            cpu = process_cpu_seconds(self._pid)
-            self._busy = (
-                cpu is not None
-                and cpu_then is not None
-                and cpu - cpu_then >= (now - then) * SERVER_BUSY_SHARE
-            )
-            self._sampled = (now, cpu)
-        return self._busy
-
-
-def process_cpu_seconds(pid: int) -> float | None:
-    """The CPU time a process has used (user and system), from Linux's ``/proc``; None elsewhere,
-    or when the process is gone."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class ProjectorProcess:

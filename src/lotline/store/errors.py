@@ -1,0 +1,67 @@
+"""The one translation of the database's failures into lotline's errors (``domain/errors.py``).
+
+Every connection lotline opens reaches this module: SQLAlchemy's (``install``, its engine's
+``handle_error`` event, for every statement and every connect) and the driver's own connections
+(``store/drivers.py``, whose errors are first wrapped as SQLAlchemy's, so that both are
+classified alike). Above the store nobody handles a driver's or SQLAlchemy's exception: a value
+the database refuses is ``ValueRefused`` (400), a unique or foreign key check ``ConcurrentChange``
+(409), an outage ``DatabaseUnavailable`` (503), anything else ``DatabaseError`` (500).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine, event
+from sqlalchemy.engine import ExceptionContext
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
+
+from lotline.domain.errors import (
+    ConcurrentChange,
+    DatabaseError,
+    DatabaseUnavailable,
+    LotlineError,
+    ValueRefused,
+)
+
+UNAVAILABLE = "the database is unavailable; retry shortly."
+CONCURRENT = "the request conflicts with a concurrent change; retry it."
+
+
+def describe(error: BaseException) -> str:
+    """What the database said, in one line: the driver's own message without SQLAlchemy's
+    statement and parameters (which may be long, and hold the caller's values)."""
+    original = getattr(error, "orig", None) or error
+    lines = str(original).strip().splitlines()
+    return (lines[0] if lines else type(original).__name__)[:300]
+
+
+def translate(error: DBAPIError, *, lost: bool | None = None) -> LotlineError:
+    """The lotline error for a database failure, as SQLAlchemy classified it; ``lost``: whether
+    the connection is gone (default: as SQLAlchemy saw it)."""
+    detail = describe(error)
+    if isinstance(error, DataError):
+        return ValueRefused(f"a value was rejected by the database: {detail}")
+    if isinstance(error, IntegrityError):
+        return ConcurrentChange(CONCURRENT)
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    lost = bool(error.connection_invalidated) if lost is None else lost
+    if lost or isinstance(error, (OperationalError, InterfaceError)):
+        return DatabaseUnavailable(UNAVAILABLE, detail=detail, sqlstate=sqlstate, connection_lost=lost)
+    return DatabaseError(f"the database failed: {detail}", detail=detail, sqlstate=sqlstate)
+
+
+def install(engine: Engine) -> None:
+    """Raise lotline's errors from every statement and connect of ``engine``. SQLAlchemy still
+    does its own handling first (a lost connection is invalidated and the pool renewed)."""
+
+    @event.listens_for(engine, "handle_error")
+    def _translate(context: ExceptionContext) -> LotlineError | None:
+        error = context.sqlalchemy_exception
+        if isinstance(error, DBAPIError):
+            # No connection at all (connecting failed: the server is down or restarting) is lost too.
+            return translate(error, lost=context.is_disconnect or context.connection is None)
+        if isinstance(context.original_exception, UnicodeEncodeError):
+            # JSON may escape half a surrogate pair ("\ud800"): a string no driver can encode.
+            return ValueRefused(
+                "a string in the request is not valid Unicode (an unpaired surrogate escape such as \\ud800)."
+            )
+        return None
