@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, select, true, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, func, select, true, update
 from sqlalchemy.engine.interfaces import Dialect
 
 from lotline.domain.model import JsonObject, Page
@@ -95,22 +95,29 @@ def wake_projectors(connection: Connection) -> None:
     notify(connection, CHANNEL)
 
 
+_PENDING = (
+    select(lineage_events.c.id, lineage_events.c.payload)
+    .where(_pending())
+    .order_by(lineage_events.c.id)
+    .limit(bindparam("b_limit"))
+)
+_PENDING_UPTO = _PENDING.where(lineage_events.c.id <= bindparam("b_upto"))
+_LAST_PENDING_ID = select(func.max(lineage_events.c.id)).where(_pending())
+
+
 def pending(connection: Connection, limit: int, upto: int | None = None) -> list[PendingEvent]:
-    """The oldest events not projected yet, in journal order."""
-    condition = _pending() if upto is None else and_(_pending(), lineage_events.c.id <= upto)
-    rows = connection.execute(
-        select(lineage_events.c.id, lineage_events.c.payload)
-        .where(condition)
-        .order_by(lineage_events.c.id)
-        .limit(limit)
-    ).all()
-    return [PendingEvent(r.id, dict(r.payload)) for r in rows]
+    """The oldest events not projected yet, in journal order (those up to id ``upto``)."""
+    if upto is None:
+        rows = connection.execute(_PENDING, {"b_limit": limit})
+    else:
+        rows = connection.execute(_PENDING_UPTO, {"b_limit": limit, "b_upto": upto})
+    return [PendingEvent(id_, dict(payload)) for id_, payload in rows]
 
 
 def last_pending_id(connection: Connection) -> int | None:
     """The newest unprojected event's id, or None when the journal is fully projected (an index-only
     look at the partial index, cheap enough to ask before every read)."""
-    found: int | None = connection.execute(select(func.max(lineage_events.c.id)).where(_pending())).scalar()
+    found: int | None = connection.execute(_LAST_PENDING_ID).scalar()
     return found
 
 
