@@ -8,6 +8,8 @@ from typing import NamedTuple
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lotline.domain.errors import InvalidInput
+
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 16 * 1024 * 1024
 Headers = tuple[tuple[bytes, bytes], ...]
@@ -121,9 +123,11 @@ class GuardMiddleware:
         await self.app(scope, counting_receive, guarded_send)
 
 
-class BodyTooLarge(Exception):
-    """A body past the limit, as sent or once inflated (``api/ingest.py`` answers 413)."""
+class BodyTooLarge(InvalidInput):
+    """A body past the limit, as sent or once inflated."""
+
+    code = "body_too_large"
+    http_status = 413
 
     def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
         super().__init__(f"the request body is larger than {limit} bytes.")
-        self.message = str(self)

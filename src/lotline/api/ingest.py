@@ -132,8 +132,6 @@ class IngestHandler:
                 log.warning("database error: %s", error.detail)
             retry = ((b"retry-after", b"1"),) if isinstance(error, Unavailable) else ()
             return _error(error.http_status, error.message, retry)
-        except BodyTooLarge as error:
-            return _error(413, error.message)
         except _Disconnected:
             raise
         except Exception as error:  # as errors.py does for the other routes: logged, never a bare crash
