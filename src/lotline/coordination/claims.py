@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 from lotline.coordination.registry import Registration
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.domain.errors import Conflict
-from lotline.store.queries import data_status as q
+from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier
 
 #: Hints a mapped job takes at a time (twelve PT5M input lots make one PT1H output lot).

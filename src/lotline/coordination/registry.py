@@ -11,8 +11,8 @@ from sqlalchemy import Connection
 
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
-from lotline.store.queries import data_status as q
 from lotline.store.queries import datasets, frontier
+from lotline.store.queries import registry as q
 
 
 @dataclass(frozen=True)

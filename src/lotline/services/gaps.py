@@ -26,7 +26,7 @@ from lotline.domain.names import validate_name
 from lotline.services import _common
 from lotline.services.lots import LotService
 from lotline.store.engine import Store
-from lotline.store.queries import data_status, datasets, frontier, gaps, jobs
+from lotline.store.queries import datasets, frontier, gaps, jobs, registry
 from lotline.store.types import utcnow
 
 #: How far up a chain of unmapped jobs the interval of a dataset is looked for.
@@ -206,10 +206,10 @@ def _target(connection: Connection, namespace: str, job: str | None, dataset: st
         return _Target(reg.output_dataset_id, name, job, reg)
     assert dataset is not None
     dataset_id = _common.require_dataset(connection, namespace, dataset)
-    producer = data_status.producer_of(connection, dataset_id)
+    producer = registry.producer_of(connection, dataset_id)
     if producer is None:
         return _Target(dataset_id, dataset, None, None)
-    label = data_status.job_label(connection, producer).removeprefix(f"{namespace}:")
+    label = registry.job_label(connection, producer).removeprefix(f"{namespace}:")
     return _Target(dataset_id, dataset, label, registration(connection, producer))
 
 
@@ -230,7 +230,7 @@ def _interval(
         if reg is None or not reg.inputs:
             break
         dataset_id = reg.inputs[0]
-        producer = data_status.producer_of(connection, dataset_id)
+        producer = registry.producer_of(connection, dataset_id)
         reg = None if producer is None else registration(connection, producer)
     if wanted is not None:
         return wanted

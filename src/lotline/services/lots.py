@@ -40,11 +40,12 @@ from lotline.store.dialect import DriverConnections, has_stored_functions, singl
 from lotline.store.engine import Store
 from lotline.store.queries import (
     claim_functions,
-    data_status,
     datasets,
     frontier,
     jobs,
     lot_events,
+    registry,
+    reporting,
     runs,
     versions,
 )
@@ -230,10 +231,10 @@ class LotService:
     def _job(self, connection: Connection, namespace: str, job: str) -> _Registered:
         """The registered job, from one read; its inputs and dataset names are re-read only when its
         registration changed since this service last looked (workers claim the same jobs all day)."""
-        row = data_status.registered_job(connection, namespace, validate_name("Job", job))
+        row = registry.job_for_claims(connection, namespace, validate_name("Job", job))
         if row is None:
             raise NotFound("Job", f"{namespace}:{job}")
-        if row.registered is None:
+        if row.coordinated is None:
             raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
         known = self._registered.get((namespace, job))
         if known is None or known.job_id != row.id or known.guard.stamp != row.updated_at:
@@ -470,7 +471,7 @@ class LotService:
         stored_lot = _common.lot_key(lot)
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-            producer = data_status.producer_of(connection, dataset_id)
+            producer = registry.producer_of(connection, dataset_id)
             if producer is None:
                 raise Conflict(
                     f"Dataset {namespace}:{dataset} has no producing job registered; nothing to hold."
@@ -493,12 +494,12 @@ class LotService:
         """Stop new claims of a whole job (running claims finish). False if it was already held."""
         with self._store.write() as connection:
             job_row, _ = _registered(connection, namespace, job)
-            return data_status.set_job_held(connection, job_row.id, True, utcnow())
+            return registry.set_job_held(connection, job_row.id, True, utcnow())
 
     def release_job(self, namespace: str, job: str) -> None:
         with self._store.write() as connection:
             job_row, _ = _registered(connection, namespace, job)
-            if not data_status.set_job_held(connection, job_row.id, False, utcnow()):
+            if not registry.set_job_held(connection, job_row.id, False, utcnow()):
                 raise Conflict(f"Job {namespace}:{job} is not on hold.")
 
     def clean(self, namespace: str, job: str, lot: str) -> None:
@@ -513,14 +514,14 @@ class LotService:
         stored_lot = _common.lot_key(lot)
         with self._store.read() as connection:
             job_row, reg = _registered(connection, namespace, job)
-            row = data_status.lot_row(connection, reg.output_dataset_id, stored_lot, job_row.id)
+            row = reporting.lot_row(connection, reg.output_dataset_id, stored_lot, job_row.id)
             return operator.arc_of(row)
 
     def counts(self, namespace: str, job: str) -> dict[Status, int]:
         """How many of the job's output lots are in each status: progress in one small read."""
         with self._store.read() as connection:
             found = self._job(connection, namespace, job)
-            return {Status(s): n for s, n in data_status.output_counts(connection, found.job_id).items()}
+            return {Status(s): n for s, n in reporting.output_counts(connection, found.job_id).items()}
 
     def status(
         self,
@@ -533,7 +534,7 @@ class LotService:
         """Every matching row of the data-status table (by default OUTPUT rows: one per produced lot)."""
         with self._store.read() as connection:
             where = _status_filter(connection, namespace, job, dataset, role, (), None, None)
-            return [_lot_status(r) for r in data_status.status_rows(connection, where)]
+            return [_lot_status(r) for r in reporting.status_rows(connection, where)]
 
     def status_page(
         self,
@@ -555,8 +556,8 @@ class LotService:
             where = _status_filter(
                 connection, namespace, job, dataset, role, tuple(statuses), lot_from, lot_to
             )
-            rows = data_status.status_rows(connection, where, limit, offset)
-            return Page([_lot_status(r) for r in rows], data_status.count_status_rows(connection, where))
+            rows = reporting.status_rows(connection, where, limit, offset)
+            return Page([_lot_status(r) for r in rows], reporting.count_status_rows(connection, where))
 
 
 def _status_filter(
@@ -568,7 +569,7 @@ def _status_filter(
     statuses: tuple[Status, ...],
     lot_from: str | None,
     lot_to: str | None,
-) -> data_status.StatusFilter:
+) -> reporting.StatusFilter:
     if namespace is None and (job is not None or dataset is not None):
         raise InvalidInput("A job or dataset filter needs its namespace.")
     for bound in (lot_from, lot_to):
@@ -581,7 +582,7 @@ def _status_filter(
             job_id = _registered(connection, namespace, job)[0].id
         if dataset is not None:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-    return data_status.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
+    return reporting.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
 
 
 def _lot_status(r: Row[Any]) -> LotStatus:
