@@ -80,7 +80,7 @@ def _pop_guarded(connection: Connection) -> Any:
 
 @dataclass(frozen=True)
 class Guard:
-    """What the caller believes of the job: its registration's ``updated_at`` and current version."""
+    """What the caller believes of the job: its lot job's stamp (``updated_at``) and current version."""
 
     stamp: datetime
     version_id: uuid.UUID | None
@@ -89,7 +89,7 @@ class Guard:
 def pop(connection: Connection, job_id: uuid.UUID, limit: int, guard: Guard | None = None) -> list[str]:
     """Take (delete) the job's first ``limit`` hints, in lot order; hints others hold are skipped.
 
-    With a ``guard``, nothing is taken unless the job is not on hold and its registration and current
+    With a ``guard``, nothing is taken unless the job is not on hold and its lot job and current
     version are still the ones the caller has cached. The deletion is part of the caller's
     transaction: if it rolls back, the hints are back.
     """
