@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 
 import pytest
 
+from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import ArcState, Role
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.runs import RunState
@@ -18,11 +18,6 @@ SHORT = timedelta(milliseconds=50)
 def _chain(world: LotWorld) -> None:
     world.job("JobA", output="DataA")
     world.job("JobB", inputs=["DataA"], output="DataB")
-
-
-def _expire() -> None:
-    """Let a SHORT lease run out (waiting, not measuring)."""
-    time.sleep(0.2)
 
 
 # -- eligibility ----------------------------------------------------------------------------------
@@ -114,24 +109,28 @@ def test_many_hour_lots_make_one_daily_lot(world: LotWorld) -> None:
 
 
 # -- leases, fencing, the reaper -------------------------------------------------------------------
-def test_heartbeat_extends_a_live_claim(world: LotWorld) -> None:
+def test_heartbeat_extends_a_live_claim(timed_world: LotWorld, clock: ManualClock) -> None:
+    world = timed_world
     _chain(world)
     claim = world.lots.claim("w1", world.ns, "JobA", lot="1", lease=timedelta(seconds=2))
     assert claim is not None
     renewed = world.lots.heartbeat(claim, lease=timedelta(minutes=5))
     assert renewed.lease_expires_at > claim.lease_expires_at
-    time.sleep(2.2)  # the first lease has run out; the renewed one has not
+    clock.advance(timedelta(seconds=3))  # the first lease has run out; the renewed one has not
     assert world.lots.reap() == 0
     world.lots.complete(renewed)
     assert world.status("DataA", "1", "JobA") == "READY"
 
 
-def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(world: LotWorld) -> None:
+def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    world = timed_world
     _chain(world)
     world.produce("JobA", "1")
     dead = world.lots.claim("dead", world.ns, "JobB", lease=SHORT)
     assert dead is not None
-    _expire()
+    clock.advance(2 * SHORT)
     # Before the reaper runs, the expired claim can neither beat nor commit.
     with pytest.raises(Conflict, match="no longer a live claim"):
         world.lots.heartbeat(dead)

@@ -4,12 +4,12 @@ are then removed; readers take only what the current manifest lists."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
+from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import ArcState, LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.manifests import LotEventKind, ManifestDraft, ManifestState
@@ -121,11 +121,12 @@ def test_a_failure_leaves_a_removed_partial_manifest_and_the_lot_eligible(world:
 
 
 def test_a_late_commit_writes_no_manifest(world: LotWorld) -> None:
-    lineage = world.lineage
-    claim = world.lots.claim("w1", world.ns, "ingest", lot=LOT, lease=timedelta(milliseconds=1))
+    clock = ManualClock()
+    lineage = Lineage.over(world.lineage.store, world.lineage.storage, clock=clock)
+    claim = lineage.lots.claim("w1", world.ns, "ingest", lot=LOT, lease=timedelta(milliseconds=1))
     assert claim is not None
     draft = _write(lineage, claim, "late.log")
-    time.sleep(0.01)  # the lease runs out: the claim is no longer live
+    clock.advance(timedelta(seconds=1))  # the lease runs out: the claim is no longer live
     with pytest.raises(Conflict):
         lineage.lots.complete(claim, manifest=draft)
     assert lineage.manifests.history(world.ns, "raw", LOT) == []

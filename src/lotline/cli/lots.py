@@ -122,9 +122,13 @@ def invalidate(
         print(f"reopened {ref.name} {ref.lot}")
 
 
-def _target(dataset: str | None, lot: str | None, job: str | None) -> None:
-    if (job is None) == (dataset is None or lot is None) or (dataset is None) != (lot is None):
-        raise InvalidInput("Name either DATASET LOT, or --job JOB.")
+def _target(dataset: str | None, lot: str | None, job: str | None) -> tuple[str, str] | str:
+    """What a command names: a lot (DATASET LOT) or a job (--job), exactly one of them."""
+    if job is not None and dataset is None and lot is None:
+        return job
+    if job is None and dataset is not None and lot is not None:
+        return dataset, lot
+    raise InvalidInput("Name either DATASET LOT, or --job JOB.")
 
 
 def hold(
@@ -134,16 +138,15 @@ def hold(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Pause a lot (nobody produces or reads it) or a whole job (no new claims) until released."""
-    _target(dataset, lot, job)
+    target = _target(dataset, lot, job)
     lineage = lineage_from_settings()
     try:
-        if job is not None:
-            changed = lineage.lots.hold_job(namespace, job)
-            print(f"job {job} {'is now' if changed else 'was already'} on hold")
+        if isinstance(target, str):
+            changed = lineage.lots.hold_job(namespace, target)
+            print(f"job {target} {'is now' if changed else 'was already'} on hold")
         else:
-            assert dataset is not None and lot is not None
-            changed = lineage.lots.hold_lot(namespace, dataset, lot)
-            print(f"{dataset} {lot} {'is now' if changed else 'was already'} on hold")
+            changed = lineage.lots.hold_lot(namespace, *target)
+            print(f"{' '.join(target)} {'is now' if changed else 'was already'} on hold")
     finally:
         lineage.close()
 
@@ -155,16 +158,15 @@ def release(
     namespace: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """End a hold on a lot (back to the status it paused) or on a job."""
-    _target(dataset, lot, job)
+    target = _target(dataset, lot, job)
     lineage = lineage_from_settings()
     try:
-        if job is not None:
-            lineage.lots.release_job(namespace, job)
-            print(f"job {job} released")
+        if isinstance(target, str):
+            lineage.lots.release_job(namespace, target)
+            print(f"job {target} released")
         else:
-            assert dataset is not None and lot is not None
-            restored = lineage.lots.release_lot(namespace, dataset, lot)
-            print(f"{dataset} {lot} released ({restored.value if restored else 'never produced'})")
+            restored = lineage.lots.release_lot(namespace, *target)
+            print(f"{' '.join(target)} released ({restored.value if restored else 'never produced'})")
     finally:
         lineage.close()
 

@@ -16,10 +16,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from lotline.coordination.registry import Registration
+from lotline.coordination.registry import LotJob
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.domain.errors import Conflict
-from lotline.store.queries import data_status as q
+from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier
 
 #: Hints a mapped job takes at a time (twelve PT5M input lots make one PT1H output lot).
@@ -38,9 +38,9 @@ class Candidate:
     attempt: int
 
 
-def input_lots(reg: Registration, lot: str) -> tuple[tuple[uuid.UUID, str], ...]:
-    lots = [lot] if reg.mapping is None else reg.mapping.input_lots(lot)
-    return tuple((d, input_lot) for d in reg.inputs for input_lot in lots)
+def input_lots(lot_job: LotJob, lot: str) -> tuple[tuple[uuid.UUID, str], ...]:
+    lots = [lot] if lot_job.mapping is None else lot_job.mapping.input_lots(lot)
+    return tuple((d, input_lot) for d in lot_job.inputs for input_lot in lots)
 
 
 @dataclass(frozen=True)
@@ -56,21 +56,23 @@ class _Blocker:
 class _Rows:
     """The rows eligibility depends on, from one read (``q.claim_rows``)."""
 
-    def __init__(self, connection: Connection, reg: Registration, lots: Sequence[str]) -> None:
-        self.reg = reg
-        self.inputs = {lot: input_lots(reg, lot) for lot in lots}
+    def __init__(self, connection: Connection, lot_job: LotJob, lots: Sequence[str]) -> None:
+        self.lot_job = lot_job
+        self.inputs = {lot: input_lots(lot_job, lot) for lot in lots}
         wanted = set(lots) | {input_lot for pairs in self.inputs.values() for _, input_lot in pairs}
-        rows = q.claim_rows(connection, reg.job_id, [*reg.inputs, reg.output_dataset_id], sorted(wanted))
+        rows = q.claim_rows(
+            connection, lot_job.job_id, [*lot_job.inputs, lot_job.output_dataset_id], sorted(wanted)
+        )
         self.outputs = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.OUTPUT.value}
         self.locks = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.INPUT.value}
 
     def blocker(self, lot: str) -> _Blocker | None:
         """SPEC §4 "Eligible", checked in the order the reasons are reported."""
-        reg = self.reg
-        output = self.outputs.get((reg.output_dataset_id, lot))
+        lot_job = self.lot_job
+        output = self.outputs.get((lot_job.output_dataset_id, lot))
         if output is not None and Status(output.status) not in CLAIMABLE_OUTPUT:
-            return _Blocker("output", reg.output_dataset_id, lot, output)
-        for dataset_id in reg.inputs:
+            return _Blocker("output", lot_job.output_dataset_id, lot, output)
+        for dataset_id in lot_job.inputs:
             lots = [input_lot for d, input_lot in self.inputs[lot] if d == dataset_id]
             for input_lot in lots:
                 produced = self.outputs.get((dataset_id, input_lot))
@@ -83,7 +85,7 @@ class _Rows:
         return None
 
     def candidate(self, lot: str) -> Candidate:
-        output = self.outputs.get((self.reg.output_dataset_id, lot))
+        output = self.outputs.get((self.lot_job.output_dataset_id, lot))
         return Candidate(lot, self.inputs[lot], 1 if output is None else output.attempt + 1)
 
 
@@ -109,28 +111,28 @@ def _reason(connection: Connection, blocker: _Blocker) -> str:
     return f"this job already holds input {shown} lot {blocker.lot} (RUNNING or DONE)."
 
 
-def named_candidate(connection: Connection, reg: Registration, lot: str) -> Candidate:
-    rows = _Rows(connection, reg, [lot])
+def named_candidate(connection: Connection, lot_job: LotJob, lot: str) -> Candidate:
+    rows = _Rows(connection, lot_job, [lot])
     blocker = rows.blocker(lot)
     if blocker is not None:
         raise Conflict(f"Lot {lot} is not eligible: {_reason(connection, blocker)}")
     candidate = rows.candidate(lot)
-    if reg.inputs:
-        frontier.drop(connection, reg.job_id, [lot, *{input_lot for _, input_lot in candidate.inputs}])
+    if lot_job.inputs:
+        frontier.drop(connection, lot_job.job_id, [lot, *{input_lot for _, input_lot in candidate.inputs}])
     return candidate
 
 
-def _hinted(reg: Registration, hints: Sequence[str]) -> list[str]:
+def _hinted(lot_job: LotJob, hints: Sequence[str]) -> list[str]:
     """The output lots that hints stand for, in hint order, each once."""
-    if reg.mapping is None:
+    if lot_job.mapping is None:
         return list(hints)
-    lots = (reg.mapping.hinted_lot(hint) for hint in hints)
+    lots = (lot_job.mapping.hinted_lot(hint) for hint in hints)
     return list(dict.fromkeys(lot for lot in lots if lot is not None))
 
 
 def next_candidate(
     connection: Connection,
-    reg: Registration,
+    lot_job: LotJob,
     now: datetime,
     guard: frontier.Guard | None = None,
     *,
@@ -143,36 +145,36 @@ def next_candidate(
     until the event that could make the lot eligible raises it again (an input lot becoming READY,
     the job's output failing or being reopened). Eligible lots not chosen get their hint back, the
     ``skip`` ones too, once the search is over (so that it does not pop them again).
-    With a ``guard`` (a cached ``reg``), None also means that the cache may be stale (see
+    With a ``guard`` (a cached ``lot_job``), None also means that the cache may be stale (see
     ``frontier.pop``).
     """
-    if not reg.inputs:
+    if not lot_job.inputs:
         return None
-    batch = 1 if reg.mapping is None else MAPPED_BATCH
+    batch = 1 if lot_job.mapping is None else MAPPED_BATCH
     passed: list[str] = []
     chosen = None
-    while hints := frontier.pop(connection, reg.job_id, batch, guard):
-        lots = _hinted(reg, hints)
-        rows = _Rows(connection, reg, lots)
+    while hints := frontier.pop(connection, lot_job.job_id, batch, guard):
+        lots = _hinted(lot_job, hints)
+        rows = _Rows(connection, lot_job, lots)
         eligible = [lot for lot in lots if rows.blocker(lot) is None]
         passed += [lot for lot in eligible if lot in skip]
         eligible = [lot for lot in eligible if lot not in skip]
         if eligible:
             chosen = rows.candidate(eligible[0])
             passed += eligible[1:]
-            if reg.mapping is not None:
-                frontier.drop(connection, reg.job_id, [chosen.lot, *{lot for _, lot in chosen.inputs}])
+            if lot_job.mapping is not None:
+                frontier.drop(connection, lot_job.job_id, [chosen.lot, *{lot for _, lot in chosen.inputs}])
             break
         if len(hints) < batch:
             break
         batch = min(2 * batch, MAX_BATCH)
-    frontier.raise_for_job(connection, reg.job_id, passed, now)
+    frontier.raise_for_job(connection, lot_job.job_id, passed, now)
     return chosen
 
 
 def take(
     connection: Connection,
-    reg: Registration,
+    lot_job: LotJob,
     candidate: Candidate,
     *,
     owner: str,
@@ -183,8 +185,8 @@ def take(
     """Write the claim's rows; False if another worker won the lot (the caller must roll back)."""
     return q.take_claim(
         connection,
-        job_id=reg.job_id,
-        output=(reg.output_dataset_id, candidate.lot),
+        job_id=lot_job.job_id,
+        output=(lot_job.output_dataset_id, candidate.lot),
         inputs=candidate.inputs,
         attempt=candidate.attempt,
         owner=owner,

@@ -12,7 +12,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, ArcAction, ArcState, Status, arc_state, plan_arc
 from lotline.domain.errors import Conflict
-from lotline.store.queries import data_status as q
+from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier, versions
 
 

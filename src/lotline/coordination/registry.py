@@ -6,17 +6,21 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection
 
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
-from lotline.store.queries import data_status as q
 from lotline.store.queries import datasets, frontier
+from lotline.store.queries import registry as q
 
 
 @dataclass(frozen=True)
-class Registration:
+class LotJob:
+    """A job's entry in the lot-job registry (``lot_jobs`` and its ``lot_job_inputs``): the job takes
+    part in lot coordination, producing ``output_dataset_id`` from ``inputs`` (by ``mapping``)."""
+
     job_id: uuid.UUID
     output_dataset_id: uuid.UUID
     inputs: tuple[uuid.UUID, ...]
@@ -58,11 +62,14 @@ def register(
     frontier.refill(connection, job_id, inputs, now)
 
 
-def registration(connection: Connection, job_id: uuid.UUID) -> Registration | None:
+def find_lot_job(connection: Connection, job_id: uuid.UUID) -> LotJob | None:
+    """The job's lot job; None if the job takes no part in coordination."""
     row = q.lot_job(connection, job_id)
-    if row is None:
-        return None
+    return None if row is None else lot_job_of(connection, job_id, row)
+
+
+def lot_job_of(connection: Connection, job_id: uuid.UUID, row: Any) -> LotJob:
+    """The lot job of a row that has the ``lot_jobs`` columns (its inputs are read here)."""
     mapping = LotMapping.parse(row.lot_mapping) if row.lot_mapping else None
-    return Registration(
-        job_id, row.output_dataset_id, tuple(q.job_inputs(connection, job_id)), mapping, bool(row.held)
-    )
+    inputs = tuple(q.job_inputs(connection, job_id))
+    return LotJob(job_id, row.output_dataset_id, inputs, mapping, bool(row.held))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.lots.storage import Storage
 from lotline.services.catalog import CatalogService
 from lotline.services.children import ChildWork
@@ -54,12 +55,18 @@ class Lineage:
 
     @classmethod
     def over(
-        cls, store: Store, storage: Storage | None = None, storage_options: dict[str, Any] | None = None
+        cls,
+        store: Store,
+        storage: Storage | None = None,
+        storage_options: dict[str, Any] | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> Lineage:
         """``storage``: where lots' objects go (by default the local ``./warehouse``);
-        ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing)."""
+        ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing);
+        ``clock``: where lot coordination takes the time from (tests pass one they advance)."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
-        catalog, lots = CatalogService(store), LotService(store, manifests)
+        catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
         return cls(
             store,

@@ -15,18 +15,17 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from lotline.coordination.registry import Registration, registration
+from lotline.coordination.registry import LotJob, find_lot_job
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
-from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
-from lotline.domain.names import validate_name
 from lotline.services import _common
-from lotline.services.lots import LotService
+from lotline.services.lots import LotService, lot_job_named
 from lotline.store.engine import Store
-from lotline.store.queries import data_status, datasets, frontier, gaps, jobs
+from lotline.store.queries import datasets, frontier, gaps, registry
 from lotline.store.types import utcnow
 
 #: How far up a chain of unmapped jobs the interval of a dataset is looked for.
@@ -35,12 +34,12 @@ MAX_CHAIN = 64
 
 @dataclass(frozen=True)
 class _Target:
-    """The dataset a report is about, and its producing job's registration (None: no producer)."""
+    """The dataset a report is about, and its producing job's lot job (None: no producer)."""
 
     dataset_id: uuid.UUID
     dataset: str
     job: str | None
-    reg: Registration | None
+    lot_job: LotJob | None
 
 
 class GapService:
@@ -134,7 +133,7 @@ class GapService:
         taken = g.parse_only(only)
         span, wanted = _arguments(start, end, interval)
         with self._store.read() as connection:
-            target = _target(connection, namespace, job, None)
+            target, lot_job = _job_target(connection, namespace, job)
             report, found = _report(connection, namespace, target, span, wanted)
             if report.interval is None:
                 raise InvalidInput(
@@ -152,19 +151,16 @@ class GapService:
                     str(lot_from_index(stop - 1, lots_of)),
                     g.id_pattern(lots_of),
                 )
-        assert target.reg is not None
         chosen = [s for s in found if s.state in taken]
         left = [s for s in found if s.state not in taken]
-        hintable = bool(target.reg.inputs)
+        hintable = bool(lot_job.inputs)
         cascaded = 0
         if not dry_run:
             for lot in reopen:
                 cascaded += len(self._lots.invalidate(namespace, target.dataset, lot)) - 1
             if chosen and hintable:
                 with self._store.write() as connection:
-                    frontier.raise_for_job(
-                        connection, target.reg.job_id, g.lot_ids(chosen, lots_of), utcnow()
-                    )
+                    frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())
         reopened = g.coalesce(
             Segment(i, i + 1, GapState.COMPLETE) for i in (g.index_of(lot, lots_of) for lot in reopen)
         )
@@ -192,25 +188,28 @@ def _arguments(start: str, end: str, interval: str | None) -> tuple[TimeRange, I
 
 
 def _target(connection: Connection, namespace: str, job: str | None, dataset: str | None) -> _Target:
-    if (job is None) == (dataset is None):
-        raise InvalidInput("Name either a job or a dataset.")
+    if job is not None and dataset is None:
+        return _job_target(connection, namespace, job)[0]
+    if dataset is not None and job is None:
+        return _dataset_target(connection, namespace, dataset)
+    raise InvalidInput("Name either a job or a dataset.")
+
+
+def _job_target(connection: Connection, namespace: str, job: str) -> tuple[_Target, LotJob]:
     _common.require_namespace(connection, namespace)
-    if job is not None:
-        row = jobs.job_row(connection, namespace, validate_name("Job", job))
-        if row is None:
-            raise NotFound("Job", f"{namespace}:{job}")
-        reg = registration(connection, row.id)
-        if reg is None:
-            raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
-        name = datasets.dataset_refs(connection, [reg.output_dataset_id])[reg.output_dataset_id].name
-        return _Target(reg.output_dataset_id, name, job, reg)
-    assert dataset is not None
+    lot_job = lot_job_named(connection, namespace, job)
+    name = datasets.dataset_refs(connection, [lot_job.output_dataset_id])[lot_job.output_dataset_id].name
+    return _Target(lot_job.output_dataset_id, name, job, lot_job), lot_job
+
+
+def _dataset_target(connection: Connection, namespace: str, dataset: str) -> _Target:
+    _common.require_namespace(connection, namespace)
     dataset_id = _common.require_dataset(connection, namespace, dataset)
-    producer = data_status.producer_of(connection, dataset_id)
+    producer = registry.producer_of(connection, dataset_id)
     if producer is None:
         return _Target(dataset_id, dataset, None, None)
-    label = data_status.job_label(connection, producer).removeprefix(f"{namespace}:")
-    return _Target(dataset_id, dataset, label, registration(connection, producer))
+    label = registry.job_label(connection, producer).removeprefix(f"{namespace}:")
+    return _Target(dataset_id, dataset, label, find_lot_job(connection, producer))
 
 
 def _interval(
@@ -218,20 +217,20 @@ def _interval(
 ) -> Interval | None:
     """The dataset's lot interval (None: it has named lots). A mapping says it; an unmapped job's
     output has its first input's lots; a source's are told by ``wanted`` or by its lot ids."""
-    dataset_id, reg = target.dataset_id, target.reg
+    dataset_id, lot_job = target.dataset_id, target.lot_job
     for _ in range(MAX_CHAIN):
-        if reg is not None and reg.mapping is not None:
-            if wanted is not None and wanted != reg.mapping.output:
+        if lot_job is not None and lot_job.mapping is not None:
+            if wanted is not None and wanted != lot_job.mapping.output:
                 raise InvalidInput(
-                    f"Dataset {namespace}:{target.dataset} has {reg.mapping.output} lots "
-                    f"(its producer maps {reg.mapping}), not {wanted}."
+                    f"Dataset {namespace}:{target.dataset} has {lot_job.mapping.output} lots "
+                    f"(its producer maps {lot_job.mapping}), not {wanted}."
                 )
-            return reg.mapping.output
-        if reg is None or not reg.inputs:
+            return lot_job.mapping.output
+        if lot_job is None or not lot_job.inputs:
             break
-        dataset_id = reg.inputs[0]
-        producer = data_status.producer_of(connection, dataset_id)
-        reg = None if producer is None else registration(connection, producer)
+        dataset_id = lot_job.inputs[0]
+        producer = registry.producer_of(connection, dataset_id)
+        lot_job = None if producer is None else find_lot_job(connection, producer)
     if wanted is not None:
         return wanted
     last = gaps.last_output_lot(connection, dataset_id)
@@ -252,12 +251,12 @@ def _report(
         return _named_report(connection, namespace, target, span), []
     first, stop = span.indexes(interval)
     found = _segments(connection, target.dataset_id, interval, first, stop)
-    reg = target.reg
-    if reg is not None and reg.held:
+    lot_job = target.lot_job
+    if lot_job is not None and lot_job.held:
         found = g.hold_all(found)
     waiting = any(s.state in (GapState.MISSING, GapState.FAILED) for s in found)
-    if reg is not None and reg.inputs and waiting:
-        found = g.block(found, _blockers(connection, reg, interval, first, stop))
+    if lot_job is not None and lot_job.inputs and waiting:
+        found = g.block(found, _blockers(connection, lot_job, interval, first, stop))
     report = GapReport(
         namespace,
         target.dataset,
@@ -273,14 +272,14 @@ def _report(
 
 
 def _blockers(
-    connection: Connection, reg: Registration, interval: Interval, first: int, stop: int
+    connection: Connection, lot_job: LotJob, interval: Interval, first: int, stop: int
 ) -> list[Segment]:
     """Every input's lots that are not READY, as the output lots they hold back."""
-    input_interval = interval if reg.mapping is None else reg.mapping.input
+    input_interval = interval if lot_job.mapping is None else lot_job.mapping.input
     ratio = interval.minutes // input_interval.minutes
-    names = datasets.dataset_refs(connection, list(reg.inputs))
+    names = datasets.dataset_refs(connection, list(lot_job.inputs))
     found: list[Segment] = []
-    for dataset_id in reg.inputs:
+    for dataset_id in lot_job.inputs:
         waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio)
         found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)
     return found
@@ -312,7 +311,7 @@ def _segments(
 
 def _named_report(connection: Connection, namespace: str, target: _Target, span: TimeRange) -> GapReport:
     """A dataset of named lots: the rows that exist (a named lot has no window, so none is missing)."""
-    held = target.reg is not None and target.reg.held
+    held = target.lot_job is not None and target.lot_job.held
     listed = []
     for row in gaps.unready_rows(connection, target.dataset_id):
         state = g.state_of(row.status, row.held_status, row.data_removed_at is not None)

@@ -9,14 +9,14 @@ from __future__ import annotations
 import traceback
 import uuid
 from collections.abc import Container, Sequence
-from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Row
 
 from lotline.coordination import claims, operator
-from lotline.coordination.registry import Registration, register, registration
+from lotline.coordination.registry import LotJob, find_lot_job, register
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
     ArcState,
     LotClaim,
@@ -33,22 +33,14 @@ from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
 from lotline.domain.versions import job_version_id, output_version_id
-from lotline.services import _common
+from lotline.services import _common, claiming
+from lotline.services.claiming.jobs import JobCache
+from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
+from lotline.services.claiming.python_path import fail_children, fence_of
 from lotline.services.manifests import ManifestService
-from lotline.services.recording import apply_transition, create_run
+from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
-from lotline.store.queries import (
-    claim_functions,
-    data_status,
-    datasets,
-    frontier,
-    jobs,
-    lot_events,
-    runs,
-    versions,
-)
-from lotline.store.queries import manifests as manifest_rows
-from lotline.store.types import utcnow
+from lotline.store.queries import datasets, jobs, lot_events, registry, reporting
 
 DEFAULT_LEASE = timedelta(seconds=30)
 #: The ``_producer`` of the facets lotline writes itself.
@@ -57,35 +49,24 @@ PRODUCER = "https://github.com/lotline/lotline"
 MAX_RACES = 16
 
 
-class _LostRace(Exception):
-    """Another worker took the lot between our search and our write: roll back and look again."""
-
-
-@dataclass(frozen=True)
-class _Registered:
-    """A registered job as a worker needs it per claim, cached per service: ``guard`` (the
-    registration's updated_at and the job's current version) tells whether it is still current."""
-
-    job_id: uuid.UUID
-    guard: frontier.Guard
-    registration: Registration
-    names: dict[uuid.UUID, str]
-
-
 class LotService:
     def __init__(
-        self, store: Store, manifests: ManifestService, *, database_functions: bool | None = None
+        self,
+        store: Store,
+        manifests: ManifestService,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        database_functions: bool | None = None,
     ) -> None:
-        """``database_functions``: run a worker's common path (next lot of an unmapped job, its
-        completion or failure without a manifest) as one call each of the PostgreSQL claim functions
-        (docs/coordination.md) instead of statement by statement; by default wherever the database
-        has them."""
+        """``clock``: where every use case takes the time from (tests pass one they advance).
+        ``database_functions``: whether a worker's common path runs as one call each of the
+        PostgreSQL claim functions (docs/coordination.md); by default wherever the database has them
+        and the clock is the system's. Either way the claim path is chosen here, once."""
         self._store = store
         self._manifests = manifests
-        self._registered: dict[tuple[str, str], _Registered] = {}
-        self._in_database = (
-            store.capabilities.stored_functions if database_functions is None else database_functions
-        )
+        self._clock = clock
+        self._jobs = JobCache()
+        self._claims = claiming.choose(store, clock, self._jobs, database_functions=database_functions)
 
     # -- registering jobs ---------------------------------------------------------------------
     def register_job(
@@ -111,7 +92,7 @@ class LotService:
             namespace_id = _common.require_namespace(connection, namespace)
             output_id = _common.require_dataset(connection, namespace, output)
             input_ids = [_common.require_dataset(connection, namespace, d) for d in inputs]
-            now = utcnow()
+            now = self._clock.now()
             job_id = jobs.upsert_job(
                 connection, namespace_id, job, type_="BATCH", description=None, now=now
             ).id
@@ -130,7 +111,8 @@ class LotService:
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
             register(connection, job_id, output_id, input_ids, mapping, now, describe=describe)
             found = jobs.get_job(connection, namespace, job)
-        assert found is not None
+        if found is None:  # written above, in this transaction
+            raise NotFound("Job", f"{namespace}:{job}")
         return found
 
     # -- the worker's side ----------------------------------------------------------------------
@@ -154,180 +136,22 @@ class LotService:
         if lease <= timedelta(0):
             raise InvalidInput(f"lease must be positive, got {lease}.")
         wanted = None if lot is None else _common.lot_key(lot)
-        if wanted is None and not self._may_find_work(namespace, job):
-            return None
+        request = ClaimRequest(owner, namespace, job, wanted, lease, skip)
         for _ in range(MAX_RACES):
             try:
-                searched = False
-                cached = self._in_database_claimable(namespace, job) if not skip else None
-                if wanted is None and cached is not None:
-                    try:
-                        claimed = self._claim_in_database(cached, owner, namespace, job, lease)
-                    except claim_functions.FallBack:
-                        pass  # nothing was written: the Python path below does it all
-                    else:
-                        if claimed is not None:
-                            return claimed
-                        # The guarded search found nothing: done, unless the cache is stale (below).
-                        searched = True
-                with self._store.write() as connection:
-                    return self._claim_once(
-                        connection, owner, namespace, job, wanted, lease, searched=searched, skip=skip
-                    )
-            except _LostRace:
+                return self._claims.claim(request)
+            except LostRace:
                 if wanted is not None:
                     raise Conflict(f"Lot {wanted} was just claimed by another worker.") from None
         return None
-
-    def _in_database_claimable(self, namespace: str, job: str) -> _Registered | None:
-        """The cached job, if its next claim can be one call of ``lotline_claim_next_lot``."""
-        cached = self._registered.get((namespace, job)) if self._in_database else None
-        if cached is None:
-            return None
-        reg = cached.registration
-        return cached if reg.inputs and reg.mapping is None and not reg.held else None
-
-    def _driver_connections(self) -> Any:
-        connections = self._store.direct_connections
-        assert connections is not None, "the claim functions exist on PostgreSQL only"
-        return connections
-
-    def _claim_in_database(
-        self, cached: _Registered, owner: str, namespace: str, job: str, lease: timedelta
-    ) -> LotClaim | None:
-        """The guarded search and ``_start`` of ``_claim_once`` in one call (``FallBack`` where it
-        does not apply); None if the search found nothing."""
-        run_id = uuid.uuid4()
-        reg = cached.registration
-        try:
-            found = claim_functions.claim_next_lot(
-                self._driver_connections(),
-                job_id=cached.job_id,
-                stamp=cached.guard.stamp,
-                version_id=cached.guard.version_id,
-                output_id=reg.output_dataset_id,
-                input_ids=reg.inputs,
-                owner=owner,
-                run_id=run_id,
-                lease=lease,
-            )
-        except claim_functions.LostRace:
-            raise _LostRace() from None
-        if found is None:
-            return None
-        candidate = claims.Candidate(found.lot, claims.input_lots(reg, found.lot), found.attempt)
-        return _lot_claim(cached, candidate, owner, namespace, job, run_id, found.lease_expires_at)
-
-    def _may_find_work(self, namespace: str, job: str) -> bool:
-        """Where writers serialize (SQLite), look for hints without the write lock first."""
-        if not self._store.capabilities.single_writer:
-            return True
-        with self._store.read() as connection:
-            found = self._job(connection, namespace, job)
-            return not found.registration.held and frontier.has_hints(connection, found.registration.job_id)
-
-    def _job(self, connection: Connection, namespace: str, job: str) -> _Registered:
-        """The registered job, from one read; its inputs and dataset names are re-read only when its
-        registration changed since this service last looked (workers claim the same jobs all day)."""
-        row = data_status.registered_job(connection, namespace, validate_name("Job", job))
-        if row is None:
-            raise NotFound("Job", f"{namespace}:{job}")
-        if row.registered is None:
-            raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
-        known = self._registered.get((namespace, job))
-        if known is None or known.job_id != row.id or known.guard.stamp != row.updated_at:
-            reg = registration(connection, row.id)
-            assert reg is not None
-            refs = datasets.dataset_refs(connection, [reg.output_dataset_id, *reg.inputs])
-            names = {d: ref.name for d, ref in refs.items()}
-        else:
-            reg, names = known.registration, known.names
-        known = _Registered(
-            row.id,
-            frontier.Guard(row.updated_at, row.current_version_id),
-            replace(reg, held=bool(row.held)),
-            names,
-        )
-        self._registered[(namespace, job)] = known
-        return known
-
-    def _claim_once(
-        self,
-        connection: Connection,
-        owner: str,
-        namespace: str,
-        job: str,
-        lot: str | None,
-        lease: timedelta,
-        *,
-        searched: bool = False,
-        skip: Container[str] = (),
-    ) -> LotClaim | None:
-        """``searched``: the guarded search with the cached registration already found nothing."""
-        cached = self._registered.get((namespace, job)) if lot is None else None
-        if cached is not None and not cached.registration.held and not searched:
-            # The common case: the search itself checks that the cached registration is current.
-            candidate = claims.next_candidate(
-                connection, cached.registration, utcnow(), cached.guard, skip=skip
-            )
-            if candidate is not None:
-                return self._start(connection, cached, candidate, owner, namespace, job, lease)
-        found = self._job(connection, namespace, job)
-        reg = found.registration
-        if reg.held:
-            if lot is not None:
-                raise Conflict(f"Job {namespace}:{job} is on hold; release it first.")
-            return None
-        if lot is not None:
-            candidate = claims.named_candidate(connection, reg, lot)
-        elif cached is not None and found.guard == cached.guard and not cached.registration.held:
-            return None  # the guarded search above was current and found nothing
-        else:
-            candidate = claims.next_candidate(connection, reg, utcnow(), skip=skip)
-        if candidate is None:
-            return None
-        return self._start(connection, found, candidate, owner, namespace, job, lease)
-
-    def _start(
-        self,
-        connection: Connection,
-        found: _Registered,
-        candidate: claims.Candidate,
-        owner: str,
-        namespace: str,
-        job: str,
-        lease: timedelta,
-    ) -> LotClaim:
-        """Create and start the claim's run, then take the lot (``_LostRace`` if another worker won)."""
-        reg = found.registration
-        # The run starts now, after the check: the take succeeds only if the lot is still as the check
-        # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
-        now = utcnow()
-        run_id = uuid.uuid4()
-        create_run(
-            connection,
-            run_id=run_id,
-            job_id=found.job_id,
-            job_version_id=found.guard.version_id,
-            lot=candidate.lot,
-            inputs=candidate.inputs,
-            outputs=[(reg.output_dataset_id, candidate.lot)],
-            started_at=now,
-        )
-        expires = now + lease
-        if not claims.take(
-            connection, reg, candidate, owner=owner, run_id=run_id, lease_expires_at=expires, now=now
-        ):
-            raise _LostRace(candidate.lot)
-        return _lot_claim(found, candidate, owner, namespace, job, run_id, expires)
 
     def heartbeat(self, claim: LotClaim, lease: timedelta = DEFAULT_LEASE) -> LotClaim:
         """Extend a live claim's lease; a claim that is no longer live is a Conflict (stop working)."""
         if lease <= timedelta(0):
             raise InvalidInput(f"lease must be positive, got {lease}.")
-        now = utcnow()
+        now = self._clock.now()
         with self._store.write() as connection:
-            claims.heartbeat(connection, _fence(claim), now + lease, now)
+            claims.heartbeat(connection, fence_of(claim), now + lease, now)
         return LotClaim(**{**claim.__dict__, "lease_expires_at": now + lease})
 
     def complete(
@@ -376,59 +200,9 @@ class LotService:
         output_facets: dict[str, Any] | None = None,
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
-        fence = _fence(claim)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        if self._in_database and manifest is None and not facets and not output_facets:
-            try:
-                claim_functions.finish_claim(
-                    self._driver_connections(),
-                    job_id=claim.job_id,
-                    run_id=claim.run_id,
-                    owner=claim.owner,
-                    attempt=claim.attempt,
-                    success=success,
-                    at=at,
-                    output_id=claim.dataset_id,
-                    lot=claim.lot,
-                    version_id=version_id,
-                )
-                return None
-            except claim_functions.NotLive:
-                raise claims.not_live(fence, "complete" if success else "fail") from None
-            except claim_functions.FallBack:
-                pass  # nothing was written: the Python path below handles every case
-        now = utcnow()
-        manifest_id = None if manifest is None else uuid.uuid4()
-        with self._store.write() as connection:
-            claims.finish(connection, fence, success=success, now=now)
-            apply_transition(
-                connection, claim.run_id, RunAction.COMPLETE if success else RunAction.FAIL, at or now
-            )
-            if not success:
-                _fail_children(connection, claim.run_id, now)
-            elif output_facets:
-                versions.merge_facets(connection, version_id, output_facets)
-            if facets:
-                run_row = runs.lock_run(connection, claim.run_id)
-                if run_row is not None:  # apply_transition above found it
-                    runs.merge_run_facets(connection, run_row, facets, now)
-            claims.announce(connection, fence, success=success, now=now)
-            if manifest is not None and manifest_id is not None:
-                manifest_rows.insert_manifest(
-                    connection,
-                    manifest_id=manifest_id,
-                    dataset_id=claim.dataset_id,
-                    lot=claim.lot,
-                    run_id=claim.run_id,
-                    version_id=version_id,
-                    attempt=claim.attempt,
-                    state=manifest.state_for(success=success),
-                    draft=manifest,
-                    now=now,
-                )
-            if success:
-                entry = (claim.dataset_id, claim.lot, manifest_id, version_id, claim.run_id)
-                lot_events.append(connection, LotEventKind.READY, [entry], now)
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets)
+        manifest_id = self._claims.finish(claim, end)
         if manifest_id is not None:
             self._manifests.publish_copy(manifest_id)
             if not success:
@@ -437,19 +211,19 @@ class LotService:
 
     def reap(self, limit: int = 100) -> int:
         """Fail claims whose lease expired (ERROR, run FAILED) so their lots become eligible again."""
-        now = utcnow()
+        now = self._clock.now()
         with self._store.write() as connection:
             failed = claims.reap(connection, now, limit)
             for run_id in failed:
                 apply_transition(connection, run_id, RunAction.FAIL, now)
-                _fail_children(connection, run_id, now)
+                fail_children(connection, run_id, now)
         return len(failed)
 
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
         stored_lot = _common.lot_key(lot)
-        now = utcnow()
+        now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             done = operator.invalidate(connection, dataset_id, stored_lot, now, f"{namespace}:{dataset}")
@@ -469,17 +243,17 @@ class LotService:
         stored_lot = _common.lot_key(lot)
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-            producer = data_status.producer_of(connection, dataset_id)
+            producer = registry.producer_of(connection, dataset_id)
             if producer is None:
                 raise Conflict(
                     f"Dataset {namespace}:{dataset} has no producing job registered; nothing to hold."
                 )
-            return operator.hold_lot(connection, dataset_id, stored_lot, producer, utcnow())
+            return operator.hold_lot(connection, dataset_id, stored_lot, producer, self._clock.now())
 
     def release_lot(self, namespace: str, dataset: str, lot: str) -> Status | None:
         """End a hold; returns the status the lot is back in (None: it had never been produced)."""
         stored_lot = _common.lot_key(lot)
-        now = utcnow()
+        now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             restored = operator.release_lot(connection, dataset_id, stored_lot, now)
@@ -491,35 +265,35 @@ class LotService:
     def hold_job(self, namespace: str, job: str) -> bool:
         """Stop new claims of a whole job (running claims finish). False if it was already held."""
         with self._store.write() as connection:
-            job_row, _ = _registered(connection, namespace, job)
-            return data_status.set_job_held(connection, job_row.id, True, utcnow())
+            lot_job = lot_job_named(connection, namespace, job)
+            return registry.set_job_held(connection, lot_job.job_id, True, self._clock.now())
 
     def release_job(self, namespace: str, job: str) -> None:
         with self._store.write() as connection:
-            job_row, _ = _registered(connection, namespace, job)
-            if not data_status.set_job_held(connection, job_row.id, False, utcnow()):
+            lot_job = lot_job_named(connection, namespace, job)
+            if not registry.set_job_held(connection, lot_job.job_id, False, self._clock.now()):
                 raise Conflict(f"Job {namespace}:{job} is not on hold.")
 
     def clean(self, namespace: str, job: str, lot: str) -> None:
         """Record that the failed attempt's partial data was removed: arc partial -> missing."""
         stored_lot = _common.lot_key(lot)
         with self._store.write() as connection:
-            _, reg = _registered(connection, namespace, job)
-            operator.clean(connection, reg.output_dataset_id, stored_lot, utcnow())
+            lot_job = lot_job_named(connection, namespace, job)
+            operator.clean(connection, lot_job.output_dataset_id, stored_lot, self._clock.now())
 
     # -- looking -------------------------------------------------------------------------------
     def arc_state(self, namespace: str, job: str, lot: str) -> ArcState:
         stored_lot = _common.lot_key(lot)
         with self._store.read() as connection:
-            job_row, reg = _registered(connection, namespace, job)
-            row = data_status.lot_row(connection, reg.output_dataset_id, stored_lot, job_row.id)
+            lot_job = lot_job_named(connection, namespace, job)
+            row = reporting.lot_row(connection, lot_job.output_dataset_id, stored_lot, lot_job.job_id)
             return operator.arc_of(row)
 
     def counts(self, namespace: str, job: str) -> dict[Status, int]:
         """How many of the job's output lots are in each status: progress in one small read."""
         with self._store.read() as connection:
-            found = self._job(connection, namespace, job)
-            return {Status(s): n for s, n in data_status.output_counts(connection, found.job_id).items()}
+            found = self._jobs.load(connection, namespace, job)
+            return {Status(s): n for s, n in reporting.output_counts(connection, found.job_id).items()}
 
     def status(
         self,
@@ -532,7 +306,7 @@ class LotService:
         """Every matching row of the data-status table (by default OUTPUT rows: one per produced lot)."""
         with self._store.read() as connection:
             where = _status_filter(connection, namespace, job, dataset, role, (), None, None)
-            return [_lot_status(r) for r in data_status.status_rows(connection, where)]
+            return [_lot_status(r) for r in reporting.status_rows(connection, where)]
 
     def status_page(
         self,
@@ -554,8 +328,8 @@ class LotService:
             where = _status_filter(
                 connection, namespace, job, dataset, role, tuple(statuses), lot_from, lot_to
             )
-            rows = data_status.status_rows(connection, where, limit, offset)
-            return Page([_lot_status(r) for r in rows], data_status.count_status_rows(connection, where))
+            rows = reporting.status_rows(connection, where, limit, offset)
+            return Page([_lot_status(r) for r in rows], reporting.count_status_rows(connection, where))
 
 
 def _status_filter(
@@ -567,7 +341,7 @@ def _status_filter(
     statuses: tuple[Status, ...],
     lot_from: str | None,
     lot_to: str | None,
-) -> data_status.StatusFilter:
+) -> reporting.StatusFilter:
     if namespace is None and (job is not None or dataset is not None):
         raise InvalidInput("A job or dataset filter needs its namespace.")
     for bound in (lot_from, lot_to):
@@ -577,10 +351,10 @@ def _status_filter(
     if namespace is not None:
         namespace_id = _common.require_namespace(connection, namespace)
         if job is not None:
-            job_id = _registered(connection, namespace, job)[0].id
+            job_id = lot_job_named(connection, namespace, job).job_id
         if dataset is not None:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-    return data_status.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
+    return reporting.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
 
 
 def _lot_status(r: Row[Any]) -> LotStatus:
@@ -602,49 +376,15 @@ def _lot_status(r: Row[Any]) -> LotStatus:
     )
 
 
-def _registered(connection: Connection, namespace: str, job: str) -> tuple[Row[Any], Registration]:
+def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
+    """The job's lot job: NotFound, or a Conflict if the job takes no part in coordination."""
     job_row = jobs.job_row(connection, namespace, validate_name("Job", job))
     if job_row is None:
         raise NotFound("Job", f"{namespace}:{job}")
-    reg = registration(connection, job_row.id)
-    if reg is None:
+    lot_job = find_lot_job(connection, job_row.id)
+    if lot_job is None:
         raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
-    return job_row, reg
-
-
-def _lot_claim(
-    found: _Registered,
-    candidate: claims.Candidate,
-    owner: str,
-    namespace: str,
-    job: str,
-    run_id: uuid.UUID,
-    lease_expires_at: datetime,
-) -> LotClaim:
-    reg, names = found.registration, found.names
-    return LotClaim(
-        namespace=namespace,
-        job=job,
-        dataset=names[reg.output_dataset_id],
-        lot=candidate.lot,
-        input_lots=tuple((names[d], input_lot) for d, input_lot in candidate.inputs),
-        owner=owner,
-        job_id=found.job_id,
-        dataset_id=reg.output_dataset_id,
-        attempt=candidate.attempt,
-        run_id=run_id,
-        lease_expires_at=lease_expires_at,
-    )
-
-
-def _fence(claim: LotClaim) -> claims.Fence:
-    return claims.Fence(claim.job_id, claim.dataset_id, claim.lot, claim.owner, claim.attempt, claim.run_id)
-
-
-def _fail_children(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
-    """A lot's run that fails takes its parts still running with it (their worker is gone or gave up)."""
-    for child in runs.running_children(connection, run_id):
-        apply_transition(connection, child, RunAction.FAIL, now)
+    return lot_job
 
 
 def error_message_facet(error: BaseException | str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from lotline.domain.manifests import Manifest, ManifestState, check_manifest_tra
 from lotline.lots.storage import Storage
 from lotline.services import _common
 from lotline.store.engine import Store
-from lotline.store.queries import data_status
+from lotline.store.queries import claims as claim_rows
 from lotline.store.queries import manifests as q
 from lotline.store.types import utcnow
 
@@ -100,7 +100,7 @@ class ManifestService:
         with self._store.write() as connection:
             if q.set_state(connection, manifest.id, ManifestState.PARTIAL, ManifestState.REMOVED, now):
                 dataset_id = _common.require_dataset(connection, manifest.namespace, manifest.dataset)
-                row = data_status.output_row(connection, dataset_id, manifest.lot)
+                row = claim_rows.output_row(connection, dataset_id, manifest.lot)
                 if (
                     operator.arc_of(row) is ArcState.PARTIAL
                     and row is not None

@@ -64,7 +64,7 @@ def claim_next_lot(
     lease: timedelta,
 ) -> Claimed | None:
     """The claimed lot, its run started (by the database's clock), or None: no hint led to an
-    eligible lot, or the job is held or its registration or current version is no longer
+    eligible lot, or the job is held or its lot job's stamp or current version is no longer
     ``stamp``/``version_id``."""
     params = (
         str(job_id),

@@ -67,13 +67,20 @@ def _build_pop(connection: Connection, guarded: bool) -> Any:
     return delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(select(picked.c.lot))).returning(ft.c.lot)
 
 
-_pop = per_dialect(lambda connection: _build_pop(connection, guarded=False))
-_pop_guarded = per_dialect(lambda connection: _build_pop(connection, guarded=True))
+@per_dialect
+def _pop(connection: Connection) -> Any:
+    return _build_pop(connection, guarded=False)
+
+
+@per_dialect
+def _pop_guarded(connection: Connection) -> Any:
+    """The pop that takes nothing unless the caller's cached view of the job (a ``Guard``) is current."""
+    return _build_pop(connection, guarded=True)
 
 
 @dataclass(frozen=True)
 class Guard:
-    """What the caller believes of the job: its registration's ``updated_at`` and current version."""
+    """What the caller believes of the job: its lot job's stamp (``updated_at``) and current version."""
 
     stamp: datetime
     version_id: uuid.UUID | None
@@ -82,7 +89,7 @@ class Guard:
 def pop(connection: Connection, job_id: uuid.UUID, limit: int, guard: Guard | None = None) -> list[str]:
     """Take (delete) the job's first ``limit`` hints, in lot order; hints others hold are skipped.
 
-    With a ``guard``, nothing is taken unless the job is not on hold and its registration and current
+    With a ``guard``, nothing is taken unless the job is not on hold and its lot job and current
     version are still the ones the caller has cached. The deletion is part of the caller's
     transaction: if it rolls back, the hints are back.
     """
@@ -148,7 +155,8 @@ def _backfill(connection: Connection) -> Any:
 
 
 def refill(connection: Connection, job_id: uuid.UUID, inputs: Sequence[uuid.UUID], now: datetime) -> None:
-    """(Re)build a job's hints: every READY lot of its inputs that it holds no read lock on.
+    """(Re)build a job's hints: every READY lot of its inputs that it holds no read lock on (the
+    delete is built per call: registering is rare).
 
     Run when a job is registered (or its inputs or mapping change); the caller holds the input
     datasets' row locks, so a lot becoming READY meanwhile is either seen here or hints the job itself.
@@ -171,8 +179,8 @@ def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None
     connection.execute(_drop(connection), {"b_job": job_id, "b_lots": list(lots)})
 
 
-_ANY = select(ft.c.lot).where(ft.c.job_id == _job()).limit(1)
+_ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job()).limit(1)
 
 
 def has_hints(connection: Connection, job_id: uuid.UUID) -> bool:
-    return connection.execute(_ANY, {"b_job": job_id}).first() is not None
+    return connection.execute(_ANY_HINT, {"b_job": job_id}).first() is not None

@@ -1,0 +1,53 @@
+"""What a claim path is: how a worker takes a lot and ends its claim (docs/coordination.md)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Container
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from lotline.domain.coordination import LotClaim
+from lotline.domain.manifests import ManifestDraft
+
+
+class LostRace(Exception):
+    """Another worker took the lot between our search and our write: nothing was kept; look again."""
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """A worker's request: the next eligible lot of ``job`` (or the named ``lot``, as stored)."""
+
+    owner: str
+    namespace: str
+    job: str
+    lot: str | None
+    lease: timedelta
+    #: Output lots to pass over although eligible.
+    skip: Container[str] = ()
+
+
+@dataclass(frozen=True)
+class ClaimEnd:
+    """How a claim ends: its outcome, when (None: now) and what the attempt hands over."""
+
+    success: bool
+    at: datetime | None
+    version_id: uuid.UUID
+    manifest: ManifestDraft | None = None
+    facets: dict[str, Any] | None = None
+    output_facets: dict[str, Any] | None = None
+
+
+class ClaimPath(Protocol):
+    def claim(self, request: ClaimRequest) -> LotClaim | None:
+        """Take the lot and start its run; None if nothing is eligible. ``LostRace`` if another
+        worker won the lot (nothing kept); a named lot that is not eligible is a Conflict."""
+        ...
+
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
+        """End a live claim (fenced: a Conflict if it is no longer live) and its run, version its
+        output; returns the id of the manifest it recorded (None: none was given)."""
+        ...

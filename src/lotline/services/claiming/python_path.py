@@ -1,0 +1,146 @@
+"""The claim path statement by statement, in Python (docs/coordination.md "The work list"): every
+case, on every database. Each claim and each end of a claim is one ``Store.write()`` transaction."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from lotline.coordination import claims
+from lotline.domain.clock import Clock
+from lotline.domain.coordination import LotClaim
+from lotline.domain.errors import Conflict
+from lotline.domain.manifests import LotEventKind
+from lotline.domain.runs import RunAction
+from lotline.services.claiming.jobs import CachedJob, JobCache
+from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
+from lotline.services.recording import apply_transition, create_run
+from lotline.store.engine import Store
+from lotline.store.queries import frontier, lot_events, runs, versions
+from lotline.store.queries import manifests as manifest_rows
+
+
+class PythonClaimPath:
+    """``look_before_writing``: where writers queue for one database-wide lock (SQLite), an idle
+    worker first looks for hints in a read transaction, so as not to take the lock only to find nothing."""
+
+    def __init__(self, store: Store, clock: Clock, jobs: JobCache, *, look_before_writing: bool) -> None:
+        self._store = store
+        self._clock = clock
+        self._jobs = jobs
+        self._look_before_writing = look_before_writing
+
+    def claim(self, request: ClaimRequest) -> LotClaim | None:
+        if request.lot is None and self._look_before_writing and not self._may_find_work(request):
+            return None
+        with self._store.write() as connection:
+            return self._claim(connection, request)
+
+    def _may_find_work(self, request: ClaimRequest) -> bool:
+        with self._store.read() as connection:
+            found = self._jobs.load(connection, request.namespace, request.job)
+            return not found.lot_job.held and frontier.has_hints(connection, found.job_id)
+
+    def _claim(self, connection: Connection, request: ClaimRequest) -> LotClaim | None:
+        cached = self._jobs.get(request.namespace, request.job) if request.lot is None else None
+        if cached is not None and not cached.lot_job.held:
+            # The common case: the guarded search itself checks that the cached job is current.
+            candidate = claims.next_candidate(
+                connection, cached.lot_job, self._clock.now(), cached.guard, skip=request.skip
+            )
+            if candidate is not None:
+                return self._start(connection, cached, candidate, request)
+        found = self._jobs.load(connection, request.namespace, request.job)
+        lot_job = found.lot_job
+        if lot_job.held:
+            if request.lot is not None:
+                raise Conflict(f"Job {request.namespace}:{request.job} is on hold; release it first.")
+            return None
+        if request.lot is not None:
+            candidate = claims.named_candidate(connection, lot_job, request.lot)
+        elif cached is not None and found.guard == cached.guard and not cached.lot_job.held:
+            return None  # the guarded search above was current and found nothing
+        else:
+            candidate = claims.next_candidate(connection, lot_job, self._clock.now(), skip=request.skip)
+        if candidate is None:
+            return None
+        return self._start(connection, found, candidate, request)
+
+    def _start(
+        self, connection: Connection, found: CachedJob, candidate: claims.Candidate, request: ClaimRequest
+    ) -> LotClaim:
+        """Create and start the claim's run, then take the lot (``LostRace`` if another worker won)."""
+        # The run starts now, after the check: the take succeeds only if the lot is still as the check
+        # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
+        now = self._clock.now()
+        run_id = uuid.uuid4()
+        output_id = found.lot_job.output_dataset_id
+        create_run(
+            connection,
+            run_id=run_id,
+            job_id=found.job_id,
+            job_version_id=found.guard.version_id,
+            lot=candidate.lot,
+            inputs=candidate.inputs,
+            outputs=[(output_id, candidate.lot)],
+            started_at=now,
+        )
+        expires = now + request.lease
+        if not claims.take(
+            connection,
+            found.lot_job,
+            candidate,
+            owner=request.owner,
+            run_id=run_id,
+            lease_expires_at=expires,
+            now=now,
+        ):
+            raise LostRace(candidate.lot)
+        return found.lot_claim(candidate, request.owner, request.namespace, request.job, run_id, expires)
+
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
+        fence = fence_of(claim)
+        now = self._clock.now()
+        manifest_id = None if end.manifest is None else uuid.uuid4()
+        with self._store.write() as connection:
+            claims.finish(connection, fence, success=end.success, now=now)
+            action = RunAction.COMPLETE if end.success else RunAction.FAIL
+            apply_transition(connection, claim.run_id, action, end.at or now)
+            if not end.success:
+                fail_children(connection, claim.run_id, now)
+            elif end.output_facets:
+                versions.merge_facets(connection, end.version_id, end.output_facets)
+            if end.facets:
+                run_row = runs.lock_run(connection, claim.run_id)
+                if run_row is not None:  # apply_transition above found it
+                    runs.merge_run_facets(connection, run_row, end.facets, now)
+            claims.announce(connection, fence, success=end.success, now=now)
+            if end.manifest is not None and manifest_id is not None:
+                manifest_rows.insert_manifest(
+                    connection,
+                    manifest_id=manifest_id,
+                    state=end.manifest.state_for(success=end.success),
+                    dataset_id=claim.dataset_id,
+                    lot=claim.lot,
+                    now=now,
+                    run_id=claim.run_id,
+                    version_id=end.version_id,
+                    draft=end.manifest,
+                    attempt=claim.attempt,
+                )
+            if end.success:
+                entry = (claim.dataset_id, claim.lot, manifest_id, end.version_id, claim.run_id)
+                lot_events.append(connection, LotEventKind.READY, [entry], now)
+        return manifest_id
+
+
+def fence_of(claim: LotClaim) -> claims.Fence:
+    return claims.Fence(claim.job_id, claim.dataset_id, claim.lot, claim.owner, claim.attempt, claim.run_id)
+
+
+def fail_children(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
+    """A lot's run that fails takes its parts still running with it (their worker is gone or gave up)."""
+    for child in runs.running_children(connection, run_id):
+        apply_transition(connection, child, RunAction.FAIL, now)

@@ -1,0 +1,333 @@
+"""Rows of the data-status table (SPEC §4): taking, leasing and finishing claims, the reaper's and
+the operator's moves.
+
+Statuses imply locks (see ``lotline.domain.coordination``). Every statement that changes a claim
+is fenced by what the caller believes the row to be, and returns whether it matched, so that a
+lost race or a late worker changes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, and_, bindparam, case, delete, insert, or_, select, update
+
+from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
+from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
+from lotline.store.schema import data_status
+
+ds = data_status
+_CLAIMABLE = [s.value for s in CLAIMABLE_OUTPUT]
+_INPUT_LOCKED = [s.value for s in INPUT_LOCKED]
+_OUTPUT = ds.c.role == Role.OUTPUT.value
+_INPUT = ds.c.role == Role.INPUT.value
+#: One (dataset, lot)'s OUTPUT row.
+_THE_OUTPUT = and_(ds.c.dataset_id == bindparam("b_dataset"), ds.c.lot == bindparam("b_lot"), _OUTPUT)
+#: The INPUT rows of one claim, found by its run.
+_CLAIM_INPUTS = and_(ds.c.job_id == bindparam("b_job"), _INPUT, ds.c.run_id == bindparam("b_run"))
+
+
+# -- finding work --------------------------------------------------------------------------------
+_ELIGIBILITY_ROWS = select(
+    ds.c.dataset_id, ds.c.lot, ds.c.job_id, ds.c.role, ds.c.status, ds.c.attempt, ds.c.owner
+).where(
+    ds.c.dataset_id.in_(bindparam("b_datasets", expanding=True)),
+    ds.c.lot.in_(bindparam("b_lots", expanding=True)),
+    or_(_OUTPUT, ds.c.job_id == bindparam("b_job")),
+)
+
+
+def claim_rows(
+    connection: Connection, job_id: uuid.UUID, dataset_ids: Sequence[uuid.UUID], lots: Sequence[str]
+) -> list[Any]:
+    """Everything eligibility looks at, in one read: the OUTPUT rows of ``dataset_ids`` x ``lots``
+    (the inputs' producers and the job's own output) and the job's own INPUT rows on them."""
+    params = {"b_datasets": list(dataset_ids), "b_lots": list(lots), "b_job": job_id}
+    return list(connection.execute(_ELIGIBILITY_ROWS, params).all())
+
+
+@per_dialect
+def _locked_output_row(connection: Connection) -> Any:
+    query = select(ds).where(_THE_OUTPUT)
+    return query.with_for_update() if locks_rows(connection) else query
+
+
+def output_row(connection: Connection, dataset_id: uuid.UUID, lot: str) -> Row[Any] | None:
+    """The OUTPUT row of (dataset, lot), locked until commit on PostgreSQL."""
+    return connection.execute(_locked_output_row(connection), {"b_dataset": dataset_id, "b_lot": lot}).first()
+
+
+# -- claiming and finishing ---------------------------------------------------------------------
+@per_dialect
+def _take(connection: Connection) -> Any:
+    statement = upsert_insert(connection, ds)
+    new = statement.excluded
+    # Literal comparisons, not IN: an IN list becomes an "expanding" parameter, which executemany refuses.
+    claimable = or_(
+        and_(
+            _OUTPUT, or_(*[ds.c.status == status for status in _CLAIMABLE]), ds.c.attempt == new.attempt - 1
+        ),
+        and_(_INPUT, ds.c.status == Status.ERROR.value),
+    )
+    changes = ("status", "owner", "attempt", "run_id", "lease_expires_at", "data_removed_at", "updated_at")
+    return statement.on_conflict_do_update(
+        index_elements=["dataset_id", "lot", "job_id"],
+        set_={column: getattr(new, column) for column in changes},
+        where=claimable,
+    ).returning(ds.c.role)
+
+
+def take_claim(
+    connection: Connection,
+    *,
+    job_id: uuid.UUID,
+    output: tuple[uuid.UUID, str],
+    inputs: Sequence[tuple[uuid.UUID, str]],
+    attempt: int,
+    owner: str,
+    run_id: uuid.UUID,
+    lease_expires_at: datetime,
+    now: datetime,
+) -> bool:
+    """Write OUTPUT RUNNING and the INPUT RUNNING read locks of one claim in one statement.
+
+    This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
+    RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
+    (released). False, with some rows perhaps written, if any row was not takeable: the caller
+    must roll back.
+    """
+    claim = {
+        "job_id": job_id,
+        "status": Status.RUNNING.value,
+        "owner": owner,
+        "attempt": attempt,
+        "run_id": run_id,
+        "lease_expires_at": lease_expires_at,
+        "data_removed_at": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    rows = [{"dataset_id": output[0], "lot": output[1], "role": Role.OUTPUT.value, **claim}]
+    rows += [{"dataset_id": d, "lot": lot, "role": Role.INPUT.value, **claim} for d, lot in inputs]
+    taken = connection.execute(_take(connection), rows).all()
+    return len(taken) == len(rows)
+
+
+#: The fence: the row is still this owner's attempt, still RUNNING, and its lease has not run out.
+_LIVE_CLAIM = and_(
+    ds.c.owner == bindparam("b_owner"),
+    ds.c.attempt == bindparam("b_attempt"),
+    ds.c.status == Status.RUNNING.value,
+    ds.c.lease_expires_at > bindparam("b_now"),
+)
+_EXTEND_OUTPUT_LEASE = (
+    update(ds)
+    .where(_THE_OUTPUT, ds.c.job_id == bindparam("b_job"), _LIVE_CLAIM)
+    .values(lease_expires_at=bindparam("b_expires"), updated_at=bindparam("b_now"))
+)
+_EXTEND_INPUT_LEASES = update(ds).where(_CLAIM_INPUTS).values(lease_expires_at=bindparam("b_expires"))
+
+
+def extend_lease(
+    connection: Connection,
+    *,
+    dataset_id: uuid.UUID,
+    lot: str,
+    job_id: uuid.UUID,
+    owner: str,
+    attempt: int,
+    run_id: uuid.UUID,
+    lease_expires_at: datetime,
+    now: datetime,
+) -> bool:
+    params = {
+        "b_dataset": dataset_id,
+        "b_lot": lot,
+        "b_job": job_id,
+        "b_owner": owner,
+        "b_attempt": attempt,
+        "b_now": now,
+        "b_expires": lease_expires_at,
+    }
+    matched = connection.execute(_EXTEND_OUTPUT_LEASE, params).rowcount
+    if matched:
+        connection.execute(
+            _EXTEND_INPUT_LEASES, {"b_job": job_id, "b_run": run_id, "b_expires": lease_expires_at}
+        )
+    return matched == 1
+
+
+_FINISH = (
+    update(ds)
+    .where(
+        ds.c.job_id == bindparam("b_job"),
+        ds.c.run_id == bindparam("b_run"),
+        or_(_INPUT, _LIVE_CLAIM),
+    )
+    .values(
+        status=case((_OUTPUT, bindparam("b_output")), else_=bindparam("b_input")),
+        lease_expires_at=None,
+        updated_at=bindparam("b_now"),
+    )
+    .returning(ds.c.role)
+)
+
+
+def finish_claim(
+    connection: Connection,
+    *,
+    job_id: uuid.UUID,
+    run_id: uuid.UUID,
+    owner: str,
+    attempt: int,
+    output: Status,
+    inputs: Status,
+    now: datetime,
+) -> bool:
+    """Fenced end of a claim: its OUTPUT row to ``output`` and its INPUT rows to ``inputs``.
+
+    False if the OUTPUT row is no longer this owner's live attempt (lease run out, reaped, failed,
+    invalidated, taken over); its INPUT rows may then have been written, so the caller must roll back.
+    """
+    roles = connection.execute(
+        _FINISH,
+        {
+            "b_job": job_id,
+            "b_run": run_id,
+            "b_owner": owner,
+            "b_attempt": attempt,
+            "b_now": now,
+            "b_output": output.value,
+            "b_input": inputs.value,
+        },
+    ).scalars()
+    return Role.OUTPUT.value in set(roles)
+
+
+_SET_CLAIM_INPUTS = (
+    update(ds)
+    .where(_CLAIM_INPUTS)
+    .values(status=bindparam("b_status"), lease_expires_at=None, updated_at=bindparam("b_now"))
+)
+
+
+def set_claim_inputs(
+    connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID, status: Status, now: datetime
+) -> None:
+    """Move every INPUT row of one claim (found by its run) to DONE or ERROR."""
+    params = {"b_job": job_id, "b_run": run_id, "b_status": status.value, "b_now": now}
+    connection.execute(_SET_CLAIM_INPUTS, params)
+
+
+@per_dialect
+def _expired_claims(connection: Connection) -> Any:
+    query = (
+        select(ds)
+        .where(ds.c.status == Status.RUNNING.value, ds.c.lease_expires_at < bindparam("b_now"), _OUTPUT)
+        .order_by(ds.c.lease_expires_at)
+        .limit(bindparam("b_limit"))
+    )
+    return query.with_for_update(skip_locked=True) if locks_rows(connection) else query
+
+
+def expired_claims(connection: Connection, now: datetime, limit: int) -> list[Row[Any]]:
+    """RUNNING claims whose lease ran out; on PostgreSQL skipped if another reaper has them."""
+    return list(connection.execute(_expired_claims(connection), {"b_now": now, "b_limit": limit}).all())
+
+
+_SET_OUTPUT_STATUS = (
+    update(ds)
+    .where(_THE_OUTPUT, ds.c.status == bindparam("b_expected"))
+    .values(
+        status=bindparam("b_status"),
+        updated_at=bindparam("b_now"),
+        lease_expires_at=None,
+        held_status=bindparam("b_held_status"),
+    )
+)
+
+
+def set_output_status(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    lot: str,
+    *,
+    expected: Status,
+    status: Status,
+    now: datetime,
+    held_status: Status | None = None,
+) -> bool:
+    """Move one OUTPUT row from ``expected`` to ``status`` (the reaper's and operator's moves);
+    False if it was not in ``expected``."""
+    params = {
+        "b_dataset": dataset_id,
+        "b_lot": lot,
+        "b_expected": expected.value,
+        "b_status": status.value,
+        "b_now": now,
+        "b_held_status": held_status.value if held_status else None,
+    }
+    return connection.execute(_SET_OUTPUT_STATUS, params).rowcount == 1
+
+
+def consuming_claims(connection: Connection, dataset_id: uuid.UUID, lot: str) -> list[Any]:
+    """Claims of other jobs that read (dataset, lot): their INPUT rows RUNNING or DONE."""
+    rows = connection.execute(
+        select(ds.c.job_id, ds.c.run_id, ds.c.status)
+        .where(ds.c.dataset_id == dataset_id, ds.c.lot == lot, _INPUT, ds.c.status.in_(_INPUT_LOCKED))
+        .order_by(ds.c.job_id)
+    )
+    return list(rows.all())
+
+
+def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> Row[Any] | None:
+    """The OUTPUT row a claim (found by its run) wrote."""
+    return connection.execute(select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)).first()
+
+
+# -- the operator's moves (cold paths: built per call) ---------------------------------------------
+def _update_output(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, *where: Any, **values: Any
+) -> bool:
+    """Change the OUTPUT row of (dataset, lot) if it matches ``where``; whether it did."""
+    query = update(ds).where(ds.c.dataset_id == dataset_id, ds.c.lot == lot, _OUTPUT, *where)
+    return connection.execute(query.values(**values)).rowcount == 1
+
+
+def reopen_held(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> bool:
+    """Invalidate a held lot that was READY: it will be RESUBMIT when released."""
+    was_ready = (ds.c.status == Status.HOLD.value, ds.c.held_status == Status.READY.value)
+    return _update_output(
+        connection, dataset_id, lot, *was_ready, held_status=Status.RESUBMIT.value, updated_at=now
+    )
+
+
+def insert_hold(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID, now: datetime
+) -> None:
+    """Hold a lot that has never been produced: an OUTPUT HOLD row that release removes again."""
+    connection.execute(
+        insert(ds).values(
+            dataset_id=dataset_id,
+            lot=lot,
+            job_id=job_id,
+            role=Role.OUTPUT.value,
+            status=Status.HOLD.value,
+            attempt=0,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+
+
+def delete_output(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:
+    connection.execute(delete(ds).where(ds.c.dataset_id == dataset_id, ds.c.lot == lot, _OUTPUT))
+
+
+def mark_data_removed(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> bool:
+    """Record that a failed attempt's partial data was deleted (once)."""
+    not_yet = (ds.c.status == Status.ERROR.value, ds.c.data_removed_at.is_(None))
+    return _update_output(connection, dataset_id, lot, *not_yet, data_removed_at=now, updated_at=now)

@@ -1,0 +1,108 @@
+"""The lot-job registry (SPEC §4): which jobs take part in lot coordination (``lot_jobs``), their
+one output, lot mapping and hold flag, and their inputs (``lot_job_inputs``)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
+
+from lotline.store.dialect import upsert_insert
+from lotline.store.schema import jobs, lot_job_inputs, lot_jobs, namespaces
+
+_LOT_JOB = select(lot_jobs).where(lot_jobs.c.job_id == bindparam("b_job"))
+
+
+def lot_job(connection: Connection, job_id: uuid.UUID) -> Row[Any] | None:
+    """The job's coordination record (``lot_jobs`` row), or None if it takes no part in coordination."""
+    return connection.execute(_LOT_JOB, {"b_job": job_id}).first()
+
+
+_JOB_FOR_CLAIMS = (
+    select(
+        jobs.c.id,
+        jobs.c.current_version_id,
+        lot_jobs.c.job_id.label("coordinated"),
+        lot_jobs.c.held,
+        lot_jobs.c.updated_at,
+        lot_jobs.c.output_dataset_id,
+        lot_jobs.c.lot_mapping,
+    )
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .outerjoin(lot_jobs, lot_jobs.c.job_id == jobs.c.id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.name == bindparam("b_job"))
+)
+
+
+def job_for_claims(connection: Connection, namespace: str, job: str) -> Any:
+    """A job by name with its coordination record (``coordinated`` is None if it has none) and its
+    current version: what a worker needs per claim, in one read. ``updated_at`` is the record's
+    stamp: it changes whenever the record does."""
+    return connection.execute(_JOB_FOR_CLAIMS, {"b_namespace": namespace, "b_job": job}).first()
+
+
+_PRODUCER = select(lot_jobs.c.job_id).where(lot_jobs.c.output_dataset_id == bindparam("b_dataset"))
+
+
+def producer_of(connection: Connection, dataset_id: uuid.UUID) -> uuid.UUID | None:
+    return connection.execute(_PRODUCER, {"b_dataset": dataset_id}).scalar()
+
+
+_JOB_INPUTS = (
+    select(lot_job_inputs.c.dataset_id)
+    .where(lot_job_inputs.c.job_id == bindparam("b_job"))
+    .order_by(lot_job_inputs.c.dataset_id)
+)
+
+
+def job_inputs(connection: Connection, job_id: uuid.UUID) -> list[uuid.UUID]:
+    """Input datasets of a job, by id: the order in which their rows are locked."""
+    return list(connection.execute(_JOB_INPUTS, {"b_job": job_id}).scalars())
+
+
+def upsert_lot_job(
+    connection: Connection,
+    job_id: uuid.UUID,
+    output_dataset_id: uuid.UUID,
+    inputs: Sequence[uuid.UUID],
+    lot_mapping: str | None,
+    now: datetime,
+) -> None:
+    """Register (or re-register) a job's output, inputs and lot mapping; keeps its hold flag.
+    Built per call: registering is rare."""
+    changes = {"output_dataset_id": output_dataset_id, "lot_mapping": lot_mapping, "updated_at": now}
+    statement = upsert_insert(connection, lot_jobs).values(
+        job_id=job_id, created_at=now, held=False, **changes
+    )
+    connection.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=changes))
+    connection.execute(delete(lot_job_inputs).where(lot_job_inputs.c.job_id == job_id))
+    if inputs:
+        connection.execute(insert(lot_job_inputs), [{"job_id": job_id, "dataset_id": d} for d in inputs])
+
+
+_SET_HELD = (
+    update(lot_jobs)
+    .where(lot_jobs.c.job_id == bindparam("b_job"), lot_jobs.c.held == bindparam("b_was_held"))
+    .values(held=bindparam("b_held"), updated_at=bindparam("b_now"))
+)
+
+
+def set_job_held(connection: Connection, job_id: uuid.UUID, held: bool, now: datetime) -> bool:
+    """Hold or release a whole job; False if it already was in that state."""
+    params = {"b_job": job_id, "b_was_held": not held, "b_held": held, "b_now": now}
+    return connection.execute(_SET_HELD, params).rowcount == 1
+
+
+_JOB_LABEL = (
+    select(namespaces.c.name.label("namespace"), jobs.c.name)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(jobs.c.id == bindparam("b_job"))
+)
+
+
+def job_label(connection: Connection, job_id: uuid.UUID) -> str:
+    row = connection.execute(_JOB_LABEL, {"b_job": job_id}).one()
+    return f"{row.namespace}:{row.name}"

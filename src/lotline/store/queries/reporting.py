@@ -1,0 +1,96 @@
+"""Reading the data-status table for reports: filtered pages with names, counts per status, one
+(job, lot)'s row for its arc state. Nothing here locks or writes."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, Row, bindparam, func, select
+
+from lotline.domain.coordination import Role, Status
+from lotline.store.schema import data_status, datasets, jobs, namespaces
+
+ds = data_status
+
+
+@dataclass(frozen=True)
+class StatusFilter:
+    """Which data-status rows a status view shows; ``None`` / empty means "any"."""
+
+    namespace_id: uuid.UUID | None = None
+    job_id: uuid.UUID | None = None
+    dataset_id: uuid.UUID | None = None
+    role: Role | None = None
+    statuses: tuple[Status, ...] = ()
+    lot_from: str | None = None
+    lot_to: str | None = None
+
+
+def _filtered(query: Any, where: StatusFilter) -> Any:
+    if where.namespace_id is not None:
+        query = query.where(datasets.c.namespace_id == where.namespace_id)
+    if where.job_id is not None:
+        query = query.where(ds.c.job_id == where.job_id)
+    if where.dataset_id is not None:
+        query = query.where(ds.c.dataset_id == where.dataset_id)
+    if where.role is not None:
+        query = query.where(ds.c.role == where.role.value)
+    if where.statuses:
+        query = query.where(ds.c.status.in_([s.value for s in where.statuses]))
+    if where.lot_from is not None:
+        query = query.where(ds.c.lot >= where.lot_from)
+    if where.lot_to is not None:
+        query = query.where(ds.c.lot <= where.lot_to)
+    return query
+
+
+_WITH_NAMES = (
+    select(
+        ds, namespaces.c.name.label("namespace"), datasets.c.name.label("dataset"), jobs.c.name.label("job")
+    )
+    .join(datasets, datasets.c.id == ds.c.dataset_id)
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .join(jobs, jobs.c.id == ds.c.job_id)
+)
+
+
+def status_rows(
+    connection: Connection, where: StatusFilter, limit: int | None = None, offset: int = 0
+) -> list[Any]:
+    """Rows of the data-status table with dataset and job names, ordered by dataset, lot, job."""
+    ordered = _filtered(_WITH_NAMES, where).order_by(datasets.c.name, ds.c.lot, jobs.c.name, ds.c.role)
+    return list(connection.execute(ordered.limit(limit).offset(offset)).all())
+
+
+_COUNT = select(func.count()).select_from(ds.join(datasets, datasets.c.id == ds.c.dataset_id))
+
+
+def count_status_rows(connection: Connection, where: StatusFilter) -> int:
+    count: int = connection.execute(_filtered(_COUNT, where)).scalar_one()
+    return count
+
+
+_OUTPUT_COUNTS = (
+    select(ds.c.status, func.count())
+    .where(ds.c.job_id == bindparam("b_job"), ds.c.role == Role.OUTPUT.value)
+    .group_by(ds.c.status)
+)
+
+
+def output_counts(connection: Connection, job_id: uuid.UUID) -> dict[str, int]:
+    """How many of the job's output lots are in each status."""
+    return {status: count for status, count in connection.execute(_OUTPUT_COUNTS, {"b_job": job_id}).all()}
+
+
+_LOT_ROW = select(ds).where(
+    ds.c.dataset_id == bindparam("b_dataset"),
+    ds.c.lot == bindparam("b_lot"),
+    ds.c.job_id == bindparam("b_job"),
+)
+
+
+def lot_row(connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID) -> Row[Any] | None:
+    """The job's row for (dataset, lot): its OUTPUT row when ``dataset_id`` is its output."""
+    return connection.execute(_LOT_ROW, {"b_dataset": dataset_id, "b_lot": lot, "b_job": job_id}).first()
