@@ -8,10 +8,11 @@ import multiprocessing
 import threading
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lotline.domain.clock import ManualClock
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.openlineage import run_uuid
 from lotline.domain.runs import RunState
@@ -178,25 +179,25 @@ def test_a_projector_standing_aside_still_projects_once_its_limit_has_passed(lin
     """A server that stays busy does not stop projection for ever: on the projector's own clock
     (injected here, advanced by the test), it stands aside until ``max_defer_seconds`` passed."""
     lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
-    now = [1000.0]
+    clock = ManualClock()
     projector = BackgroundProjector(
         lineage.store,
         lineage.projection,
         0.05,
         server_busy=lambda: True,
         max_defer_seconds=60.0,
-        clock=lambda: now[0],
+        clock=clock,
     )
     projector.start()
     try:
         projector.wake()
         time.sleep(0.5)  # many looks at the busy server (every 0.05 s), none long enough
         assert lineage.projection.status().pending == 3  # standing aside: 59 s of its clock left
-        now[0] += 59.0
+        clock.advance(timedelta(seconds=59))
         projector.wake()
         time.sleep(0.3)
         assert lineage.projection.status().pending == 3
-        now[0] += 1.0  # the limit has passed
+        clock.advance(timedelta(seconds=1))  # the limit has passed
         assert _pending_after(lineage, 30) == 0
     finally:
         projector.stop()

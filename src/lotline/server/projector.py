@@ -24,10 +24,10 @@ import logging
 import multiprocessing
 import os
 import threading
-import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.server.load import LOAD_SAMPLE_SECONDS, ServerLoad
 from lotline.services.projection import ProjectionService
 from lotline.store.engine import Store
@@ -66,14 +66,15 @@ class BackgroundProjector:
         stopping: threading.Event | None = None,
         server_busy: Callable[[], bool] | None = None,
         max_defer_seconds: float = MAX_DEFER_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        """``clock``: seconds, for how long it has stood aside (a test passes one it advances)."""
+        """``clock``: how long it has stood aside is measured on its ``monotonic`` (a test passes a
+        ``ManualClock`` it advances)."""
         self._store = store
         self._server_busy = server_busy or (lambda: False)
         self._max_defer_seconds = max_defer_seconds
-        self._clock = clock
-        self._last_drain = clock()
+        self._clock = clock.monotonic
+        self._last_drain = self._clock()
         self._projection = projection
         self._poll_seconds = poll_seconds
         self._wake = wake or threading.Event()
