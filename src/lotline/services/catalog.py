@@ -19,6 +19,7 @@ from lotline.domain.model import (
     JobVersion,
     Namespace,
     Page,
+    RunIoRole,
     Source,
 )
 from lotline.domain.names import validate_name
@@ -29,7 +30,6 @@ from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, graph, jobs, runs
 from lotline.store.queries import tags as tag_rows
-from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
 DATASET_TYPES = ("DB_TABLE", "STREAM")
@@ -153,7 +153,7 @@ class CatalogService:
             if fields is not None:
                 datasets.replace_fields(connection, dataset_id, fields)
             if run is not None:
-                record_run_io(connection, run, run_outputs, [(dataset_id, run.lot)], now)
+                record_run_io(connection, run, RunIoRole.OUTPUT, [(dataset_id, run.lot)], now)
             self._tag(connection, dataset_id, f"{namespace}:{name}", tags, field_tags, now)
             found = datasets.get_dataset(connection, namespace, name)
         assert found is not None
@@ -258,8 +258,11 @@ class CatalogService:
                 declared = [d for d, _ in input_ids], [d for d, _ in output_ids]
                 check_unchanged_after_end(connection, run, version, *declared)
             elif run is not None:
-                record_run_io(connection, run, run_inputs, _default_lot(input_ids, inputs, run.lot), now)
-                record_run_io(connection, run, run_outputs, _default_lot(output_ids, outputs, run.lot), now)
+                for role, ids, refs in (
+                    (RunIoRole.INPUT, input_ids, inputs),
+                    (RunIoRole.OUTPUT, output_ids, outputs),
+                ):
+                    record_run_io(connection, run, role, _default_lot(ids, refs, run.lot), now)
                 runs.set_job_version(connection, run.id, version, now)
             found = jobs.get_job(connection, namespace, name)
         assert found is not None
@@ -299,7 +302,7 @@ class CatalogService:
                     )
                     datasets.replace_fields(connection, dataset_id, read.fields)
                 dataset_ids.append(dataset_id)
-            record_run_io(connection, run, run_inputs, [(d, "") for d in dataset_ids], now)
+            record_run_io(connection, run, RunIoRole.INPUT, [(d, "") for d in dataset_ids], now)
             if run.job_version_id is not None:
                 jobs.add_reads(connection, run.job_version_id, dataset_ids, run.id, now)
 

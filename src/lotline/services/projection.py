@@ -29,7 +29,7 @@ from sqlalchemy import Connection, Row
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 
 from lotline.domain.errors import Conflict, LotlineError
-from lotline.domain.model import DatasetRef, FieldSpec, JsonObject
+from lotline.domain.model import DatasetRef, FieldSpec, JsonObject, RunIoRole
 from lotline.domain.openlineage import (
     ACTIONS,
     TERMINAL_EVENTS,
@@ -46,7 +46,6 @@ from lotline.domain.versions import job_version_id
 from lotline.services.recording import apply_transition, create_run, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, events, jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -470,8 +469,8 @@ def _run_event(
     if state.is_terminal:
         return  # a late event never reopens a finished run
     if not created:
-        record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
-        record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
+        record_run_io(connection, run, RunIoRole.INPUT, [(d, run.lot) for d in inputs], now)
+        record_run_io(connection, run, RunIoRole.OUTPUT, [(d, run.lot) for d in outputs], now)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Table
+from sqlalchemy import Connection, Row
 
 from lotline.domain.errors import Conflict, NotFound
-from lotline.domain.model import JsonObject
+from lotline.domain.model import JsonObject, RunIoRole
 from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import (
     VersionState,
@@ -23,8 +23,7 @@ from lotline.domain.versions import (
     output_version_id,
     output_version_state,
 )
-from lotline.store.queries import datasets, jobs, runs, versions
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries import datasets, runs, versions
 from lotline.store.types import utcnow
 
 
@@ -125,8 +124,8 @@ def create_run(
         now=now,
         transitions=transitions,
     )
-    runs.add_io(connection, run_inputs, run_id, inputs, now)
-    runs.add_io(connection, run_outputs, run_id, outputs, now)
+    runs.add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
+    runs.add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
     if started_at is not None:
         _started(connection, run_id, job_version_id, lot, now)
     return row
@@ -143,11 +142,11 @@ def _started(
 def record_run_io(
     connection: Connection,
     run: Row[Any],
-    table: Table,
+    role: RunIoRole,
     entries: Sequence[tuple[uuid.UUID, str]],
     now: datetime,
 ) -> None:
-    """Declare inputs (``run_inputs``) or outputs (``run_outputs``) of a run that has not ended."""
+    """Declare inputs or outputs of a run that has not ended."""
     state = RunState(run.state)
     if state.is_terminal:
         raise Conflict(
@@ -156,8 +155,8 @@ def record_run_io(
         )
     if not entries:
         return  # nothing new to declare or pin
-    runs.add_io(connection, table, run.id, entries, now)
-    if table is run_inputs and state is RunState.RUNNING:
+    runs.add_io(connection, role, run.id, entries, now)
+    if role is RunIoRole.INPUT and state is RunState.RUNNING:
         pin_inputs(connection, run.id, now)
 
 
@@ -192,8 +191,7 @@ def declare_job_io(
     differ from its own lot (twelve PT5M lots making one PT1H lot) must not also read the PT1H lot.
     """
     for dataset_id, role in runs.undeclared_version_io(connection, run_id, job_version_id):
-        table = run_inputs if role == jobs.INPUT else run_outputs
-        runs.add_io(connection, table, run_id, [(dataset_id, lot)], now)
+        runs.add_io(connection, role, run_id, [(dataset_id, lot)], now)
 
 
 def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
@@ -205,7 +203,7 @@ def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None
     for io in runs.pin_inputs_to_current(connection, run_id):
         version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
-            runs.pin_io(connection, run_inputs, io.id, version_id)
+            runs.pin_io(connection, RunIoRole.INPUT, io.id, version_id)
 
 
 def _create_input_version(
@@ -240,7 +238,7 @@ def _create_input_version(
 def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, now: datetime) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
-    for io in runs.unversioned_io(connection, run_outputs, run_id):
+    for io in runs.unversioned_io(connection, RunIoRole.OUTPUT, run_id):
         # The number takes the dataset row's lock, which every writer of the dataset queues for until
         # this transaction commits: take it as late as possible. Superseding needs it (it serializes
         # two runs making the same lot current).
@@ -261,4 +259,4 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             facets=facets,
             now=now,
         )
-        runs.pin_io(connection, run_outputs, io.id, version_id)
+        runs.pin_io(connection, RunIoRole.OUTPUT, io.id, version_id)

@@ -9,13 +9,12 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
-from lotline.domain.model import DatasetRef, JsonObject, Page, Run
+from lotline.domain.model import DatasetRef, JsonObject, Page, Run, RunIoRole
 from lotline.domain.runs import RunAction, RunState
 from lotline.services import _common
 from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
 
@@ -88,7 +87,9 @@ class RunService:
             row = runs.lock_run(connection, run_id)
             if row is None:
                 raise NotFound("Run", str(run_id))
-            record_run_io(connection, row, run_outputs if outputs else run_inputs, entries, utcnow())
+            record_run_io(
+                connection, row, RunIoRole.OUTPUT if outputs else RunIoRole.INPUT, entries, utcnow()
+            )
             return self._load(connection, run_id)
 
     def link_parent(self, run_id: uuid.UUID, parent_run_id: uuid.UUID) -> Run:

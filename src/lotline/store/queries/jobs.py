@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, func, literal, or_, select, union_all, update
 
-from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page
+from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
 from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
 from lotline.store.schema import (
     datasets,
@@ -23,8 +23,8 @@ from lotline.store.schema import (
 )
 from lotline.store.types import json_or_empty
 
-INPUT = "INPUT"
-OUTPUT = "OUTPUT"
+INPUT = RunIoRole.INPUT.value
+OUTPUT = RunIoRole.OUTPUT.value
 #: The role, in the lineage graph's edges, of a dataset read without being declared.
 READ = "READ"
 

@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
-    Table,
     bindparam,
     exists,
     func,
@@ -22,7 +21,7 @@ from sqlalchemy import (
     update,
 )
 
-from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
+from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
@@ -38,6 +37,9 @@ from lotline.store.schema import (
     runs,
 )
 from lotline.store.types import json_or_empty
+
+#: The only place that knows which table holds which side of a run.
+_IO_TABLES = {RunIoRole.INPUT: run_inputs, RunIoRole.OUTPUT: run_outputs}
 
 _INSERT_RUN = insert(runs).returning(runs)
 
@@ -192,7 +194,7 @@ def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
 
 def add_io(
     connection: Connection,
-    table: Table,
+    role: RunIoRole,
     run_id: uuid.UUID,
     entries: Sequence[tuple[uuid.UUID, str]],
     now: datetime,
@@ -200,7 +202,7 @@ def add_io(
     """Declare (dataset id, lot) pairs as inputs or outputs of a run; repeats are ignored."""
     insert_ignoring_conflicts(
         connection,
-        table,
+        _IO_TABLES[role],
         [{"run_id": run_id, "dataset_id": d, "lot": lot, "recorded_at": now} for d, lot in entries],
         ["run_id", "dataset_id", "lot"],
     )
@@ -208,42 +210,44 @@ def add_io(
 
 def undeclared_version_io(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None
-) -> list[tuple[uuid.UUID, str]]:
+) -> list[tuple[uuid.UUID, RunIoRole]]:
     """(dataset id, role) of the job version's inputs/outputs that the run has not declared at any lot."""
     if job_version_id is None:
         return []
     rows = connection.execute(_UNDECLARED, {"b_run": run_id, "b_version": job_version_id}).all()
-    return [(r.dataset_id, r.role) for r in rows]
+    return [(dataset_id, RunIoRole(role)) for dataset_id, role in rows]
 
 
-_UNVERSIONED = {
-    table.name: select(table.c.id, table.c.dataset_id, table.c.lot)
-    .where(table.c.run_id == bindparam("p_run_id"), table.c.dataset_version_id.is_(None))
+_UNVERSIONED_IO = {
+    role: select(table.c.id, table.c.dataset_id, table.c.lot)
+    .where(table.c.run_id == bindparam("b_run_id"), table.c.dataset_version_id.is_(None))
     .order_by(table.c.dataset_id, table.c.lot)
-    for table in (run_inputs, run_outputs)
+    for role, table in _IO_TABLES.items()
 }
-_PIN = {
-    table.name: update(table).where(table.c.id == bindparam("p_id")) for table in (run_inputs, run_outputs)
-}
+_PIN_IO = {role: update(table).where(table.c.id == bindparam("b_id")) for role, table in _IO_TABLES.items()}
 
 
-def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
+def unversioned_io(
+    connection: Connection, role: RunIoRole, run_id: uuid.UUID
+) -> Sequence[Row[Any, Any, Any]]:
     """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return connection.execute(_UNVERSIONED[table.name], {"p_run_id": run_id}).all()
+    return connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id}).all()
 
 
-def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
-    connection.execute(_PIN[table.name], {"p_id": io_id, "dataset_version_id": version_id})
+def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
+    connection.execute(_PIN_IO[role], {"b_id": io_id, "dataset_version_id": version_id})
 
 
 def _undeclared() -> Any:
     io = job_version_io
     declared = [
         exists().where(
-            io.c.role == role, table.c.run_id == bindparam("b_run"), table.c.dataset_id == io.c.dataset_id
+            io.c.role == role.value,
+            table.c.run_id == bindparam("b_run"),
+            table.c.dataset_id == io.c.dataset_id,
         )
-        for role, table in (("INPUT", run_inputs), ("OUTPUT", run_outputs))
+        for role, table in _IO_TABLES.items()
     ]
     return (
         select(io.c.dataset_id, io.c.role)
@@ -288,8 +292,9 @@ def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[Any
 
 
 def _io_of(
-    connection: Connection, table: Table, run_ids: Sequence[uuid.UUID]
+    connection: Connection, role: RunIoRole, run_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, list[RunIO]]:
+    table = _IO_TABLES[role]
     rows = connection.execute(
         select(
             table.c.run_id,
@@ -323,8 +328,8 @@ def _run_query() -> Any:
 
 def _load(connection: Connection, rows: Sequence[Row[Any]]) -> list[Run]:
     ids = [r.id for r in rows]
-    inputs = _io_of(connection, run_inputs, ids)
-    outputs = _io_of(connection, run_outputs, ids)
+    inputs = _io_of(connection, RunIoRole.INPUT, ids)
+    outputs = _io_of(connection, RunIoRole.OUTPUT, ids)
     transitions: dict[uuid.UUID, list[RunTransition]] = {}
     for t in connection.execute(
         select(run_transitions).where(run_transitions.c.run_id.in_(ids)).order_by(run_transitions.c.id)
