@@ -23,12 +23,11 @@ from lotline.domain.model import (
     Source,
 )
 from lotline.domain.names import validate_name
-from lotline.domain.runs import RunState
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, graph, jobs, runs
+from lotline.store.queries import catalog, datasets, jobs, runs
 from lotline.store.queries import tags as tag_rows
 from lotline.store.types import utcnow
 
@@ -134,9 +133,7 @@ class CatalogService:
                 source_id = catalog.source_id(connection, source)
                 if source_id is None:
                     raise NotFound("Source", source)
-            run = runs.lock_run(connection, run_id) if run_id is not None else None
-            if run_id is not None and run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id) if run_id is not None else None
             now = utcnow()
             dataset_id = datasets.upsert_dataset(
                 connection,
@@ -228,9 +225,7 @@ class CatalogService:
             namespace_id = _common.require_namespace(connection, namespace)
             input_ids = _common.require_datasets(connection, inputs)
             output_ids = _common.require_datasets(connection, outputs)
-            run = runs.lock_run(connection, run_id) if run_id is not None else None
-            if run_id is not None and run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id) if run_id is not None else None
             now = utcnow()
             job_id = jobs.upsert_job(
                 connection, namespace_id, name, type_=type, description=description, now=now
@@ -253,7 +248,7 @@ class CatalogService:
                 outputs=[d for d, _ in output_ids],
                 now=now,
             )
-            if run is not None and RunState(run.state).is_terminal:
+            if run is not None and run.state.is_terminal:
                 # A repeat of what the run already had changes nothing (Marquez answers it 200).
                 declared = [d for d, _ in input_ids], [d for d, _ in output_ids]
                 check_unchanged_after_end(connection, run, version, *declared)
@@ -279,9 +274,7 @@ class CatalogService:
             validate_name("Namespace", read.dataset.namespace)
             validate_name("Dataset", read.dataset.name)
         with self._store.write() as connection:
-            run = runs.lock_run(connection, run_id)
-            if run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id)
             now = utcnow()
             dataset_ids = []
             for read in reads:
@@ -312,10 +305,9 @@ class CatalogService:
         with self._store.write() as connection:
             _common.require_namespace(connection, namespace)
             found = jobs.get_job(connection, namespace, validate_name("Job", name))
-            job_id = graph.job_id(connection, namespace, name)
-            if found is None or job_id is None:
+            if found is None:
                 raise NotFound("Job", f"{namespace}:{name}")
-            jobs.hide_job(connection, job_id, utcnow())
+            jobs.hide_job(connection, _common.require_live_job(connection, namespace, name), utcnow())
         return found
 
     def get_job(self, namespace: str, name: str) -> Job:
@@ -337,10 +329,8 @@ class CatalogService:
     ) -> Page[JobVersion]:
         _common.check_page(limit, offset)
         with self._store.read() as connection:
-            row = jobs.job_row(connection, namespace, name)
-            if row is None:
-                raise NotFound("Job", f"{namespace}:{name}")
-            return jobs.list_job_versions(connection, row.id, namespace, name, limit, offset)
+            job_id = _common.require_job(connection, namespace, name).id
+            return jobs.list_job_versions(connection, job_id, namespace, name, limit, offset)
 
     def get_job_version(self, namespace: str, name: str, version_id: uuid.UUID) -> JobVersion:
         with self._store.read() as connection:

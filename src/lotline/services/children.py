@@ -66,7 +66,7 @@ class ChildWork:
         """A RUNNING child run of the claim's run for one part, reading what the lot's run reads."""
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
-            if parent is None or RunState(parent.state) is not RunState.RUNNING:
+            if parent is None or parent.state is not RunState.RUNNING:
                 raise _lost(claim, part)
             now = utcnow()
             child_id = uuid.uuid4()
@@ -104,7 +104,7 @@ class ChildWork:
             raise InvalidInput("a child's manifest names its part.")
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
-            if error is None and (parent is None or RunState(parent.state) is not RunState.RUNNING):
+            if error is None and (parent is None or parent.state is not RunState.RUNNING):
                 error = _lost(claim, manifest.part).message
             success = error is None
             now = utcnow()

@@ -603,7 +603,7 @@ def _lot_status(r: Row[Any]) -> LotStatus:
     )
 
 
-def _registered(connection: Connection, namespace: str, job: str) -> tuple[Row[Any], Registration]:
+def _registered(connection: Connection, namespace: str, job: str) -> tuple[jobs.StoredJob, Registration]:
     job_row = jobs.job_row(connection, namespace, validate_name("Job", job))
     if job_row is None:
         raise NotFound("Job", f"{namespace}:{job}")

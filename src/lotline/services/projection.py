@@ -23,9 +23,8 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, StatementError
 
 from lotline.domain.errors import Conflict, LotlineError
@@ -46,6 +45,7 @@ from lotline.domain.versions import job_version_id
 from lotline.services.recording import apply_transition, create_run, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, events, jobs, runs
+from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -352,7 +352,7 @@ class _Group:
             description=job.description,
             now=self.now,
         )
-        facets = jobs.merge_job_facets(self.connection, row, job.facets) if job.facets else row.facets or {}
+        facets = jobs.merge_job_facets(self.connection, row, job.facets) if job.facets else row.facets
         description = job.description if job.description is not None else known.description if known else None
         known = self.jobs[key] = _JobState(row.id, facets, row.current_version_id, job.type, description)
         return known
@@ -465,7 +465,7 @@ def _run_event(
         runs.merge_run_facets(connection, run, event.run_facets, now)
     if event.parent is not None:
         _link_parent(group, run.id, job.id, event)
-    state = RunState(run.state)
+    state = run.state
     if state.is_terminal:
         return  # a late event never reopens a finished run
     if not created:
@@ -477,7 +477,7 @@ def _run_event(
         version = group.set_job_version(job, event.job, all_inputs, all_outputs)
         new_version = version if version != run.job_version_id else None
     # The locked row, as long as it says what the run's state is.
-    fresh: Row[Any] | None = run
+    fresh: StoredRun | None = run
     for action in actions:
         if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
             state = apply_transition(
@@ -490,7 +490,7 @@ def _run_event(
         _stream_version(group, event.job, job, run)
 
 
-def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: Row[Any]) -> None:
+def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: StoredRun) -> None:
     """A streaming job's run may never end: its job version (and so the graph's edges) follows
     what the run has reported so far while it runs, as Marquez does. A repeat adds no version (the
     id is derived from the content); a new input or output does. Dataset versions still wait for

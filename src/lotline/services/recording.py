@@ -9,11 +9,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection
 
-from lotline.domain.errors import Conflict, NotFound
+from lotline.domain.errors import Conflict
 from lotline.domain.model import JsonObject, RunIoRole
 from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import (
@@ -23,7 +22,9 @@ from lotline.domain.versions import (
     output_version_id,
     output_version_state,
 )
+from lotline.services import _common
 from lotline.store.queries import datasets, runs, versions
+from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
 
@@ -33,7 +34,7 @@ def apply_transition(
     action: RunAction,
     at: datetime | None = None,
     *,
-    locked: Row[Any] | None = None,
+    locked: StoredRun | None = None,
     job_version_id: uuid.UUID | None = None,
     refuse_earlier: bool = False,
 ) -> RunState:
@@ -53,10 +54,8 @@ def apply_transition(
     reopened for it).
     """
     now = utcnow()
-    row = locked if locked is not None else runs.lock_run(connection, run_id)
-    if row is None:
-        raise NotFound("Run", str(run_id))
-    plan = plan_transition(RunState(row.state), action)
+    row = locked if locked is not None else _common.require_run(connection, run_id)
+    plan = plan_transition(row.state, action)
     if plan.changes:
         at = at or now
         if row.started_at is not None and plan.target is not RunState.RUNNING and at < row.started_at:
@@ -95,9 +94,9 @@ def create_run(
     nominal_start_time: datetime | None = None,
     nominal_end_time: datetime | None = None,
     facets: JsonObject | None = None,
-) -> Row[Any]:
+) -> StoredRun:
     """Create a run with the inputs and outputs it declares, started at ``started_at`` if given;
-    its row as inserted.
+    as inserted.
 
     A run that starts at once (a lot claim's, an OpenLineage START of an unknown run) has its NEW
     and START transitions recorded together, then what START implies (``apply_transition``'s rules:
@@ -141,13 +140,13 @@ def _started(
 
 def record_run_io(
     connection: Connection,
-    run: Row[Any],
+    run: StoredRun,
     role: RunIoRole,
     entries: Sequence[tuple[uuid.UUID, str]],
     now: datetime,
 ) -> None:
     """Declare inputs or outputs of a run that has not ended."""
-    state = RunState(run.state)
+    state = run.state
     if state.is_terminal:
         raise Conflict(
             f"Run {run.id} is {state.value}: its inputs and outputs must be reported before it ends.",
@@ -162,7 +161,7 @@ def record_run_io(
 
 def check_unchanged_after_end(
     connection: Connection,
-    run: Row[Any],
+    run: StoredRun,
     job_version_id: uuid.UUID,
     inputs: Sequence[uuid.UUID],
     outputs: Sequence[uuid.UUID],
@@ -174,7 +173,7 @@ def check_unchanged_after_end(
     read, written = runs.run_io_dataset_ids(connection, run.id)
     if run.job_version_id == job_version_id and set(inputs) <= set(read) and set(outputs) <= set(written):
         return
-    state = RunState(run.state)
+    state = run.state
     raise Conflict(
         f"Run {run.id} is {state.value}: its inputs, outputs and job version must be reported before "
         "it ends; this declaration changes them.",

@@ -64,9 +64,7 @@ class TagService:
         validate_name("Tag", tag)
         with self._store.write() as connection:
             _common.require_namespace(connection, namespace)
-            job_id = graph.job_id(connection, namespace, validate_name("Job", job))
-            if job_id is None:
-                raise NotFound("Job", f"{namespace}:{job}")
+            job_id = _common.require_live_job(connection, namespace, validate_name("Job", job))
             if remove:
                 tags.untag_job(connection, job_id, _existing_tag(connection, tag))
                 return

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, literal, or_, select, union_all, update
+from sqlalchemy import Connection, Row, Select, bindparam, func, literal, or_, select, union_all, update
 
 from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
 from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
@@ -29,6 +30,15 @@ OUTPUT = RunIoRole.OUTPUT.value
 READ = "READ"
 
 
+@dataclass(frozen=True, slots=True)
+class StoredJob:
+    """What writers need of a job's row (deleted or not): its id, current version and facets."""
+
+    id: uuid.UUID
+    current_version_id: uuid.UUID | None
+    facets: JsonObject
+
+
 def upsert_job(
     connection: Connection,
     namespace_id: uuid.UUID,
@@ -37,11 +47,10 @@ def upsert_job(
     type_: str,
     description: str | None,
     now: datetime,
-) -> Row[Any]:
-    """Create the job or update its type and description, in one statement; the row's ``id``,
-    ``facets`` and ``current_version_id`` as they are now."""
+) -> StoredJob:
+    """Create the job or update its type and description, in one statement; the job as it is now."""
     changes = ["type", "updated_at"] + (["description"] if description is not None else [])
-    return upsert_returning(
+    row = upsert_returning(
         connection,
         jobs,
         {
@@ -55,10 +64,11 @@ def upsert_job(
         },
         ["namespace_id", "name"],
         changes,
-        ["id", "facets", "current_version_id"],
+        ["id", "current_version_id", "facets"],
         # Writing a deleted job brings it back, as in Marquez.
         constants={"deleted_at": None},
     )
+    return StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
 
 
 def ensure_job(
@@ -86,10 +96,10 @@ def ensure_job(
     return found
 
 
-def merge_job_facets(connection: Connection, job: Row[Any], facets: JsonObject) -> JsonObject:
+def merge_job_facets(connection: Connection, job: StoredJob, facets: JsonObject) -> JsonObject:
     """Later facets of one name replace earlier ones; writes only when that changes anything.
-    ``job`` is a row with the job's ``id`` and stored ``facets``; returns the merged facets."""
-    stored = json_or_empty(job.facets)
+    Returns the merged facets."""
+    stored = job.facets
     merged = {**stored, **facets}
     if merged != stored:
         connection.execute(update(jobs).where(jobs.c.id == job.id).values(facets=merged))
@@ -124,12 +134,23 @@ def set_current_version(
     connection.execute(update(jobs).where(jobs.c.id == job_id).values(current_version_id=version_id))
 
 
-def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | None:
-    return connection.execute(
-        select(jobs, namespaces.c.name.label("namespace"))
-        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(namespaces.c.name == namespace, jobs.c.name == name)
-    ).first()
+_STORED_JOB = (
+    select(jobs.c.id, jobs.c.current_version_id, jobs.c.facets)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.name == bindparam("b_name"))
+)
+
+
+def job_row(connection: Connection, namespace: str, name: str) -> StoredJob | None:
+    """The job, deleted or not (a deleted job's runs are still recorded and read)."""
+    row = connection.execute(_STORED_JOB, {"b_namespace": namespace, "b_name": name}).first()
+    return None if row is None else StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
+
+
+def _job_query() -> Select[Any]:
+    return select(jobs, namespaces.c.name.label("namespace")).join(
+        namespaces, namespaces.c.id == jobs.c.namespace_id
+    )
 
 
 _Refs = tuple[tuple[DatasetRef, ...], tuple[DatasetRef, ...], tuple[DatasetRef, ...]]
@@ -260,16 +281,14 @@ def _jobs(connection: Connection, rows: Sequence[Row[Any]]) -> list[Job]:
 
 def get_job(connection: Connection, namespace: str, name: str) -> Job | None:
     """The job, unless it is deleted."""
-    row = job_row(connection, namespace, name)
-    return _jobs(connection, [row])[0] if row is not None and row.deleted_at is None else None
+    row = connection.execute(
+        _job_query().where(namespaces.c.name == namespace, jobs.c.name == name, jobs.c.deleted_at.is_(None))
+    ).first()
+    return _jobs(connection, [row])[0] if row is not None else None
 
 
 def list_jobs(connection: Connection, namespace: str | None, limit: int, offset: int) -> Page[Job]:
-    query = (
-        select(jobs, namespaces.c.name.label("namespace"))
-        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(jobs.c.deleted_at.is_(None))
-    )
+    query = _job_query().where(jobs.c.deleted_at.is_(None))
     count = (
         select(func.count())
         .select_from(jobs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,7 @@ from sqlalchemy import (
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
     dataset_versions,
     datasets,
@@ -41,7 +42,61 @@ from lotline.store.types import json_or_empty
 #: The only place that knows which table holds which side of a run.
 _IO_TABLES = {RunIoRole.INPUT: run_inputs, RunIoRole.OUTPUT: run_outputs}
 
-_INSERT_RUN = insert(runs).returning(runs)
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """What the recording rules need of a run's row (SPEC §2, §3), as read or inserted."""
+
+    id: uuid.UUID
+    job_id: uuid.UUID
+    job_version_id: uuid.UUID | None
+    lot: str
+    state: RunState
+    started_at: datetime | None
+    nominal_start_time: datetime | None
+    nominal_end_time: datetime | None
+    facets: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class UnpinnedIo:
+    """A declared input or output of a run not yet tied to a dataset version."""
+
+    id: int
+    dataset_id: uuid.UUID
+    lot: str
+
+
+#: The columns of a ``StoredRun``, in its order.
+_STORED_RUN = (
+    runs.c.id,
+    runs.c.job_id,
+    runs.c.job_version_id,
+    runs.c.lot,
+    runs.c.state,
+    runs.c.started_at,
+    runs.c.nominal_start_time,
+    runs.c.nominal_end_time,
+    runs.c.facets,
+)
+
+
+def _stored_run(row: Sequence[Any]) -> StoredRun:
+    run_id, job_id, version_id, lot, state, started_at, nominal_start, nominal_end, facets = row
+    return StoredRun(
+        run_id,
+        job_id,
+        version_id,
+        lot,
+        RunState(state),
+        started_at,
+        nominal_start,
+        nominal_end,
+        json_or_empty(facets),
+    )
+
+
+_INSERT_RUN = insert(runs).returning(*_STORED_RUN)
 
 
 def insert_run(
@@ -58,9 +113,9 @@ def insert_run(
     facets: JsonObject,
     now: datetime,
     transitions: Sequence[tuple[RunState, datetime]] = (),
-) -> Row[Any]:
+) -> StoredRun:
     """The new run with its transitions (default: NEW, now), in the last one's state and started at
-    the RUNNING one's time if there is one; its row as inserted. Two statements whatever the number
+    the RUNNING one's time if there is one; as inserted. Two statements whatever the number
     of transitions."""
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
@@ -90,26 +145,34 @@ def insert_run(
             for s, at in transitions
         ],
     )
-    return row
+    return _stored_run(row)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
     return connection.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
 
 
-# The statements run for every event and transition are built once (bind parameters named
-# ``p_…``): building a statement and its cache key costs more CPU than the round trip.
-_RUN = select(runs).where(runs.c.id == bindparam("p_run_id"))
-_LOCKED_RUN = _RUN.with_for_update()
-_SET_STATE = update(runs).where(runs.c.id == bindparam("p_run_id"), runs.c.state == bindparam("p_expected"))
+_RUN = select(*_STORED_RUN).where(runs.c.id == bindparam("b_run_id"))
+_SET_STATE = update(runs).where(runs.c.id == bindparam("b_run_id"), runs.c.state == bindparam("b_expected"))
 _INSERT_TRANSITION = insert(run_transitions)
-_SET_JOB_VERSION = update(runs).where(runs.c.id == bindparam("p_run_id"))
+_SET_JOB_VERSION = update(runs).where(runs.c.id == bindparam("b_run_id"))
 
 
-def lock_run(connection: Connection, run_id: uuid.UUID) -> Row[Any] | None:
-    """The run's row, locked until commit so that concurrent transitions of one run serialize."""
-    query = _LOCKED_RUN if locks_rows(connection) else _RUN
-    return connection.execute(query, {"p_run_id": run_id}).first()
+@per_dialect
+def _locked_run(connection: Connection) -> Any:
+    return _RUN.with_for_update() if locks_rows(connection) else _RUN
+
+
+def lock_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
+    """The run, its row locked until commit so that concurrent transitions of one run serialize."""
+    row = connection.execute(_locked_run(connection), {"b_run_id": run_id}).first()
+    return None if row is None else _stored_run(row)
+
+
+def read_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
+    """The run, without locking it."""
+    row = connection.execute(_RUN, {"b_run_id": run_id}).first()
+    return None if row is None else _stored_run(row)
 
 
 def set_state(
@@ -131,7 +194,7 @@ def set_state(
         changes["started_at"] = at
     elif target.is_terminal:
         changes["ended_at"] = at
-    result = connection.execute(_SET_STATE, {"p_run_id": run_id, "p_expected": expected.value, **changes})
+    result = connection.execute(_SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes})
     if result.rowcount != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
     insert_transition(connection, run_id, target, at, now)
@@ -150,7 +213,7 @@ def set_job_version(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID, now: datetime
 ) -> None:
     connection.execute(
-        _SET_JOB_VERSION, {"p_run_id": run_id, "job_version_id": job_version_id, "updated_at": now}
+        _SET_JOB_VERSION, {"b_run_id": run_id, "job_version_id": job_version_id, "updated_at": now}
     )
 
 
@@ -167,7 +230,7 @@ MAX_ANCESTORS = 1000
 def _ancestors() -> Any:
     chain = (
         select(runs.c.parent_run_id.label("parent"), literal(1).label("depth"))
-        .where(runs.c.id == bindparam("p_run"))
+        .where(runs.c.id == bindparam("b_run"))
         .cte("chain", recursive=True)
     )
     above = runs.alias("above")
@@ -185,7 +248,7 @@ _ANCESTORS = _ancestors()
 def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
     """The chain of parents above a run, nearest first, in one statement (a recursive query)."""
     found: list[uuid.UUID] = []
-    for (parent,) in connection.execute(_ANCESTORS, {"p_run": run_id}):
+    for (parent,) in connection.execute(_ANCESTORS, {"b_run": run_id}):
         if parent in found or parent == run_id:
             break  # a cycle (never written, but never followed for ever either)
         found.append(parent)
@@ -227,12 +290,10 @@ _UNVERSIONED_IO = {
 _PIN_IO = {role: update(table).where(table.c.id == bindparam("b_id")) for role, table in _IO_TABLES.items()}
 
 
-def unversioned_io(
-    connection: Connection, role: RunIoRole, run_id: uuid.UUID
-) -> Sequence[Row[Any, Any, Any]]:
+def unversioned_io(connection: Connection, role: RunIoRole, run_id: uuid.UUID) -> list[UnpinnedIo]:
     """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id}).all()
+    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id})]
 
 
 def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
@@ -282,13 +343,16 @@ def _pin_to_current() -> Any:
 _PIN_TO_CURRENT = _pin_to_current()
 
 
-def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[Any]:
+def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[UnpinnedIo]:
     """Tie each unpinned input of a run to its (dataset, lot)'s current version, in one statement.
 
     Returns the inputs that have no current version (still unpinned), ordered by dataset id and lot.
     """
-    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id}).all()
-    return sorted((r for r in rows if r.dataset_version_id is None), key=lambda r: (r.dataset_id, r.lot))
+    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id})
+    unpinned = [
+        UnpinnedIo(io_id, dataset_id, lot) for io_id, dataset_id, lot, version in rows if version is None
+    ]
+    return sorted(unpinned, key=lambda io: (io.dataset_id, io.lot))
 
 
 def _io_of(
@@ -476,10 +540,10 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
     return _load(connection, rows)
 
 
-def merge_run_facets(connection: Connection, run: Row[Any], facets: JsonObject, now: datetime) -> None:
-    """Later facets of one name replace earlier ones; others accumulate. ``run`` is the run's row,
-    locked by the caller; nothing is written when the facets change nothing."""
-    stored = json_or_empty(run.facets)
+def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject, now: datetime) -> None:
+    """Later facets of one name replace earlier ones; others accumulate. ``run`` is locked by the
+    caller; nothing is written when the facets change nothing."""
+    stored = run.facets
     merged = {**stored, **facets}
     if merged != stored:
         connection.execute(update(runs).where(runs.c.id == run.id).values(facets=merged, updated_at=now))
@@ -488,7 +552,7 @@ def merge_run_facets(connection: Connection, run: Row[Any], facets: JsonObject, 
 _RUN_IO = union_all(
     *(
         select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
-            table.c.run_id == bindparam("p_run_id")
+            table.c.run_id == bindparam("b_run_id")
         )
         for table in (run_inputs, run_outputs)
     )
@@ -497,15 +561,20 @@ _RUN_IO = union_all(
 
 def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """The datasets a run has reported reading and writing so far (any lot), in one statement."""
-    rows = connection.execute(_RUN_IO, {"p_run_id": run_id}).all()
+    rows = connection.execute(_RUN_IO, {"b_run_id": run_id}).all()
     inputs = {r.dataset_id for r in rows if r.is_input}
     outputs = {r.dataset_id for r in rows if not r.is_input}
     return sorted(inputs), sorted(outputs)
 
 
-def pinned_inputs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, frozenset[Any]]:
+PinnedInput = tuple[uuid.UUID, str, uuid.UUID | None]
+
+
+def pinned_inputs(
+    connection: Connection, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, frozenset[PinnedInput]]:
     """What each run read: its (dataset, lot, pinned version) inputs."""
-    found: dict[uuid.UUID, set[Any]] = {run_id: set() for run_id in run_ids}
+    found: dict[uuid.UUID, set[PinnedInput]] = {run_id: set() for run_id in run_ids}
     rows = connection.execute(
         select(
             run_inputs.c.run_id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
