@@ -77,7 +77,8 @@ class CatalogService:
         if not type or not type.strip():
             raise InvalidInput("Source type must not be empty.")
         with self._store.write() as connection:
-            return catalog.upsert_source(connection, name, type, connection_url, description, utcnow())
+            source_id = catalog.write_source(connection, name, type, connection_url, description, utcnow())
+            return catalog.source_by_id(connection, source_id)
 
     def get_source(self, name: str) -> Source:
         with self._store.read() as connection:
@@ -153,7 +154,8 @@ class CatalogService:
                 record_run_io(connection, run, RunIoRole.OUTPUT, [(dataset_id, run.lot)], now)
             self._tag(connection, dataset_id, f"{namespace}:{name}", tags, field_tags, now)
             found = datasets.get_dataset(connection, namespace, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Dataset", f"{namespace}:{name}")
         return found
 
     @staticmethod
@@ -260,7 +262,8 @@ class CatalogService:
                     record_run_io(connection, run, role, _default_lot(ids, refs, run.lot), now)
                 runs.set_job_version(connection, run.id, version, now)
             found = jobs.get_job(connection, namespace, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Job", f"{namespace}:{name}")
         return found
 
     def record_reads(self, run_id: uuid.UUID, reads: Sequence[DatasetRead]) -> None:

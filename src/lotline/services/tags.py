@@ -26,7 +26,8 @@ class TagService:
         with self._store.write() as connection:
             tags.upsert_tag(connection, name, description, utcnow())
             found = tags.get_tag(connection, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Tag", name)
         return found
 
     def list_tags(self, limit: int = 100, offset: int = 0) -> Page[Tag]:

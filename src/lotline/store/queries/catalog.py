@@ -45,9 +45,7 @@ def upsert_namespace(
     if description is not None:
         changes["description"] = description
     connection.execute(update(namespaces).where(namespaces.c.name == name).values(changes))
-    found = get_namespace(connection, name)
-    assert found is not None
-    return found
+    return _namespace(connection.execute(select(namespaces).where(namespaces.c.name == name)).one())
 
 
 def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.UUID:
@@ -101,14 +99,15 @@ def list_namespaces(connection: Connection, limit: int, offset: int) -> Page[Nam
     return Page([_namespace(r) for r in rows], total)
 
 
-def upsert_source(
+def write_source(
     connection: Connection,
     name: str,
     type_: str,
     connection_url: str | None,
     description: str | None,
     now: datetime,
-) -> Source:
+) -> uuid.UUID:
+    """Create the source or update it; returns its id."""
     insert_ignoring_conflicts(
         connection,
         sources,
@@ -130,10 +129,15 @@ def upsert_source(
         changes["connection_url"] = connection_url
     if description is not None:
         changes["description"] = description
-    connection.execute(update(sources).where(sources.c.name == name).values(changes))
-    found = get_source(connection, name)
-    assert found is not None
+    found: uuid.UUID = connection.execute(
+        update(sources).where(sources.c.name == name).values(changes).returning(sources.c.id)
+    ).scalar_one()
     return found
+
+
+def source_by_id(connection: Connection, source_id: uuid.UUID) -> Source:
+    """A source this transaction knows exists (it has its id)."""
+    return _source(connection.execute(select(sources).where(sources.c.id == source_id)).one())
 
 
 def source_id(connection: Connection, name: str) -> uuid.UUID | None:
