@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, Table, func, select, update
+from sqlalchemy import Connection, Row, Table, bindparam, func, select, update
 
 from lotline.domain.model import Namespace, Page, Source
 from lotline.store.dialect import insert_ignoring_conflicts
@@ -57,17 +57,20 @@ def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.U
         [{"id": uuid.uuid4(), "name": name, "created_at": now, "updated_at": now}],
         ["name"],
     )
-    found: uuid.UUID = connection.execute(
-        select(namespaces.c.id).where(namespaces.c.name == name)
-    ).scalar_one()
+    found: uuid.UUID = connection.execute(_NAMESPACE_ID, {"b_name": name}).scalar_one()
     # Writing into a deleted namespace brings it back, as in Marquez (its deleted datasets and jobs
     # stay deleted); matches no row, and so locks none, in the usual case.
-    connection.execute(
-        update(namespaces)
-        .where(namespaces.c.id == found, namespaces.c.deleted_at.is_not(None))
-        .values(deleted_at=None)
-    )
+    connection.execute(_UNDELETE_NAMESPACE, {"b_id": found})
     return found
+
+
+_NAMESPACE_ID = select(namespaces.c.id).where(namespaces.c.name == bindparam("b_name"))
+_UNDELETE_NAMESPACE = (
+    update(namespaces)
+    .where(namespaces.c.id == bindparam("b_id"), namespaces.c.deleted_at.is_not(None))
+    .values(deleted_at=None)
+)
+_SOURCE_ID = select(sources.c.id).where(sources.c.name == bindparam("b_name"))
 
 
 def hide_namespace(connection: Connection, namespace_id: uuid.UUID, now: datetime) -> None:
@@ -82,7 +85,8 @@ def hide_namespace(connection: Connection, namespace_id: uuid.UUID, now: datetim
 
 
 def namespace_id(connection: Connection, name: str) -> uuid.UUID | None:
-    return connection.execute(select(namespaces.c.id).where(namespaces.c.name == name)).scalar()
+    found: uuid.UUID | None = connection.execute(_NAMESPACE_ID, {"b_name": name}).scalar()
+    return found
 
 
 def get_namespace(connection: Connection, name: str) -> Namespace | None:
@@ -141,7 +145,8 @@ def source_by_id(connection: Connection, source_id: uuid.UUID) -> Source:
 
 
 def source_id(connection: Connection, name: str) -> uuid.UUID | None:
-    return connection.execute(select(sources.c.id).where(sources.c.name == name)).scalar()
+    found: uuid.UUID | None = connection.execute(_SOURCE_ID, {"b_name": name}).scalar()
+    return found
 
 
 def get_source(connection: Connection, name: str) -> Source | None:

@@ -91,9 +91,23 @@ def ensure_job(
         ["namespace_id", "name"],
     )
     found: uuid.UUID = connection.execute(
-        select(jobs.c.id).where(jobs.c.namespace_id == namespace_id, jobs.c.name == name)
+        _JOB_ID, {"b_namespace_id": namespace_id, "b_name": name}
     ).scalar_one()
     return found
+
+
+_JOB_ID = select(jobs.c.id).where(
+    jobs.c.namespace_id == bindparam("b_namespace_id"), jobs.c.name == bindparam("b_name")
+)
+_UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("b_id"))
+_SET_PARENT_JOB = (
+    update(jobs)
+    .where(
+        jobs.c.id == bindparam("b_id"),
+        or_(jobs.c.parent_job_id.is_(None), jobs.c.parent_job_id != bindparam("b_parent_job_id")),
+    )
+    .values(parent_job_id=bindparam("b_parent_job_id"))
+)
 
 
 def merge_job_facets(connection: Connection, job: StoredJob, facets: JsonObject) -> JsonObject:
@@ -102,7 +116,7 @@ def merge_job_facets(connection: Connection, job: StoredJob, facets: JsonObject)
     stored = job.facets
     merged = {**stored, **facets}
     if merged != stored:
-        connection.execute(update(jobs).where(jobs.c.id == job.id).values(facets=merged))
+        connection.execute(_UPDATE_JOB, {"b_id": job.id, "facets": merged})
     return merged
 
 
@@ -131,7 +145,7 @@ def set_current_version(
     io = [{"job_version_id": version_id, "dataset_id": d, "role": INPUT} for d in inputs]
     io += [{"job_version_id": version_id, "dataset_id": d, "role": OUTPUT} for d in outputs]
     insert_ignoring_conflicts(connection, job_version_io, io, ["job_version_id", "dataset_id", "role"])
-    connection.execute(update(jobs).where(jobs.c.id == job_id).values(current_version_id=version_id))
+    connection.execute(_UPDATE_JOB, {"b_id": job_id, "current_version_id": version_id})
 
 
 _STORED_JOB = (
@@ -207,13 +221,7 @@ def hide_job(connection: Connection, job_id: uuid.UUID, now: datetime) -> None:
 
 def set_parent_job(connection: Connection, job_id: uuid.UUID, parent_job_id: uuid.UUID) -> None:
     """The job's parent job (from a parent facet); writes only when it changes."""
-    connection.execute(
-        update(jobs)
-        .where(
-            jobs.c.id == job_id, or_(jobs.c.parent_job_id.is_(None), jobs.c.parent_job_id != parent_job_id)
-        )
-        .values(parent_job_id=parent_job_id)
-    )
+    connection.execute(_SET_PARENT_JOB, {"b_id": job_id, "b_parent_job_id": parent_job_id})
 
 
 def _jobs(connection: Connection, rows: Sequence[Row[Any]]) -> list[Job]:

@@ -149,13 +149,14 @@ def insert_run(
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
-    return connection.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
+    return connection.execute(_RUN_ID, {"b_run_id": run_id}).first() is not None
 
 
 _RUN = select(*_STORED_RUN).where(runs.c.id == bindparam("b_run_id"))
+_RUN_ID = select(runs.c.id).where(runs.c.id == bindparam("b_run_id"))
 _SET_STATE = update(runs).where(runs.c.id == bindparam("b_run_id"), runs.c.state == bindparam("b_expected"))
 _INSERT_TRANSITION = insert(run_transitions)
-_SET_JOB_VERSION = update(runs).where(runs.c.id == bindparam("b_run_id"))
+_UPDATE_RUN = update(runs).where(runs.c.id == bindparam("b_run_id"))
 
 
 @per_dialect
@@ -212,15 +213,11 @@ def insert_transition(
 def set_job_version(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID, now: datetime
 ) -> None:
-    connection.execute(
-        _SET_JOB_VERSION, {"b_run_id": run_id, "job_version_id": job_version_id, "updated_at": now}
-    )
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "job_version_id": job_version_id, "updated_at": now})
 
 
 def set_parent(connection: Connection, run_id: uuid.UUID, parent_run_id: uuid.UUID, now: datetime) -> None:
-    connection.execute(
-        update(runs).where(runs.c.id == run_id).values(parent_run_id=parent_run_id, updated_at=now)
-    )
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "parent_run_id": parent_run_id, "updated_at": now})
 
 
 #: Deeper parent chains than this are not followed (links refuse cycles; this bounds a corrupt one).
@@ -546,7 +543,7 @@ def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject,
     stored = run.facets
     merged = {**stored, **facets}
     if merged != stored:
-        connection.execute(update(runs).where(runs.c.id == run.id).values(facets=merged, updated_at=now))
+        connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
 
 
 _RUN_IO = union_all(
