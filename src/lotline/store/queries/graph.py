@@ -98,16 +98,17 @@ _LIVE_DATASET_ID = (
 
 def job_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
     """A job that is not soft-deleted."""
-    found: uuid.UUID | None = connection.execute(
-        _LIVE_JOB_ID, {"b_namespace": namespace, "b_name": name}
-    ).scalar()
-    return found
+    return _id_by_name(connection, _LIVE_JOB_ID, namespace, name)
 
 
 def live_dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
     """A dataset that is not soft-deleted."""
+    return _id_by_name(connection, _LIVE_DATASET_ID, namespace, name)
+
+
+def _id_by_name(connection: Connection, statement: Any, namespace: str, name: str) -> uuid.UUID | None:
     found: uuid.UUID | None = connection.execute(
-        _LIVE_DATASET_ID, {"b_namespace": namespace, "b_name": name}
+        statement, {"b_namespace": namespace, "b_name": name}
     ).scalar()
     return found
 
