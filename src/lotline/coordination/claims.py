@@ -270,5 +270,6 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.U
         )
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
         frontier.raise_for_job(connection, row.job_id, [row.lot], now)
-        failed.append(row.run_id)
+        if row.run_id is not None:
+            failed.append(row.run_id)
     return failed

@@ -6,7 +6,6 @@ import uuid
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -16,7 +15,7 @@ from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier, versions
 
 
-def arc_of(row: Any) -> ArcState:
+def arc_of(row: q.StatusRow | None) -> ArcState:
     """Arc state of the (job, lot) whose OUTPUT row this is (no row: missing)."""
     if row is None:
         return ArcState.MISSING

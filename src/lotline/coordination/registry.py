@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -68,8 +67,8 @@ def find_lot_job(connection: Connection, job_id: uuid.UUID) -> LotJob | None:
     return None if row is None else lot_job_of(connection, job_id, row)
 
 
-def lot_job_of(connection: Connection, job_id: uuid.UUID, row: Any) -> LotJob:
-    """The lot job of a row that has the ``lot_jobs`` columns (its inputs are read here)."""
+def lot_job_of(connection: Connection, job_id: uuid.UUID, row: q.LotJobRow) -> LotJob:
+    """The lot job of a registry entry (its inputs are read here)."""
     mapping = LotMapping.parse(row.lot_mapping) if row.lot_mapping else None
     inputs = tuple(q.job_inputs(connection, job_id))
     return LotJob(job_id, row.output_dataset_id, inputs, mapping, bool(row.held))

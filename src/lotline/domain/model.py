@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from lotline.domain.runs import RunState
@@ -146,6 +147,14 @@ class JobVersion:
     created_at: datetime
     #: Inputs its runs were seen reading without declaring them (also in ``inputs``).
     undeclared_inputs: tuple[DatasetRef, ...] = ()
+
+
+class RunIoRole(Enum):
+    """Which side of a run a dataset (lot) is on: read (``INPUT``) or written (``OUTPUT``). The
+    values are those stored in ``job_version_io.role``."""
+
+    INPUT = "INPUT"
+    OUTPUT = "OUTPUT"
 
 
 @dataclass(frozen=True)

@@ -194,9 +194,11 @@ def _string(value: Any, where: str) -> str:
     return value
 
 
-def _time(value: Any, where: str, *, required: bool) -> datetime | None:
-    if value is None and not required:
-        return None
+def _optional_time(value: Any, where: str) -> datetime | None:
+    return None if value is None else _time(value, where)
+
+
+def _time(value: Any, where: str) -> datetime:
     text = _string(value, where)
     try:
         parsed = datetime.fromisoformat(text)
@@ -293,8 +295,7 @@ def parse_event(payload: Any) -> OlEvent:
     for name in ("producer", "schemaURL"):  # optional here, but a URI when given
         if name in event and not isinstance(event[name], str):
             raise SchemaViolation(f"{name} must be a string (a URI).")
-    event_time = _time(event.get("eventTime"), "eventTime", required=True)
-    assert event_time is not None
+    event_time = _time(event.get("eventTime"), "eventTime")
     if "run" in event:
         kind = EventKind.RUN
     elif "dataset" in event:
@@ -328,8 +329,8 @@ def parse_event(payload: Any) -> OlEvent:
         outputs=_datasets(event.get("outputs"), "outputs"),
         dataset=_dataset(event["dataset"], "dataset") if kind is EventKind.DATASET else None,
         parent=parent,
-        nominal_start=_time(nominal.get("nominalStartTime"), "nominalTime.nominalStartTime", required=False),
-        nominal_end=_time(nominal.get("nominalEndTime"), "nominalTime.nominalEndTime", required=False),
+        nominal_start=_optional_time(nominal.get("nominalStartTime"), "nominalTime.nominalStartTime"),
+        nominal_end=_optional_time(nominal.get("nominalEndTime"), "nominalTime.nominalEndTime"),
     )
 
 

@@ -14,7 +14,7 @@ from lotline.domain.model import DatasetRef
 from lotline.domain.names import validate_name
 from lotline.domain.times import check_storable
 from lotline.domain.versions import UNPARTITIONED
-from lotline.store.queries import catalog, datasets
+from lotline.store.queries import catalog, datasets, graph, jobs, runs
 
 MAX_PAGE = 1000
 
@@ -47,6 +47,30 @@ def require_namespace(connection: Connection, name: str) -> uuid.UUID:
     found = catalog.namespace_id(connection, validate_name("Namespace", name))
     if found is None:
         raise NotFound("Namespace", name)
+    return found
+
+
+def require_job(connection: Connection, namespace: str, name: str) -> jobs.StoredJob:
+    """The job, deleted or not (a deleted job's runs are still created and read)."""
+    found = jobs.job_row(connection, namespace, name)
+    if found is None:
+        raise NotFound("Job", f"{namespace}:{name}")
+    return found
+
+
+def require_live_job(connection: Connection, namespace: str, name: str) -> uuid.UUID:
+    """The id of a job that is not deleted."""
+    found = graph.job_id(connection, namespace, name)
+    if found is None:
+        raise NotFound("Job", f"{namespace}:{name}")
+    return found
+
+
+def require_run(connection: Connection, run_id: uuid.UUID, *, lock: bool = True) -> runs.StoredRun:
+    """The run; with ``lock``, its row is locked until commit (transitions of one run serialize)."""
+    found = runs.lock_run(connection, run_id) if lock else runs.read_run(connection, run_id)
+    if found is None:
+        raise NotFound("Run", str(run_id))
     return found
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from lotline.domain.errors import Conflict
 from lotline.store.engine import Store
 from lotline.store.migrate import head_revision
 
@@ -14,5 +15,9 @@ def upgrade_database(url: str) -> str:
         revision = store.schema_revision()
     finally:
         store.dispose()
-    assert revision == head_revision()
+    head = head_revision()
+    if revision != head or revision is None:
+        raise Conflict(
+            f"The database is at revision {revision} after the upgrade, not at {head}.", current=revision
+        )
     return revision

@@ -19,17 +19,16 @@ from lotline.domain.model import (
     JobVersion,
     Namespace,
     Page,
+    RunIoRole,
     Source,
 )
 from lotline.domain.names import validate_name
-from lotline.domain.runs import RunState
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, graph, jobs, runs
+from lotline.store.queries import catalog, datasets, jobs, runs
 from lotline.store.queries import tags as tag_rows
-from lotline.store.schema import run_inputs, run_outputs
 from lotline.store.types import utcnow
 
 DATASET_TYPES = ("DB_TABLE", "STREAM")
@@ -78,7 +77,8 @@ class CatalogService:
         if not type or not type.strip():
             raise InvalidInput("Source type must not be empty.")
         with self._store.write() as connection:
-            return catalog.upsert_source(connection, name, type, connection_url, description, utcnow())
+            source_id = catalog.write_source(connection, name, type, connection_url, description, utcnow())
+            return catalog.source_by_id(connection, source_id)
 
     def get_source(self, name: str) -> Source:
         with self._store.read() as connection:
@@ -134,9 +134,7 @@ class CatalogService:
                 source_id = catalog.source_id(connection, source)
                 if source_id is None:
                     raise NotFound("Source", source)
-            run = runs.lock_run(connection, run_id) if run_id is not None else None
-            if run_id is not None and run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id) if run_id is not None else None
             now = utcnow()
             dataset_id = datasets.upsert_dataset(
                 connection,
@@ -153,10 +151,11 @@ class CatalogService:
             if fields is not None:
                 datasets.replace_fields(connection, dataset_id, fields)
             if run is not None:
-                record_run_io(connection, run, run_outputs, [(dataset_id, run.lot)], now)
+                record_run_io(connection, run, RunIoRole.OUTPUT, [(dataset_id, run.lot)], now)
             self._tag(connection, dataset_id, f"{namespace}:{name}", tags, field_tags, now)
             found = datasets.get_dataset(connection, namespace, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Dataset", f"{namespace}:{name}")
         return found
 
     @staticmethod
@@ -228,9 +227,7 @@ class CatalogService:
             namespace_id = _common.require_namespace(connection, namespace)
             input_ids = _common.require_datasets(connection, inputs)
             output_ids = _common.require_datasets(connection, outputs)
-            run = runs.lock_run(connection, run_id) if run_id is not None else None
-            if run_id is not None and run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id) if run_id is not None else None
             now = utcnow()
             job_id = jobs.upsert_job(
                 connection, namespace_id, name, type_=type, description=description, now=now
@@ -253,16 +250,20 @@ class CatalogService:
                 outputs=[d for d, _ in output_ids],
                 now=now,
             )
-            if run is not None and RunState(run.state).is_terminal:
+            if run is not None and run.state.is_terminal:
                 # A repeat of what the run already had changes nothing (Marquez answers it 200).
                 declared = [d for d, _ in input_ids], [d for d, _ in output_ids]
                 check_unchanged_after_end(connection, run, version, *declared)
             elif run is not None:
-                record_run_io(connection, run, run_inputs, _default_lot(input_ids, inputs, run.lot), now)
-                record_run_io(connection, run, run_outputs, _default_lot(output_ids, outputs, run.lot), now)
+                for role, ids, refs in (
+                    (RunIoRole.INPUT, input_ids, inputs),
+                    (RunIoRole.OUTPUT, output_ids, outputs),
+                ):
+                    record_run_io(connection, run, role, _default_lot(ids, refs, run.lot), now)
                 runs.set_job_version(connection, run.id, version, now)
             found = jobs.get_job(connection, namespace, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Job", f"{namespace}:{name}")
         return found
 
     def record_reads(self, run_id: uuid.UUID, reads: Sequence[DatasetRead]) -> None:
@@ -276,9 +277,7 @@ class CatalogService:
             validate_name("Namespace", read.dataset.namespace)
             validate_name("Dataset", read.dataset.name)
         with self._store.write() as connection:
-            run = runs.lock_run(connection, run_id)
-            if run is None:
-                raise NotFound("Run", str(run_id))
+            run = _common.require_run(connection, run_id)
             now = utcnow()
             dataset_ids = []
             for read in reads:
@@ -299,7 +298,7 @@ class CatalogService:
                     )
                     datasets.replace_fields(connection, dataset_id, read.fields)
                 dataset_ids.append(dataset_id)
-            record_run_io(connection, run, run_inputs, [(d, "") for d in dataset_ids], now)
+            record_run_io(connection, run, RunIoRole.INPUT, [(d, "") for d in dataset_ids], now)
             if run.job_version_id is not None:
                 jobs.add_reads(connection, run.job_version_id, dataset_ids, run.id, now)
 
@@ -309,10 +308,9 @@ class CatalogService:
         with self._store.write() as connection:
             _common.require_namespace(connection, namespace)
             found = jobs.get_job(connection, namespace, validate_name("Job", name))
-            job_id = graph.job_id(connection, namespace, name)
-            if found is None or job_id is None:
+            if found is None:
                 raise NotFound("Job", f"{namespace}:{name}")
-            jobs.hide_job(connection, job_id, utcnow())
+            jobs.hide_job(connection, _common.require_live_job(connection, namespace, name), utcnow())
         return found
 
     def get_job(self, namespace: str, name: str) -> Job:
@@ -334,10 +332,8 @@ class CatalogService:
     ) -> Page[JobVersion]:
         _common.check_page(limit, offset)
         with self._store.read() as connection:
-            row = jobs.job_row(connection, namespace, name)
-            if row is None:
-                raise NotFound("Job", f"{namespace}:{name}")
-            return jobs.list_job_versions(connection, row.id, namespace, name, limit, offset)
+            job_id = _common.require_job(connection, namespace, name).id
+            return jobs.list_job_versions(connection, job_id, namespace, name, limit, offset)
 
     def get_job_version(self, namespace: str, name: str, version_id: uuid.UUID) -> JobVersion:
         with self._store.read() as connection:

@@ -17,6 +17,7 @@ import uuid
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.manifests import Manifest, ManifestDraft
+from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunAction, RunState
 from lotline.services.lots import error_message_facet
 from lotline.services.manifests import ManifestService
@@ -24,7 +25,6 @@ from lotline.services.recording import apply_transition, pin_inputs
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as manifest_rows
 from lotline.store.queries import runs
-from lotline.store.schema import run_inputs
 from lotline.store.types import utcnow
 
 
@@ -66,7 +66,7 @@ class ChildWork:
         """A RUNNING child run of the claim's run for one part, reading what the lot's run reads."""
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
-            if parent is None or RunState(parent.state) is not RunState.RUNNING:
+            if parent is None or parent.state is not RunState.RUNNING:
                 raise _lost(claim, part)
             now = utcnow()
             child_id = uuid.uuid4()
@@ -86,7 +86,7 @@ class ChildWork:
             )
             read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
             entries = sorted({(dataset_id, lot) for dataset_id, lot, _ in read})
-            runs.add_io(connection, run_inputs, child_id, entries, now)
+            runs.add_io(connection, RunIoRole.INPUT, child_id, entries, now)
             pin_inputs(connection, child_id, now)
         return child_id
 
@@ -104,7 +104,7 @@ class ChildWork:
             raise InvalidInput("a child's manifest names its part.")
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
-            if error is None and (parent is None or RunState(parent.state) is not RunState.RUNNING):
+            if error is None and (parent is None or parent.state is not RunState.RUNNING):
                 error = _lost(claim, manifest.part).message
             success = error is None
             now = utcnow()

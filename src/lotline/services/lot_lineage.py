@@ -9,6 +9,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.lot_lineage import LotLineage, LotRun, LotVersion
+from lotline.domain.model import RunIoRole
 from lotline.services import _common
 from lotline.store.engine import Store
 from lotline.store.queries import lot_lineage as q
@@ -54,7 +55,7 @@ class _Walk:
                 new_runs = [r for r in dict.fromkeys(found) if r not in self.runs]
                 if not new_runs or self._full(len(new_runs)):
                     break
-                versions = self._add_runs(new_runs, "INPUT" if upstream else "OUTPUT")
+                versions = self._add_runs(new_runs, RunIoRole.INPUT if upstream else RunIoRole.OUTPUT)
         return LotLineage(
             self.root,
             tuple(self.lots.values()),
@@ -68,7 +69,7 @@ class _Walk:
             self.truncated = True
         return self.truncated
 
-    def _add_runs(self, run_ids: list[uuid.UUID], onward: str) -> list[uuid.UUID]:
+    def _add_runs(self, run_ids: list[uuid.UUID], onward: RunIoRole) -> list[uuid.UUID]:
         """Load the runs and their reads and writes; the versions on the ``onward`` side are the
         next level of the walk. On the side the walk came from only the lots already in it count:
         what else a downstream run read (the other hours of a day) is not this lot's lineage."""
@@ -83,5 +84,5 @@ class _Walk:
                 if lot.version_id is not None:
                     following.append(lot.version_id)
             run_key = f"r:{run_id}"
-            self.edges.add((lot.key, run_key) if role == "INPUT" else (run_key, lot.key))
+            self.edges.add((lot.key, run_key) if role is RunIoRole.INPUT else (run_key, lot.key))
         return following

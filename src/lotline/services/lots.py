@@ -12,7 +12,7 @@ from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
 from lotline.coordination.registry import LotJob, find_lot_job, register
@@ -357,13 +357,14 @@ def _status_filter(
     return reporting.StatusFilter(namespace_id, job_id, dataset_id, role, statuses, lot_from, lot_to)
 
 
-def _lot_status(r: Row[Any]) -> LotStatus:
+def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
+    r = named.row
     row_role, status = Role(r.role), Status(r.status)
     return LotStatus(
-        namespace=r.namespace,
-        dataset=r.dataset,
+        namespace=named.namespace,
+        dataset=named.dataset,
         lot=r.lot,
-        job=r.job,
+        job=named.job,
         role=row_role,
         status=status,
         held_status=Status(r.held_status) if r.held_status else None,

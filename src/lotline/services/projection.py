@@ -23,12 +23,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
 
-from sqlalchemy import Connection, Row
+from sqlalchemy import Connection
 
-from lotline.domain.errors import ConcurrentChange, Conflict, DatabaseError, LotlineError
-from lotline.domain.model import DatasetRef, FieldSpec, JsonObject
+from lotline.domain.errors import ConcurrentChange, Conflict, DatabaseError, InvalidInput, LotlineError
+from lotline.domain.model import DatasetRef, FieldSpec, JsonObject, RunIoRole
 from lotline.domain.openlineage import (
     ACTIONS,
     TERMINAL_EVENTS,
@@ -37,6 +37,7 @@ from lotline.domain.openlineage import (
     OlDataset,
     OlEvent,
     OlJob,
+    OlParent,
     is_streaming,
     parse_event,
 )
@@ -45,10 +46,11 @@ from lotline.domain.versions import job_version_id
 from lotline.services.recording import apply_transition, create_run, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, events, jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 GROUP_SIZE = 500
 #: A group stops taking events after this long, so that it never holds locks for long (on
@@ -288,9 +290,9 @@ class _Group:
             found = catalog.source_id(self.connection, name)
             if found is None:
                 kind = uri.split(":", 1)[0].upper() if uri and ":" in uri else "UNKNOWN"
-                catalog.upsert_source(self.connection, name, kind[:64] or "UNKNOWN", uri, None, self.now)
-                found = catalog.source_id(self.connection, name)
-                assert found is not None
+                found = catalog.write_source(
+                    self.connection, name, kind[:64] or "UNKNOWN", uri, None, self.now
+                )
             self.sources[name] = found
         return found
 
@@ -349,7 +351,7 @@ class _Group:
             description=job.description,
             now=self.now,
         )
-        facets = jobs.merge_job_facets(self.connection, row, job.facets) if job.facets else row.facets or {}
+        facets = jobs.merge_job_facets(self.connection, row, job.facets) if job.facets else row.facets
         description = job.description if job.description is not None else known.description if known else None
         known = self.jobs[key] = _JobState(row.id, facets, row.current_version_id, job.type, description)
         return known
@@ -417,33 +419,45 @@ def _contains(facets: JsonObject, new: JsonObject) -> bool:
 
 def _apply(group: _Group, event: OlEvent) -> None:
     if event.kind is EventKind.DATASET:
-        assert event.dataset is not None
-        group.dataset(event.dataset)
+        group.dataset(_present(event.dataset, "dataset"))
         return
-    assert event.job is not None
+    ol_job = _present(event.job, "job")
     inputs = group.dataset_ids(event.inputs)
     outputs = group.dataset_ids(event.outputs)
-    job = group.job(event.job)
+    job = group.job(ol_job)
     if event.kind is EventKind.JOB:
-        group.set_job_version(job, event.job, inputs, outputs)
+        group.set_job_version(job, ol_job, inputs, outputs)
         return
-    _run_event(group, event, job, inputs, outputs)
+    _run_event(group, event, _present(event.run_id, "run id"), ol_job, job, inputs, outputs)
+
+
+def _present(value: _T | None, what: str) -> _T:
+    """What ``parse_event`` guarantees for the event's kind (a dataset event's dataset, a run event's
+    job and run id), checked where the type says it may be missing."""
+    if value is None:
+        raise InvalidInput(f"the event has no {what}.")
+    return value
 
 
 def _run_event(
-    group: _Group, event: OlEvent, job: _JobState, inputs: Sequence[uuid.UUID], outputs: Sequence[uuid.UUID]
+    group: _Group,
+    event: OlEvent,
+    run_id: uuid.UUID,
+    ol_job: OlJob,
+    job: _JobState,
+    inputs: Sequence[uuid.UUID],
+    outputs: Sequence[uuid.UUID],
 ) -> None:
-    assert event.run_id is not None and event.job is not None
     connection, now = group.connection, group.now
     actions = ACTIONS[event.event_type]
-    run = runs.lock_run(connection, event.run_id)
+    run = runs.lock_run(connection, run_id)
     created = run is None
     if run is None:
         # No job version yet: the run's inputs and outputs are what its events report. An event that
         # starts the run creates it started (one write of the run, not two).
         run = create_run(
             connection,
-            run_id=event.run_id,
+            run_id=run_id,
             job_id=job.id,
             job_version_id=None,
             lot="",
@@ -455,39 +469,38 @@ def _run_event(
             facets=event.run_facets,
         )
     elif run.job_id != job.id:
-        raise Conflict(
-            f"Run {event.run_id} belongs to another job, not {event.job.namespace}:{event.job.name}."
-        )
+        raise Conflict(f"Run {run_id} belongs to another job, not {ol_job.namespace}:{ol_job.name}.")
     elif event.run_facets:
         runs.merge_run_facets(connection, run, event.run_facets, now)
     if event.parent is not None:
-        _link_parent(group, run.id, job.id, event)
-    state = RunState(run.state)
+        _link_parent(group, run.id, job.id, event.parent)
+    state = run.state
     if state.is_terminal:
         return  # a late event never reopens a finished run
     if not created:
-        record_run_io(connection, run, run_inputs, [(d, run.lot) for d in inputs], now)
-        record_run_io(connection, run, run_outputs, [(d, run.lot) for d in outputs], now)
+        record_run_io(connection, run, RunIoRole.INPUT, [(d, run.lot) for d in inputs], now)
+        record_run_io(connection, run, RunIoRole.OUTPUT, [(d, run.lot) for d in outputs], now)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
-        version = group.set_job_version(job, event.job, all_inputs, all_outputs)
+        version = group.set_job_version(job, ol_job, all_inputs, all_outputs)
         new_version = version if version != run.job_version_id else None
     # The locked row, as long as it says what the run's state is.
-    fresh: Row[Any] | None = run
+    fresh: StoredRun | None = run
     for action in actions:
         if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
             state = apply_transition(
                 connection, run.id, action, event.event_time, locked=fresh, job_version_id=new_version
             )
             fresh, new_version = None, None
-    # A terminal event always moves a run that has not ended, so the new job version was written.
-    assert new_version is None
+    if new_version is not None:
+        # A terminal event always moves a run that has not ended, which writes the new job version.
+        raise RuntimeError(f"run {run_id}: a terminal event changed no state; its job version is unwritten")
     if state is RunState.RUNNING and is_streaming(job.facets):
-        _stream_version(group, event.job, job, run)
+        _stream_version(group, ol_job, job, run)
 
 
-def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: Row[Any]) -> None:
+def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: StoredRun) -> None:
     """A streaming job's run may never end: its job version (and so the graph's edges) follows
     what the run has reported so far while it runs, as Marquez does. A repeat adds no version (the
     id is derived from the content); a new input or output does. Dataset versions still wait for
@@ -498,11 +511,9 @@ def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: Row[Any])
         runs.set_job_version(group.connection, run.id, version, group.now)
 
 
-def _link_parent(group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, event: OlEvent) -> None:
+def _link_parent(group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, parent: OlParent) -> None:
     """The parent facet links child to parent, run and job (Marquez's ``parentJobName``, kept when
     a later event has none); an unknown parent run (and job) is created for it."""
-    parent = event.parent
-    assert parent is not None
     connection, now = group.connection, group.now
     parent_job = jobs.ensure_job(
         connection, group.namespace(parent.job_namespace), parent.job_name, "BATCH", now

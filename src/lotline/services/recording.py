@@ -9,12 +9,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row, Table
+from sqlalchemy import Connection
 
-from lotline.domain.errors import Conflict, NotFound
-from lotline.domain.model import JsonObject
+from lotline.domain.errors import Conflict
+from lotline.domain.model import JsonObject, RunIoRole
 from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import (
     VersionState,
@@ -23,8 +22,9 @@ from lotline.domain.versions import (
     output_version_id,
     output_version_state,
 )
-from lotline.store.queries import datasets, jobs, runs, versions
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.services import _common
+from lotline.store.queries import datasets, runs, versions
+from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
 
@@ -34,7 +34,7 @@ def apply_transition(
     action: RunAction,
     at: datetime | None = None,
     *,
-    locked: Row[Any] | None = None,
+    locked: StoredRun | None = None,
     job_version_id: uuid.UUID | None = None,
     refuse_earlier: bool = False,
 ) -> RunState:
@@ -54,10 +54,8 @@ def apply_transition(
     reopened for it).
     """
     now = utcnow()
-    row = locked if locked is not None else runs.lock_run(connection, run_id)
-    if row is None:
-        raise NotFound("Run", str(run_id))
-    plan = plan_transition(RunState(row.state), action)
+    row = locked if locked is not None else _common.require_run(connection, run_id)
+    plan = plan_transition(row.state, action)
     if plan.changes:
         at = at or now
         if row.started_at is not None and plan.target is not RunState.RUNNING and at < row.started_at:
@@ -96,9 +94,9 @@ def create_run(
     nominal_start_time: datetime | None = None,
     nominal_end_time: datetime | None = None,
     facets: JsonObject | None = None,
-) -> Row[Any]:
+) -> StoredRun:
     """Create a run with the inputs and outputs it declares, started at ``started_at`` if given;
-    its row as inserted.
+    as inserted.
 
     A run that starts at once (a lot claim's, an OpenLineage START of an unknown run) has its NEW
     and START transitions recorded together, then what START implies (``apply_transition``'s rules:
@@ -125,8 +123,8 @@ def create_run(
         now=now,
         transitions=transitions,
     )
-    runs.add_io(connection, run_inputs, run_id, inputs, now)
-    runs.add_io(connection, run_outputs, run_id, outputs, now)
+    runs.add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
+    runs.add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
     if started_at is not None:
         _started(connection, run_id, job_version_id, lot, now)
     return row
@@ -142,13 +140,13 @@ def _started(
 
 def record_run_io(
     connection: Connection,
-    run: Row[Any],
-    table: Table,
+    run: StoredRun,
+    role: RunIoRole,
     entries: Sequence[tuple[uuid.UUID, str]],
     now: datetime,
 ) -> None:
-    """Declare inputs (``run_inputs``) or outputs (``run_outputs``) of a run that has not ended."""
-    state = RunState(run.state)
+    """Declare inputs or outputs of a run that has not ended."""
+    state = run.state
     if state.is_terminal:
         raise Conflict(
             f"Run {run.id} is {state.value}: its inputs and outputs must be reported before it ends.",
@@ -156,14 +154,14 @@ def record_run_io(
         )
     if not entries:
         return  # nothing new to declare or pin
-    runs.add_io(connection, table, run.id, entries, now)
-    if table is run_inputs and state is RunState.RUNNING:
+    runs.add_io(connection, role, run.id, entries, now)
+    if role is RunIoRole.INPUT and state is RunState.RUNNING:
         pin_inputs(connection, run.id, now)
 
 
 def check_unchanged_after_end(
     connection: Connection,
-    run: Row[Any],
+    run: StoredRun,
     job_version_id: uuid.UUID,
     inputs: Sequence[uuid.UUID],
     outputs: Sequence[uuid.UUID],
@@ -175,7 +173,7 @@ def check_unchanged_after_end(
     read, written = runs.run_io_dataset_ids(connection, run.id)
     if run.job_version_id == job_version_id and set(inputs) <= set(read) and set(outputs) <= set(written):
         return
-    state = RunState(run.state)
+    state = run.state
     raise Conflict(
         f"Run {run.id} is {state.value}: its inputs, outputs and job version must be reported before "
         "it ends; this declaration changes them.",
@@ -192,8 +190,7 @@ def declare_job_io(
     differ from its own lot (twelve PT5M lots making one PT1H lot) must not also read the PT1H lot.
     """
     for dataset_id, role in runs.undeclared_version_io(connection, run_id, job_version_id):
-        table = run_inputs if role == jobs.INPUT else run_outputs
-        runs.add_io(connection, table, run_id, [(dataset_id, lot)], now)
+        runs.add_io(connection, role, run_id, [(dataset_id, lot)], now)
 
 
 def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
@@ -205,7 +202,7 @@ def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None
     for io in runs.pin_inputs_to_current(connection, run_id):
         version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
-            runs.pin_io(connection, run_inputs, io.id, version_id)
+            runs.pin_io(connection, RunIoRole.INPUT, io.id, version_id)
 
 
 def _create_input_version(
@@ -240,7 +237,7 @@ def _create_input_version(
 def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, now: datetime) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
-    for io in runs.unversioned_io(connection, run_outputs, run_id):
+    for io in runs.unversioned_io(connection, RunIoRole.OUTPUT, run_id):
         # The number takes the dataset row's lock, which every writer of the dataset queues for until
         # this transaction commits: take it as late as possible. Superseding needs it (it serializes
         # two runs making the same lot current).
@@ -261,4 +258,4 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             facets=facets,
             now=now,
         )
-        runs.pin_io(connection, run_outputs, io.id, version_id)
+        runs.pin_io(connection, RunIoRole.OUTPUT, io.id, version_id)

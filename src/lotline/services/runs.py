@@ -9,13 +9,12 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
-from lotline.domain.model import DatasetRef, JsonObject, Page, Run
+from lotline.domain.model import DatasetRef, JsonObject, Page, Run, RunIoRole
 from lotline.domain.runs import RunAction, RunState
 from lotline.services import _common
 from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import jobs, runs
-from lotline.store.schema import run_inputs, run_outputs
+from lotline.store.queries import runs
 from lotline.store.types import utcnow
 
 
@@ -42,18 +41,16 @@ class RunService:
         stored_lot = _common.lot_key(lot)
         run_id = run_id or uuid.uuid4()
         with self._store.write() as connection:
-            job_row = jobs.job_row(connection, namespace, job)
-            if job_row is None:
-                raise NotFound("Job", f"{namespace}:{job}")
+            found_job = _common.require_job(connection, namespace, job)
             if runs.run_exists(connection, run_id):
                 raise Conflict(f"Run {run_id} already exists.")
-            if parent_run_id is not None and not runs.run_exists(connection, parent_run_id):
-                raise NotFound("Run", str(parent_run_id))
+            if parent_run_id is not None:
+                _common.require_run(connection, parent_run_id, lock=False)
             runs.insert_run(
                 connection,
                 run_id=run_id,
-                job_id=job_row.id,
-                job_version_id=job_row.current_version_id,
+                job_id=found_job.id,
+                job_version_id=found_job.current_version_id,
                 parent_run_id=parent_run_id,
                 lot=stored_lot,
                 nominal_start_time=nominal_start_time,
@@ -85,10 +82,10 @@ class RunService:
     def _record(self, run_id: uuid.UUID, refs: Sequence[DatasetRef], *, outputs: bool) -> Run:
         with self._store.write() as connection:
             entries = _common.require_datasets(connection, refs)
-            row = runs.lock_run(connection, run_id)
-            if row is None:
-                raise NotFound("Run", str(run_id))
-            record_run_io(connection, row, run_outputs if outputs else run_inputs, entries, utcnow())
+            run = _common.require_run(connection, run_id)
+            record_run_io(
+                connection, run, RunIoRole.OUTPUT if outputs else RunIoRole.INPUT, entries, utcnow()
+            )
             return self._load(connection, run_id)
 
     def link_parent(self, run_id: uuid.UUID, parent_run_id: uuid.UUID) -> Run:
@@ -97,8 +94,7 @@ class RunService:
             raise InvalidInput("A run cannot be its own parent.")
         with self._store.write() as connection:
             for needed in (run_id, parent_run_id):
-                if not runs.run_exists(connection, needed):
-                    raise NotFound("Run", str(needed))
+                _common.require_run(connection, needed, lock=False)
             if run_id in runs.ancestors(connection, parent_run_id):
                 raise InvalidInput(
                     f"Run {parent_run_id} descends from run {run_id}: parents cannot form a cycle."
@@ -129,10 +125,8 @@ class RunService:
         _common.check_page(limit, offset)
         stored_lot = None if lot is None else _common.lot_key(lot)
         with self._store.read() as connection:
-            job_row = jobs.job_row(connection, namespace, job)
-            if job_row is None:
-                raise NotFound("Job", f"{namespace}:{job}")
-            return runs.list_runs(connection, job_row.id, limit, offset, states, stored_lot)
+            job_id = _common.require_job(connection, namespace, job).id
+            return runs.list_runs(connection, job_id, limit, offset, states, stored_lot)
 
     def latest_states(self, names: Sequence[tuple[str, str]]) -> dict[tuple[str, str], RunState]:
         """The state of each (namespace, job)'s newest run; jobs that never ran are absent."""
@@ -151,15 +145,12 @@ class RunService:
         """The newest run of each of the job's versions (``latestRun`` of a page of job versions);
         versions no run used are absent."""
         with self._store.read() as connection:
-            job_row = jobs.job_row(connection, namespace, job)
-            if job_row is None:
-                raise NotFound("Job", f"{namespace}:{job}")
-            return runs.latest_runs_of_versions(connection, job_row.id, list(dict.fromkeys(version_ids)))
+            job_id = _common.require_job(connection, namespace, job).id
+            return runs.latest_runs_of_versions(connection, job_id, list(dict.fromkeys(version_ids)))
 
     def child_runs(self, parent_run_id: uuid.UUID) -> list[Run]:
         with self._store.read() as connection:
-            if not runs.run_exists(connection, parent_run_id):
-                raise NotFound("Run", str(parent_run_id))
+            _common.require_run(connection, parent_run_id, lock=False)
             return runs.child_runs(connection, parent_run_id)
 
     @staticmethod

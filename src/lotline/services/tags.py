@@ -26,7 +26,8 @@ class TagService:
         with self._store.write() as connection:
             tags.upsert_tag(connection, name, description, utcnow())
             found = tags.get_tag(connection, name)
-        assert found is not None
+        if found is None:  # written in this transaction, so only a bug could hide it
+            raise NotFound("Tag", name)
         return found
 
     def list_tags(self, limit: int = 100, offset: int = 0) -> Page[Tag]:
@@ -64,9 +65,7 @@ class TagService:
         validate_name("Tag", tag)
         with self._store.write() as connection:
             _common.require_namespace(connection, namespace)
-            job_id = graph.job_id(connection, namespace, validate_name("Job", job))
-            if job_id is None:
-                raise NotFound("Job", f"{namespace}:{job}")
+            job_id = _common.require_live_job(connection, namespace, validate_name("Job", job))
             if remove:
                 tags.untag_job(connection, job_id, _existing_tag(connection, tag))
                 return

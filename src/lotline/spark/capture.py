@@ -68,7 +68,10 @@ class WriteCapture:
             if application not in _LISTENING:
                 capture = cls()
                 gateway = spark.sparkContext._gateway
-                assert gateway is not None
+                if gateway is None:
+                    raise RuntimeError(
+                        f"Spark application {application} has no py4j gateway to report writes on"
+                    )
                 ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
                 spark._jsparkSession.listenerManager().register(_Listener(capture))
                 _LISTENING[application] = capture

@@ -54,14 +54,14 @@ def increment_returning(connection: Connection, table: Table, key: str, key_valu
     """A counter row, incremented (or created at 1) by one ``INSERT … ON CONFLICT DO UPDATE …
     RETURNING``; the row stays locked until commit."""
     statement = _increment(connection.dialect.name, table, key, column)
-    value: int = connection.execute(statement, {"p_key": key_value}).scalar_one()
+    value: int = connection.execute(statement, {"b_key": key_value}).scalar_one()
     return value
 
 
 @functools.cache
 def _increment(dialect_name: str, table: Table, key: str, column: str) -> Any:
     """Built once per table: it runs for every version."""
-    new = _insert(dialect_name, table).values({key: bindparam("p_key"), column: 1})
+    new = _insert(dialect_name, table).values({key: bindparam("b_key"), column: 1})
     return new.on_conflict_do_update(index_elements=[key], set_={column: table.c[column] + 1}).returning(
         table.c[column]
     )

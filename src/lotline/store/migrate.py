@@ -31,5 +31,6 @@ def current_revision(connection: Connection) -> str | None:
 
 def head_revision() -> str:
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None, "the package ships no migrations"
+    if head is None:
+        raise RuntimeError("the package ships no migrations")
     return head

@@ -62,14 +62,15 @@ class JobCache:
         row = registry.job_for_claims(connection, namespace, validate_name("Job", job))
         if row is None:
             raise NotFound("Job", f"{namespace}:{job}")
-        if row.coordinated is None:
+        entry = row.entry
+        if entry is None:
             raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
-        guard = frontier.Guard(row.updated_at, row.current_version_id)
+        guard = frontier.Guard(entry.updated_at, row.current_version_id)
         known = self._known.get((namespace, job))
-        if known is not None and known.job_id == row.id and known.guard.stamp == row.updated_at:
-            cached = CachedJob(row.id, guard, replace(known.lot_job, held=bool(row.held)), known.names)
+        if known is not None and known.job_id == row.id and known.guard.stamp == entry.updated_at:
+            cached = CachedJob(row.id, guard, replace(known.lot_job, held=entry.held), known.names)
         else:
-            lot_job = lot_job_of(connection, row.id, row)
+            lot_job = lot_job_of(connection, row.id, entry)
             refs = datasets.dataset_refs(connection, [lot_job.output_dataset_id, *lot_job.inputs])
             cached = CachedJob(row.id, guard, lot_job, {d: ref.name for d, ref in refs.items()})
         self._known[(namespace, job)] = cached

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, Table, func, select, update
+from sqlalchemy import Connection, Row, Table, bindparam, func, select, update
 
 from lotline.domain.model import Namespace, Page, Source
 from lotline.store.dialect import insert_ignoring_conflicts
@@ -45,9 +45,7 @@ def upsert_namespace(
     if description is not None:
         changes["description"] = description
     connection.execute(update(namespaces).where(namespaces.c.name == name).values(changes))
-    found = get_namespace(connection, name)
-    assert found is not None
-    return found
+    return _namespace(connection.execute(select(namespaces).where(namespaces.c.name == name)).one())
 
 
 def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.UUID:
@@ -59,17 +57,20 @@ def ensure_namespace(connection: Connection, name: str, now: datetime) -> uuid.U
         [{"id": uuid.uuid4(), "name": name, "created_at": now, "updated_at": now}],
         ["name"],
     )
-    found: uuid.UUID = connection.execute(
-        select(namespaces.c.id).where(namespaces.c.name == name)
-    ).scalar_one()
+    found: uuid.UUID = connection.execute(_NAMESPACE_ID, {"b_name": name}).scalar_one()
     # Writing into a deleted namespace brings it back, as in Marquez (its deleted datasets and jobs
     # stay deleted); matches no row, and so locks none, in the usual case.
-    connection.execute(
-        update(namespaces)
-        .where(namespaces.c.id == found, namespaces.c.deleted_at.is_not(None))
-        .values(deleted_at=None)
-    )
+    connection.execute(_UNDELETE_NAMESPACE, {"b_id": found})
     return found
+
+
+_NAMESPACE_ID = select(namespaces.c.id).where(namespaces.c.name == bindparam("b_name"))
+_UNDELETE_NAMESPACE = (
+    update(namespaces)
+    .where(namespaces.c.id == bindparam("b_id"), namespaces.c.deleted_at.is_not(None))
+    .values(deleted_at=None)
+)
+_SOURCE_ID = select(sources.c.id).where(sources.c.name == bindparam("b_name"))
 
 
 def hide_namespace(connection: Connection, namespace_id: uuid.UUID, now: datetime) -> None:
@@ -84,7 +85,8 @@ def hide_namespace(connection: Connection, namespace_id: uuid.UUID, now: datetim
 
 
 def namespace_id(connection: Connection, name: str) -> uuid.UUID | None:
-    return connection.execute(select(namespaces.c.id).where(namespaces.c.name == name)).scalar()
+    found: uuid.UUID | None = connection.execute(_NAMESPACE_ID, {"b_name": name}).scalar()
+    return found
 
 
 def get_namespace(connection: Connection, name: str) -> Namespace | None:
@@ -101,14 +103,15 @@ def list_namespaces(connection: Connection, limit: int, offset: int) -> Page[Nam
     return Page([_namespace(r) for r in rows], total)
 
 
-def upsert_source(
+def write_source(
     connection: Connection,
     name: str,
     type_: str,
     connection_url: str | None,
     description: str | None,
     now: datetime,
-) -> Source:
+) -> uuid.UUID:
+    """Create the source or update it; returns its id."""
     insert_ignoring_conflicts(
         connection,
         sources,
@@ -130,14 +133,20 @@ def upsert_source(
         changes["connection_url"] = connection_url
     if description is not None:
         changes["description"] = description
-    connection.execute(update(sources).where(sources.c.name == name).values(changes))
-    found = get_source(connection, name)
-    assert found is not None
+    found: uuid.UUID = connection.execute(
+        update(sources).where(sources.c.name == name).values(changes).returning(sources.c.id)
+    ).scalar_one()
     return found
 
 
+def source_by_id(connection: Connection, source_id: uuid.UUID) -> Source:
+    """A source this transaction knows exists (it has its id)."""
+    return _source(connection.execute(select(sources).where(sources.c.id == source_id)).one())
+
+
 def source_id(connection: Connection, name: str) -> uuid.UUID | None:
-    return connection.execute(select(sources.c.id).where(sources.c.name == name)).scalar()
+    found: uuid.UUID | None = connection.execute(_SOURCE_ID, {"b_name": name}).scalar()
+    return found
 
 
 def get_source(connection: Connection, name: str) -> Source | None:

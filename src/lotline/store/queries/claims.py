@@ -10,16 +10,52 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, bindparam, case, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, select, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status
 
 ds = data_status
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRow:
+    """One data-status row as stored: a job's part in (dataset, lot), in its role. The fields are
+    the table's columns in their order (``StatusRow(*row)`` of ``select(data_status)``)."""
+
+    dataset_id: uuid.UUID
+    lot: str
+    job_id: uuid.UUID
+    role: str
+    status: str
+    held_status: str | None
+    attempt: int
+    owner: str | None
+    lease_expires_at: datetime | None
+    run_id: uuid.UUID | None
+    data_removed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumingClaim:
+    """Another job's claim that reads a lot: its INPUT row's job, run and status."""
+
+    job_id: uuid.UUID
+    run_id: uuid.UUID
+    status: str
+
+
+def _status_row(row: Any) -> StatusRow | None:
+    return None if row is None else StatusRow(*row)
+
+
 _CLAIMABLE = [s.value for s in CLAIMABLE_OUTPUT]
 _INPUT_LOCKED = [s.value for s in INPUT_LOCKED]
 _OUTPUT = ds.c.role == Role.OUTPUT.value
@@ -55,9 +91,10 @@ def _locked_output_row(connection: Connection) -> Any:
     return query.with_for_update() if locks_rows(connection) else query
 
 
-def output_row(connection: Connection, dataset_id: uuid.UUID, lot: str) -> Row[Any] | None:
+def output_row(connection: Connection, dataset_id: uuid.UUID, lot: str) -> StatusRow | None:
     """The OUTPUT row of (dataset, lot), locked until commit on PostgreSQL."""
-    return connection.execute(_locked_output_row(connection), {"b_dataset": dataset_id, "b_lot": lot}).first()
+    params = {"b_dataset": dataset_id, "b_lot": lot}
+    return _status_row(connection.execute(_locked_output_row(connection), params).first())
 
 
 # -- claiming and finishing ---------------------------------------------------------------------
@@ -215,9 +252,12 @@ _SET_CLAIM_INPUTS = (
 
 
 def set_claim_inputs(
-    connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID, status: Status, now: datetime
+    connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID | None, status: Status, now: datetime
 ) -> None:
-    """Move every INPUT row of one claim (found by its run) to DONE or ERROR."""
+    """Move every INPUT row of one claim (found by its run) to DONE or ERROR. A row written
+    without a claim (``run_id`` None: a lot published from outside) has no INPUT rows."""
+    if run_id is None:
+        return
     params = {"b_job": job_id, "b_run": run_id, "b_status": status.value, "b_now": now}
     connection.execute(_SET_CLAIM_INPUTS, params)
 
@@ -233,9 +273,10 @@ def _expired_claims(connection: Connection) -> Any:
     return query.with_for_update(skip_locked=True) if locks_rows(connection) else query
 
 
-def expired_claims(connection: Connection, now: datetime, limit: int) -> list[Row[Any]]:
+def expired_claims(connection: Connection, now: datetime, limit: int) -> list[StatusRow]:
     """RUNNING claims whose lease ran out; on PostgreSQL skipped if another reaper has them."""
-    return list(connection.execute(_expired_claims(connection), {"b_now": now, "b_limit": limit}).all())
+    rows = connection.execute(_expired_claims(connection), {"b_now": now, "b_limit": limit})
+    return [StatusRow(*row) for row in rows]
 
 
 _SET_OUTPUT_STATUS = (
@@ -273,19 +314,21 @@ def set_output_status(
     return connection.execute(_SET_OUTPUT_STATUS, params).rowcount == 1
 
 
-def consuming_claims(connection: Connection, dataset_id: uuid.UUID, lot: str) -> list[Any]:
+def consuming_claims(connection: Connection, dataset_id: uuid.UUID, lot: str) -> list[ConsumingClaim]:
     """Claims of other jobs that read (dataset, lot): their INPUT rows RUNNING or DONE."""
     rows = connection.execute(
         select(ds.c.job_id, ds.c.run_id, ds.c.status)
         .where(ds.c.dataset_id == dataset_id, ds.c.lot == lot, _INPUT, ds.c.status.in_(_INPUT_LOCKED))
+        .where(ds.c.run_id.is_not(None))  # every claim's rows carry its run
         .order_by(ds.c.job_id)
     )
-    return list(rows.all())
+    return [ConsumingClaim(*row) for row in rows]
 
 
-def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> Row[Any] | None:
+def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> StatusRow | None:
     """The OUTPUT row a claim (found by its run) wrote."""
-    return connection.execute(select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)).first()
+    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)
+    return _status_row(connection.execute(query).first())
 
 
 # -- the operator's moves (cold paths: built per call) ---------------------------------------------

@@ -67,16 +67,21 @@ def upsert_dataset(
         stored = json_or_empty(row.facets)
         merged = {**stored, **facets}
         if merged != stored:
-            connection.execute(update(datasets).where(datasets.c.id == row.id).values(facets=merged))
+            connection.execute(_SET_FACETS, {"b_id": row.id, "facets": merged})
     dataset_id: uuid.UUID = row.id
     return dataset_id
 
 
+_SET_FACETS = update(datasets).where(datasets.c.id == bindparam("b_id"))
+_DELETE_FIELDS = delete(dataset_fields).where(dataset_fields.c.dataset_id == bindparam("b_id"))
+_INSERT_FIELDS = insert(dataset_fields)
+
+
 def replace_fields(connection: Connection, dataset_id: uuid.UUID, fields: Sequence[FieldSpec]) -> None:
-    connection.execute(delete(dataset_fields).where(dataset_fields.c.dataset_id == dataset_id))
+    connection.execute(_DELETE_FIELDS, {"b_id": dataset_id})
     if fields:
         connection.execute(
-            insert(dataset_fields),
+            _INSERT_FIELDS,
             [
                 {
                     "dataset_id": dataset_id,
@@ -102,12 +107,18 @@ def fields_of(connection: Connection, dataset_id: uuid.UUID) -> tuple[FieldSpec,
     return tuple(FieldSpec(r.name, r.type, r.description) for r in rows)
 
 
+_DATASET_ID = (
+    select(datasets.c.id)
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .where(namespaces.c.name == bindparam("b_namespace"), datasets.c.name == bindparam("b_name"))
+)
+
+
 def dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
-    return connection.execute(
-        select(datasets.c.id)
-        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(namespaces.c.name == namespace, datasets.c.name == name)
+    found: uuid.UUID | None = connection.execute(
+        _DATASET_ID, {"b_namespace": namespace, "b_name": name}
     ).scalar()
+    return found
 
 
 def dataset_ids(connection: Connection, refs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], uuid.UUID]:
@@ -134,7 +145,7 @@ _VERSION_BASIS = (
     )
     .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
     .outerjoin(dataset_fields, dataset_fields.c.dataset_id == datasets.c.id)
-    .where(datasets.c.id == bindparam("p_dataset_id"))
+    .where(datasets.c.id == bindparam("b_dataset_id"))
     .order_by(dataset_fields.c.position)
 )
 
@@ -144,7 +155,7 @@ def version_basis(
 ) -> tuple[DatasetRef, tuple[FieldSpec, ...], JsonObject]:
     """What a new version of the dataset is made of: its name (for the version's id), its fields
     and facets now, in one statement (built once: it runs for every version)."""
-    rows = connection.execute(_VERSION_BASIS, {"p_dataset_id": dataset_id}).all()
+    rows = connection.execute(_VERSION_BASIS, {"b_dataset_id": dataset_id}).all()
     fields = tuple(FieldSpec(r.field, r.type, r.description) for r in rows if r.field is not None)
     return DatasetRef(rows[0].namespace, rows[0].name), fields, json_or_empty(rows[0].facets)
 
@@ -165,11 +176,11 @@ def lock_dataset(connection: Connection, dataset_id: uuid.UUID) -> None:
         insert_ignoring_conflicts(
             connection, counters, [{"dataset_id": dataset_id, "last_version_number": 0}], ["dataset_id"]
         )
-        connection.execute(_LOCK_COUNTER, {"p_dataset_id": dataset_id})
+        connection.execute(_LOCK_COUNTER, {"b_dataset_id": dataset_id})
 
 
 _LOCK_COUNTER = (
-    select(counters.c.dataset_id).where(counters.c.dataset_id == bindparam("p_dataset_id")).with_for_update()
+    select(counters.c.dataset_id).where(counters.c.dataset_id == bindparam("b_dataset_id")).with_for_update()
 )
 
 

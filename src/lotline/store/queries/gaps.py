@@ -9,6 +9,8 @@ such as ``________PT5M___``) keeps lots of another interval out; None reads name
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Integer, cast, func, or_, select
@@ -22,6 +24,26 @@ from lotline.store.schema import dataset_versions, manifests
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
 _NOT_READY = [s.value for s in OUTPUT_STATUSES if s is not Status.READY]
+
+
+@dataclass(frozen=True, slots=True)
+class ReadyBreak:
+    """A READY lot where a run of consecutive READY lots may start or end, with the READY lots
+    before (``prv``) and after (``nxt``) it."""
+
+    lot: str
+    prv: str | None
+    nxt: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadyLot:
+    """An OUTPUT row that is not READY: its status, held status and whether its data was removed."""
+
+    lot: str
+    status: str
+    held_status: str | None
+    data_removed_at: datetime | None
 
 
 def _rows(
@@ -39,7 +61,7 @@ def _rows(
 
 def ready_breaks(
     connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str, ordinal_at: int
-) -> list[Any]:
+) -> list[ReadyBreak]:
     """The READY interval lots in ``[lot_from, lot_to]`` where a run of consecutive READY lots may
     start or end: ``lot`` with the READY lots before (``prv``) and after (``nxt``) it, for the first
     and last lot, each day's last lot, and each lot followed by a gap (``ordinal_at``: 1-based
@@ -68,7 +90,7 @@ def ready_breaks(
         )
         .order_by(ready.c.lot)
     )
-    return list(connection.execute(query).all())
+    return [ReadyBreak(*row) for row in connection.execute(query)]
 
 
 def count_ready(connection: Connection, dataset_id: uuid.UUID) -> int:
@@ -86,14 +108,14 @@ def unready_rows(
     lot_from: str | None = None,
     lot_to: str | None = None,
     pattern: str | None = None,
-) -> list[Any]:
+) -> list[UnreadyLot]:
     """The OUTPUT rows in the range that are not READY (few, normally), in lot order."""
     query = (
         select(ds.c.lot, ds.c.status, ds.c.held_status, ds.c.data_removed_at)
         .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status.in_(_NOT_READY))
         .order_by(ds.c.lot)
     )
-    return list(connection.execute(query).all())
+    return [UnreadyLot(*row) for row in connection.execute(query)]
 
 
 def ready_lots(

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, literal, select, union_all
+from sqlalchemy import Connection, bindparam, literal, select, union_all
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job
 from lotline.domain.versions import VersionState
@@ -76,22 +76,41 @@ def dataset_edges_of_jobs(connection: Connection, job_ids: Iterable[uuid.UUID]) 
     return found
 
 
+_LIVE_JOB_ID = (
+    select(jobs.c.id)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(
+        namespaces.c.name == bindparam("b_namespace"),
+        jobs.c.name == bindparam("b_name"),
+        jobs.c.deleted_at.is_(None),
+    )
+)
+_LIVE_DATASET_ID = (
+    select(datasets.c.id)
+    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+    .where(
+        namespaces.c.name == bindparam("b_namespace"),
+        datasets.c.name == bindparam("b_name"),
+        datasets.c.deleted_at.is_(None),
+    )
+)
+
+
 def job_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
     """A job that is not soft-deleted."""
-    return connection.execute(
-        select(jobs.c.id)
-        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(namespaces.c.name == namespace, jobs.c.name == name, jobs.c.deleted_at.is_(None))
-    ).scalar()
+    return _id_by_name(connection, _LIVE_JOB_ID, namespace, name)
 
 
 def live_dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
     """A dataset that is not soft-deleted."""
-    return connection.execute(
-        select(datasets.c.id)
-        .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(namespaces.c.name == namespace, datasets.c.name == name, datasets.c.deleted_at.is_(None))
+    return _id_by_name(connection, _LIVE_DATASET_ID, namespace, name)
+
+
+def _id_by_name(connection: Connection, statement: Any, namespace: str, name: str) -> uuid.UUID | None:
+    found: uuid.UUID | None = connection.execute(
+        statement, {"b_namespace": namespace, "b_name": name}
     ).scalar()
+    return found
 
 
 def load_datasets(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Dataset]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, literal, or_, select, union_all, update
+from sqlalchemy import Connection, Row, Select, bindparam, func, literal, or_, select, union_all, update
 
-from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page
+from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
 from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
 from lotline.store.schema import (
     datasets,
@@ -23,10 +24,19 @@ from lotline.store.schema import (
 )
 from lotline.store.types import json_or_empty
 
-INPUT = "INPUT"
-OUTPUT = "OUTPUT"
+INPUT = RunIoRole.INPUT.value
+OUTPUT = RunIoRole.OUTPUT.value
 #: The role, in the lineage graph's edges, of a dataset read without being declared.
 READ = "READ"
+
+
+@dataclass(frozen=True, slots=True)
+class StoredJob:
+    """What writers need of a job's row (deleted or not): its id, current version and facets."""
+
+    id: uuid.UUID
+    current_version_id: uuid.UUID | None
+    facets: JsonObject
 
 
 def upsert_job(
@@ -37,11 +47,10 @@ def upsert_job(
     type_: str,
     description: str | None,
     now: datetime,
-) -> Row[Any]:
-    """Create the job or update its type and description, in one statement; the row's ``id``,
-    ``facets`` and ``current_version_id`` as they are now."""
+) -> StoredJob:
+    """Create the job or update its type and description, in one statement; the job as it is now."""
     changes = ["type", "updated_at"] + (["description"] if description is not None else [])
-    return upsert_returning(
+    row = upsert_returning(
         connection,
         jobs,
         {
@@ -55,10 +64,11 @@ def upsert_job(
         },
         ["namespace_id", "name"],
         changes,
-        ["id", "facets", "current_version_id"],
+        ["id", "current_version_id", "facets"],
         # Writing a deleted job brings it back, as in Marquez.
         constants={"deleted_at": None},
     )
+    return StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
 
 
 def ensure_job(
@@ -81,18 +91,32 @@ def ensure_job(
         ["namespace_id", "name"],
     )
     found: uuid.UUID = connection.execute(
-        select(jobs.c.id).where(jobs.c.namespace_id == namespace_id, jobs.c.name == name)
+        _JOB_ID, {"b_namespace_id": namespace_id, "b_name": name}
     ).scalar_one()
     return found
 
 
-def merge_job_facets(connection: Connection, job: Row[Any], facets: JsonObject) -> JsonObject:
+_JOB_ID = select(jobs.c.id).where(
+    jobs.c.namespace_id == bindparam("b_namespace_id"), jobs.c.name == bindparam("b_name")
+)
+_UPDATE_JOB = update(jobs).where(jobs.c.id == bindparam("b_id"))
+_SET_PARENT_JOB = (
+    update(jobs)
+    .where(
+        jobs.c.id == bindparam("b_id"),
+        or_(jobs.c.parent_job_id.is_(None), jobs.c.parent_job_id != bindparam("b_parent_job_id")),
+    )
+    .values(parent_job_id=bindparam("b_parent_job_id"))
+)
+
+
+def merge_job_facets(connection: Connection, job: StoredJob, facets: JsonObject) -> JsonObject:
     """Later facets of one name replace earlier ones; writes only when that changes anything.
-    ``job`` is a row with the job's ``id`` and stored ``facets``; returns the merged facets."""
-    stored = json_or_empty(job.facets)
+    Returns the merged facets."""
+    stored = job.facets
     merged = {**stored, **facets}
     if merged != stored:
-        connection.execute(update(jobs).where(jobs.c.id == job.id).values(facets=merged))
+        connection.execute(_UPDATE_JOB, {"b_id": job.id, "facets": merged})
     return merged
 
 
@@ -121,15 +145,26 @@ def set_current_version(
     io = [{"job_version_id": version_id, "dataset_id": d, "role": INPUT} for d in inputs]
     io += [{"job_version_id": version_id, "dataset_id": d, "role": OUTPUT} for d in outputs]
     insert_ignoring_conflicts(connection, job_version_io, io, ["job_version_id", "dataset_id", "role"])
-    connection.execute(update(jobs).where(jobs.c.id == job_id).values(current_version_id=version_id))
+    connection.execute(_UPDATE_JOB, {"b_id": job_id, "current_version_id": version_id})
 
 
-def job_row(connection: Connection, namespace: str, name: str) -> Row[Any] | None:
-    return connection.execute(
-        select(jobs, namespaces.c.name.label("namespace"))
-        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(namespaces.c.name == namespace, jobs.c.name == name)
-    ).first()
+_STORED_JOB = (
+    select(jobs.c.id, jobs.c.current_version_id, jobs.c.facets)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.name == bindparam("b_name"))
+)
+
+
+def job_row(connection: Connection, namespace: str, name: str) -> StoredJob | None:
+    """The job, deleted or not (a deleted job's runs are still recorded and read)."""
+    row = connection.execute(_STORED_JOB, {"b_namespace": namespace, "b_name": name}).first()
+    return None if row is None else StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
+
+
+def _job_query() -> Select[Any]:
+    return select(jobs, namespaces.c.name.label("namespace")).join(
+        namespaces, namespaces.c.id == jobs.c.namespace_id
+    )
 
 
 _Refs = tuple[tuple[DatasetRef, ...], tuple[DatasetRef, ...], tuple[DatasetRef, ...]]
@@ -186,13 +221,7 @@ def hide_job(connection: Connection, job_id: uuid.UUID, now: datetime) -> None:
 
 def set_parent_job(connection: Connection, job_id: uuid.UUID, parent_job_id: uuid.UUID) -> None:
     """The job's parent job (from a parent facet); writes only when it changes."""
-    connection.execute(
-        update(jobs)
-        .where(
-            jobs.c.id == job_id, or_(jobs.c.parent_job_id.is_(None), jobs.c.parent_job_id != parent_job_id)
-        )
-        .values(parent_job_id=parent_job_id)
-    )
+    connection.execute(_SET_PARENT_JOB, {"b_id": job_id, "b_parent_job_id": parent_job_id})
 
 
 def _jobs(connection: Connection, rows: Sequence[Row[Any]]) -> list[Job]:
@@ -260,16 +289,14 @@ def _jobs(connection: Connection, rows: Sequence[Row[Any]]) -> list[Job]:
 
 def get_job(connection: Connection, namespace: str, name: str) -> Job | None:
     """The job, unless it is deleted."""
-    row = job_row(connection, namespace, name)
-    return _jobs(connection, [row])[0] if row is not None and row.deleted_at is None else None
+    row = connection.execute(
+        _job_query().where(namespaces.c.name == namespace, jobs.c.name == name, jobs.c.deleted_at.is_(None))
+    ).first()
+    return _jobs(connection, [row])[0] if row is not None else None
 
 
 def list_jobs(connection: Connection, namespace: str | None, limit: int, offset: int) -> Page[Job]:
-    query = (
-        select(jobs, namespaces.c.name.label("namespace"))
-        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-        .where(jobs.c.deleted_at.is_(None))
-    )
+    query = _job_query().where(jobs.c.deleted_at.is_(None))
     count = (
         select(func.count())
         .select_from(jobs)

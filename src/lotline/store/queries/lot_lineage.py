@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Connection, Table, literal, select, union_all
 
 from lotline.domain.lot_lineage import LotRun, LotVersion
+from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.store.schema import dataset_versions, datasets, jobs, namespaces, run_inputs, run_outputs, runs
@@ -60,11 +61,11 @@ def version_of_lot(connection: Connection, dataset_id: uuid.UUID, lot: str) -> L
     return None if row is None else _lot(row)
 
 
-def _io(table: Table, role: str) -> Any:
+def _io(table: Table, role: RunIoRole) -> Any:
     return (
         select(
             table.c.run_id,
-            literal(role).label("role"),
+            literal(role.value).label("role"),
             namespaces.c.name.label("namespace"),
             datasets.c.name.label("dataset"),
             table.c.lot,
@@ -80,15 +81,15 @@ def _io(table: Table, role: str) -> Any:
 
 def io_of_runs(
     connection: Connection, run_ids: Sequence[uuid.UUID]
-) -> list[tuple[uuid.UUID, str, LotVersion]]:
-    """(run id, ``INPUT`` or ``OUTPUT``, lot version) for everything the runs read and wrote."""
+) -> list[tuple[uuid.UUID, RunIoRole, LotVersion]]:
+    """(run id, input or output, lot version) for everything the runs read and wrote."""
     found = []
     for chunk in _chunks(run_ids):
         query = union_all(
-            _io(run_inputs, "INPUT").where(run_inputs.c.run_id.in_(chunk)),
-            _io(run_outputs, "OUTPUT").where(run_outputs.c.run_id.in_(chunk)),
+            _io(run_inputs, RunIoRole.INPUT).where(run_inputs.c.run_id.in_(chunk)),
+            _io(run_outputs, RunIoRole.OUTPUT).where(run_outputs.c.run_id.in_(chunk)),
         )
-        found += [(r.run_id, r.role, _lot(r)) for r in connection.execute(query)]
+        found += [(r.run_id, RunIoRole(r.role), _lot(r)) for r in connection.execute(query)]
     return found
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, and_, insert, or_, select, update
+from sqlalchemy import Connection, Row, Select, and_, bindparam, insert, or_, select, update
 
 from lotline.domain.manifests import (
     Manifest,
@@ -68,11 +68,15 @@ def set_state(
 ) -> bool:
     """Move a manifest from ``expected`` to ``state``; False if it was no longer ``expected``."""
     done = connection.execute(
-        update(manifests)
-        .where(manifests.c.id == manifest_id, manifests.c.state == expected.value)
-        .values(state=state.value, updated_at=now)
+        _SET_STATE,
+        {"b_id": manifest_id, "b_expected": expected.value, "state": state.value, "updated_at": now},
     )
     return done.rowcount == 1
+
+
+_SET_STATE = update(manifests).where(
+    manifests.c.id == bindparam("b_id"), manifests.c.state == bindparam("b_expected")
+)
 
 
 def _selected() -> Select[Any]:

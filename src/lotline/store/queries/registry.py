@@ -5,43 +5,66 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from lotline.store.dialect import upsert_insert
 from lotline.store.schema import jobs, lot_job_inputs, lot_jobs, namespaces
 
-_LOT_JOB = select(lot_jobs).where(lot_jobs.c.job_id == bindparam("b_job"))
+
+@dataclass(frozen=True, slots=True)
+class LotJobRow:
+    """A job's entry in the registry (its ``lot_jobs`` row, without its inputs)."""
+
+    output_dataset_id: uuid.UUID
+    lot_mapping: str | None
+    held: bool
+    #: The entry's stamp: it changes whenever the entry does.
+    updated_at: datetime
 
 
-def lot_job(connection: Connection, job_id: uuid.UUID) -> Row[Any] | None:
-    """The job's coordination record (``lot_jobs`` row), or None if it takes no part in coordination."""
-    return connection.execute(_LOT_JOB, {"b_job": job_id}).first()
+_LOT_JOB_COLUMNS = (
+    lot_jobs.c.output_dataset_id,
+    lot_jobs.c.lot_mapping,
+    lot_jobs.c.held,
+    lot_jobs.c.updated_at,
+)
+_LOT_JOB = select(*_LOT_JOB_COLUMNS).where(lot_jobs.c.job_id == bindparam("b_job"))
+
+
+def lot_job(connection: Connection, job_id: uuid.UUID) -> LotJobRow | None:
+    """The job's entry in the registry, or None if it takes no part in coordination."""
+    row = connection.execute(_LOT_JOB, {"b_job": job_id}).first()
+    return None if row is None else LotJobRow(*row)
+
+
+@dataclass(frozen=True, slots=True)
+class JobForClaims:
+    """A job, its current version, and its registry entry (None: it takes no part in coordination)."""
+
+    id: uuid.UUID
+    current_version_id: uuid.UUID | None
+    entry: LotJobRow | None
 
 
 _JOB_FOR_CLAIMS = (
-    select(
-        jobs.c.id,
-        jobs.c.current_version_id,
-        lot_jobs.c.job_id.label("coordinated"),
-        lot_jobs.c.held,
-        lot_jobs.c.updated_at,
-        lot_jobs.c.output_dataset_id,
-        lot_jobs.c.lot_mapping,
-    )
+    select(jobs.c.id, jobs.c.current_version_id, lot_jobs.c.job_id.label("coordinated"), *_LOT_JOB_COLUMNS)
     .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
     .outerjoin(lot_jobs, lot_jobs.c.job_id == jobs.c.id)
     .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.name == bindparam("b_job"))
 )
 
 
-def job_for_claims(connection: Connection, namespace: str, job: str) -> Any:
-    """A job by name with its coordination record (``coordinated`` is None if it has none) and its
-    current version: what a worker needs per claim, in one read. ``updated_at`` is the record's
-    stamp: it changes whenever the record does."""
-    return connection.execute(_JOB_FOR_CLAIMS, {"b_namespace": namespace, "b_job": job}).first()
+def job_for_claims(connection: Connection, namespace: str, job: str) -> JobForClaims | None:
+    """A job by name with its registry entry and its current version: what a worker needs per
+    claim, in one read."""
+    row = connection.execute(_JOB_FOR_CLAIMS, {"b_namespace": namespace, "b_job": job}).first()
+    if row is None:
+        return None
+    job_id, version_id, coordinated, *entry = row
+    return JobForClaims(job_id, version_id, None if coordinated is None else LotJobRow(*entry))
 
 
 _PRODUCER = select(lot_jobs.c.job_id).where(lot_jobs.c.output_dataset_id == bindparam("b_dataset"))

@@ -7,9 +7,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from lotline.domain.coordination import Role, Status
+from lotline.store.queries.claims import StatusRow
 from lotline.store.schema import data_status, datasets, jobs, namespaces
 
 ds = data_status
@@ -56,12 +57,28 @@ _WITH_NAMES = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class NamedStatusRow:
+    """A data-status row with the names of its namespace, dataset and job."""
+
+    row: StatusRow
+    namespace: str
+    dataset: str
+    job: str
+
+
+_COLUMNS = len(ds.c)
+
+
 def status_rows(
     connection: Connection, where: StatusFilter, limit: int | None = None, offset: int = 0
-) -> list[Any]:
+) -> list[NamedStatusRow]:
     """Rows of the data-status table with dataset and job names, ordered by dataset, lot, job."""
     ordered = _filtered(_WITH_NAMES, where).order_by(datasets.c.name, ds.c.lot, jobs.c.name, ds.c.role)
-    return list(connection.execute(ordered.limit(limit).offset(offset)).all())
+    return [
+        NamedStatusRow(StatusRow(*row[:_COLUMNS]), *row[_COLUMNS:])
+        for row in connection.execute(ordered.limit(limit).offset(offset))
+    ]
 
 
 _COUNT = select(func.count()).select_from(ds.join(datasets, datasets.c.id == ds.c.dataset_id))
@@ -91,6 +108,7 @@ _LOT_ROW = select(ds).where(
 )
 
 
-def lot_row(connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID) -> Row[Any] | None:
+def lot_row(connection: Connection, dataset_id: uuid.UUID, lot: str, job_id: uuid.UUID) -> StatusRow | None:
     """The job's row for (dataset, lot): its OUTPUT row when ``dataset_id`` is its output."""
-    return connection.execute(_LOT_ROW, {"b_dataset": dataset_id, "b_lot": lot, "b_job": job_id}).first()
+    row = connection.execute(_LOT_ROW, {"b_dataset": dataset_id, "b_lot": lot, "b_job": job_id}).first()
+    return None if row is None else StatusRow(*row)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Row,
-    Table,
     bindparam,
     exists,
     func,
@@ -22,10 +22,10 @@ from sqlalchemy import (
     update,
 )
 
-from lotline.domain.model import JsonObject, Page, Run, RunIO, RunTransition
+from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows
+from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
     dataset_versions,
     datasets,
@@ -39,7 +39,64 @@ from lotline.store.schema import (
 )
 from lotline.store.types import json_or_empty
 
-_INSERT_RUN = insert(runs).returning(runs)
+#: The only place that knows which table holds which side of a run.
+_IO_TABLES = {RunIoRole.INPUT: run_inputs, RunIoRole.OUTPUT: run_outputs}
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """What the recording rules need of a run's row (SPEC §2, §3), as read or inserted."""
+
+    id: uuid.UUID
+    job_id: uuid.UUID
+    job_version_id: uuid.UUID | None
+    lot: str
+    state: RunState
+    started_at: datetime | None
+    nominal_start_time: datetime | None
+    nominal_end_time: datetime | None
+    facets: JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class UnpinnedIo:
+    """A declared input or output of a run not yet tied to a dataset version."""
+
+    id: int
+    dataset_id: uuid.UUID
+    lot: str
+
+
+#: The columns of a ``StoredRun``, in its order.
+_STORED_RUN = (
+    runs.c.id,
+    runs.c.job_id,
+    runs.c.job_version_id,
+    runs.c.lot,
+    runs.c.state,
+    runs.c.started_at,
+    runs.c.nominal_start_time,
+    runs.c.nominal_end_time,
+    runs.c.facets,
+)
+
+
+def _stored_run(row: Sequence[Any]) -> StoredRun:
+    run_id, job_id, version_id, lot, state, started_at, nominal_start, nominal_end, facets = row
+    return StoredRun(
+        run_id,
+        job_id,
+        version_id,
+        lot,
+        RunState(state),
+        started_at,
+        nominal_start,
+        nominal_end,
+        json_or_empty(facets),
+    )
+
+
+_INSERT_RUN = insert(runs).returning(*_STORED_RUN)
 
 
 def insert_run(
@@ -56,9 +113,9 @@ def insert_run(
     facets: JsonObject,
     now: datetime,
     transitions: Sequence[tuple[RunState, datetime]] = (),
-) -> Row[Any]:
+) -> StoredRun:
     """The new run with its transitions (default: NEW, now), in the last one's state and started at
-    the RUNNING one's time if there is one; its row as inserted. Two statements whatever the number
+    the RUNNING one's time if there is one; as inserted. Two statements whatever the number
     of transitions."""
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
@@ -88,26 +145,35 @@ def insert_run(
             for s, at in transitions
         ],
     )
-    return row
+    return _stored_run(row)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
-    return connection.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is not None
+    return connection.execute(_RUN_ID, {"b_run_id": run_id}).first() is not None
 
 
-# The statements run for every event and transition are built once (bind parameters named
-# ``p_…``): building a statement and its cache key costs more CPU than the round trip.
-_RUN = select(runs).where(runs.c.id == bindparam("p_run_id"))
-_LOCKED_RUN = _RUN.with_for_update()
-_SET_STATE = update(runs).where(runs.c.id == bindparam("p_run_id"), runs.c.state == bindparam("p_expected"))
+_RUN = select(*_STORED_RUN).where(runs.c.id == bindparam("b_run_id"))
+_RUN_ID = select(runs.c.id).where(runs.c.id == bindparam("b_run_id"))
+_SET_STATE = update(runs).where(runs.c.id == bindparam("b_run_id"), runs.c.state == bindparam("b_expected"))
 _INSERT_TRANSITION = insert(run_transitions)
-_SET_JOB_VERSION = update(runs).where(runs.c.id == bindparam("p_run_id"))
+_UPDATE_RUN = update(runs).where(runs.c.id == bindparam("b_run_id"))
 
 
-def lock_run(connection: Connection, run_id: uuid.UUID) -> Row[Any] | None:
-    """The run's row, locked until commit so that concurrent transitions of one run serialize."""
-    query = _LOCKED_RUN if locks_rows(connection) else _RUN
-    return connection.execute(query, {"p_run_id": run_id}).first()
+@per_dialect
+def _locked_run(connection: Connection) -> Any:
+    return _RUN.with_for_update() if locks_rows(connection) else _RUN
+
+
+def lock_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
+    """The run, its row locked until commit so that concurrent transitions of one run serialize."""
+    row = connection.execute(_locked_run(connection), {"b_run_id": run_id}).first()
+    return None if row is None else _stored_run(row)
+
+
+def read_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
+    """The run, without locking it."""
+    row = connection.execute(_RUN, {"b_run_id": run_id}).first()
+    return None if row is None else _stored_run(row)
 
 
 def set_state(
@@ -129,7 +195,7 @@ def set_state(
         changes["started_at"] = at
     elif target.is_terminal:
         changes["ended_at"] = at
-    result = connection.execute(_SET_STATE, {"p_run_id": run_id, "p_expected": expected.value, **changes})
+    result = connection.execute(_SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes})
     if result.rowcount != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
     insert_transition(connection, run_id, target, at, now)
@@ -147,15 +213,11 @@ def insert_transition(
 def set_job_version(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID, now: datetime
 ) -> None:
-    connection.execute(
-        _SET_JOB_VERSION, {"p_run_id": run_id, "job_version_id": job_version_id, "updated_at": now}
-    )
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "job_version_id": job_version_id, "updated_at": now})
 
 
 def set_parent(connection: Connection, run_id: uuid.UUID, parent_run_id: uuid.UUID, now: datetime) -> None:
-    connection.execute(
-        update(runs).where(runs.c.id == run_id).values(parent_run_id=parent_run_id, updated_at=now)
-    )
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "parent_run_id": parent_run_id, "updated_at": now})
 
 
 #: Deeper parent chains than this are not followed (links refuse cycles; this bounds a corrupt one).
@@ -165,7 +227,7 @@ MAX_ANCESTORS = 1000
 def _ancestors() -> Any:
     chain = (
         select(runs.c.parent_run_id.label("parent"), literal(1).label("depth"))
-        .where(runs.c.id == bindparam("p_run"))
+        .where(runs.c.id == bindparam("b_run"))
         .cte("chain", recursive=True)
     )
     above = runs.alias("above")
@@ -183,7 +245,7 @@ _ANCESTORS = _ancestors()
 def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
     """The chain of parents above a run, nearest first, in one statement (a recursive query)."""
     found: list[uuid.UUID] = []
-    for (parent,) in connection.execute(_ANCESTORS, {"p_run": run_id}):
+    for (parent,) in connection.execute(_ANCESTORS, {"b_run": run_id}):
         if parent in found or parent == run_id:
             break  # a cycle (never written, but never followed for ever either)
         found.append(parent)
@@ -192,7 +254,7 @@ def ancestors(connection: Connection, run_id: uuid.UUID) -> list[uuid.UUID]:
 
 def add_io(
     connection: Connection,
-    table: Table,
+    role: RunIoRole,
     run_id: uuid.UUID,
     entries: Sequence[tuple[uuid.UUID, str]],
     now: datetime,
@@ -200,7 +262,7 @@ def add_io(
     """Declare (dataset id, lot) pairs as inputs or outputs of a run; repeats are ignored."""
     insert_ignoring_conflicts(
         connection,
-        table,
+        _IO_TABLES[role],
         [{"run_id": run_id, "dataset_id": d, "lot": lot, "recorded_at": now} for d, lot in entries],
         ["run_id", "dataset_id", "lot"],
     )
@@ -208,42 +270,42 @@ def add_io(
 
 def undeclared_version_io(
     connection: Connection, run_id: uuid.UUID, job_version_id: uuid.UUID | None
-) -> list[tuple[uuid.UUID, str]]:
+) -> list[tuple[uuid.UUID, RunIoRole]]:
     """(dataset id, role) of the job version's inputs/outputs that the run has not declared at any lot."""
     if job_version_id is None:
         return []
     rows = connection.execute(_UNDECLARED, {"b_run": run_id, "b_version": job_version_id}).all()
-    return [(r.dataset_id, r.role) for r in rows]
+    return [(dataset_id, RunIoRole(role)) for dataset_id, role in rows]
 
 
-_UNVERSIONED = {
-    table.name: select(table.c.id, table.c.dataset_id, table.c.lot)
-    .where(table.c.run_id == bindparam("p_run_id"), table.c.dataset_version_id.is_(None))
+_UNVERSIONED_IO = {
+    role: select(table.c.id, table.c.dataset_id, table.c.lot)
+    .where(table.c.run_id == bindparam("b_run_id"), table.c.dataset_version_id.is_(None))
     .order_by(table.c.dataset_id, table.c.lot)
-    for table in (run_inputs, run_outputs)
+    for role, table in _IO_TABLES.items()
 }
-_PIN = {
-    table.name: update(table).where(table.c.id == bindparam("p_id")) for table in (run_inputs, run_outputs)
-}
+_PIN_IO = {role: update(table).where(table.c.id == bindparam("b_id")) for role, table in _IO_TABLES.items()}
 
 
-def unversioned_io(connection: Connection, table: Table, run_id: uuid.UUID) -> Sequence[Row[Any, Any, Any]]:
+def unversioned_io(connection: Connection, role: RunIoRole, run_id: uuid.UUID) -> list[UnpinnedIo]:
     """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return connection.execute(_UNVERSIONED[table.name], {"p_run_id": run_id}).all()
+    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id})]
 
 
-def pin_io(connection: Connection, table: Table, io_id: int, version_id: uuid.UUID) -> None:
-    connection.execute(_PIN[table.name], {"p_id": io_id, "dataset_version_id": version_id})
+def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
+    connection.execute(_PIN_IO[role], {"b_id": io_id, "dataset_version_id": version_id})
 
 
 def _undeclared() -> Any:
     io = job_version_io
     declared = [
         exists().where(
-            io.c.role == role, table.c.run_id == bindparam("b_run"), table.c.dataset_id == io.c.dataset_id
+            io.c.role == role.value,
+            table.c.run_id == bindparam("b_run"),
+            table.c.dataset_id == io.c.dataset_id,
         )
-        for role, table in (("INPUT", run_inputs), ("OUTPUT", run_outputs))
+        for role, table in _IO_TABLES.items()
     ]
     return (
         select(io.c.dataset_id, io.c.role)
@@ -278,18 +340,22 @@ def _pin_to_current() -> Any:
 _PIN_TO_CURRENT = _pin_to_current()
 
 
-def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[Any]:
+def pin_inputs_to_current(connection: Connection, run_id: uuid.UUID) -> list[UnpinnedIo]:
     """Tie each unpinned input of a run to its (dataset, lot)'s current version, in one statement.
 
     Returns the inputs that have no current version (still unpinned), ordered by dataset id and lot.
     """
-    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id}).all()
-    return sorted((r for r in rows if r.dataset_version_id is None), key=lambda r: (r.dataset_id, r.lot))
+    rows = connection.execute(_PIN_TO_CURRENT, {"b_run": run_id})
+    unpinned = [
+        UnpinnedIo(io_id, dataset_id, lot) for io_id, dataset_id, lot, version in rows if version is None
+    ]
+    return sorted(unpinned, key=lambda io: (io.dataset_id, io.lot))
 
 
 def _io_of(
-    connection: Connection, table: Table, run_ids: Sequence[uuid.UUID]
+    connection: Connection, role: RunIoRole, run_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, list[RunIO]]:
+    table = _IO_TABLES[role]
     rows = connection.execute(
         select(
             table.c.run_id,
@@ -323,8 +389,8 @@ def _run_query() -> Any:
 
 def _load(connection: Connection, rows: Sequence[Row[Any]]) -> list[Run]:
     ids = [r.id for r in rows]
-    inputs = _io_of(connection, run_inputs, ids)
-    outputs = _io_of(connection, run_outputs, ids)
+    inputs = _io_of(connection, RunIoRole.INPUT, ids)
+    outputs = _io_of(connection, RunIoRole.OUTPUT, ids)
     transitions: dict[uuid.UUID, list[RunTransition]] = {}
     for t in connection.execute(
         select(run_transitions).where(run_transitions.c.run_id.in_(ids)).order_by(run_transitions.c.id)
@@ -471,19 +537,19 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
     return _load(connection, rows)
 
 
-def merge_run_facets(connection: Connection, run: Row[Any], facets: JsonObject, now: datetime) -> None:
-    """Later facets of one name replace earlier ones; others accumulate. ``run`` is the run's row,
-    locked by the caller; nothing is written when the facets change nothing."""
-    stored = json_or_empty(run.facets)
+def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject, now: datetime) -> None:
+    """Later facets of one name replace earlier ones; others accumulate. ``run`` is locked by the
+    caller; nothing is written when the facets change nothing."""
+    stored = run.facets
     merged = {**stored, **facets}
     if merged != stored:
-        connection.execute(update(runs).where(runs.c.id == run.id).values(facets=merged, updated_at=now))
+        connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
 
 
 _RUN_IO = union_all(
     *(
         select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
-            table.c.run_id == bindparam("p_run_id")
+            table.c.run_id == bindparam("b_run_id")
         )
         for table in (run_inputs, run_outputs)
     )
@@ -492,15 +558,20 @@ _RUN_IO = union_all(
 
 def run_io_dataset_ids(connection: Connection, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
     """The datasets a run has reported reading and writing so far (any lot), in one statement."""
-    rows = connection.execute(_RUN_IO, {"p_run_id": run_id}).all()
+    rows = connection.execute(_RUN_IO, {"b_run_id": run_id}).all()
     inputs = {r.dataset_id for r in rows if r.is_input}
     outputs = {r.dataset_id for r in rows if not r.is_input}
     return sorted(inputs), sorted(outputs)
 
 
-def pinned_inputs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, frozenset[Any]]:
+PinnedInput = tuple[uuid.UUID, str, uuid.UUID | None]
+
+
+def pinned_inputs(
+    connection: Connection, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, frozenset[PinnedInput]]:
     """What each run read: its (dataset, lot, pinned version) inputs."""
-    found: dict[uuid.UUID, set[Any]] = {run_id: set() for run_id in run_ids}
+    found: dict[uuid.UUID, set[PinnedInput]] = {run_id: set() for run_id in run_ids}
     rows = connection.execute(
         select(
             run_inputs.c.run_id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, func, literal, select, union_all
 from lotline.store.schema import datasets, jobs, namespaces
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     type: str
     name: str

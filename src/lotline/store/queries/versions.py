@@ -16,12 +16,22 @@ from lotline.store.types import json_or_empty
 
 _INSERT_VERSION = insert(dataset_versions)
 _CURRENT = (
-    dataset_versions.c.dataset_id == bindparam("p_dataset_id"),
-    dataset_versions.c.lot == bindparam("p_lot"),
+    dataset_versions.c.dataset_id == bindparam("b_dataset_id"),
+    dataset_versions.c.lot == bindparam("b_lot"),
     dataset_versions.c.state == VersionState.CURRENT.value,
 )
 _SUPERSEDE = update(dataset_versions).where(*_CURRENT).values(state=VersionState.SUPERSEDED.value)
 _CURRENT_ID = select(dataset_versions.c.id).where(*_CURRENT)
+_FACETS = select(dataset_versions.c.facets).where(dataset_versions.c.id == bindparam("b_id"))
+_SET_FACETS = update(dataset_versions).where(dataset_versions.c.id == bindparam("b_id"))
+_ANY_VERSION = (
+    select(dataset_versions.c.id)
+    .where(
+        dataset_versions.c.dataset_id == bindparam("b_dataset_id"),
+        dataset_versions.c.lot == bindparam("b_lot"),
+    )
+    .limit(1)
+)
 
 
 def insert_version(
@@ -55,34 +65,23 @@ def insert_version(
 
 def merge_facets(connection: Connection, version_id: uuid.UUID, facets: JsonObject) -> None:
     """Add facets to a version (its writer's output facets, recorded with its outcome)."""
-    stored = connection.execute(
-        select(dataset_versions.c.facets).where(dataset_versions.c.id == version_id)
-    ).scalar()
-    connection.execute(
-        update(dataset_versions)
-        .where(dataset_versions.c.id == version_id)
-        .values(facets={**json_or_empty(stored), **facets})
-    )
+    stored = connection.execute(_FACETS, {"b_id": version_id}).scalar()
+    connection.execute(_SET_FACETS, {"b_id": version_id, "facets": {**json_or_empty(stored), **facets}})
 
 
 def supersede_current(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:
-    connection.execute(_SUPERSEDE, {"p_dataset_id": dataset_id, "p_lot": lot})
+    connection.execute(_SUPERSEDE, {"b_dataset_id": dataset_id, "b_lot": lot})
 
 
 def current_version_id(connection: Connection, dataset_id: uuid.UUID, lot: str) -> uuid.UUID | None:
     found: uuid.UUID | None = connection.execute(
-        _CURRENT_ID, {"p_dataset_id": dataset_id, "p_lot": lot}
+        _CURRENT_ID, {"b_dataset_id": dataset_id, "b_lot": lot}
     ).scalar()
     return found
 
 
 def has_any_version(connection: Connection, dataset_id: uuid.UUID, lot: str) -> bool:
-    found = connection.execute(
-        select(dataset_versions.c.id)
-        .where(dataset_versions.c.dataset_id == dataset_id, dataset_versions.c.lot == lot)
-        .limit(1)
-    ).first()
-    return found is not None
+    return connection.execute(_ANY_VERSION, {"b_dataset_id": dataset_id, "b_lot": lot}).first() is not None
 
 
 def _version_query() -> Any:
