@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, literal, select, union_all
+from sqlalchemy import Connection, Select, Table, bindparam, literal, select, union_all
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job
 from lotline.domain.versions import VersionState
@@ -76,24 +76,21 @@ def dataset_edges_of_jobs(connection: Connection, job_ids: Iterable[uuid.UUID]) 
     return found
 
 
-_LIVE_JOB_ID = (
-    select(jobs.c.id)
-    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
-    .where(
-        namespaces.c.name == bindparam("b_namespace"),
-        jobs.c.name == bindparam("b_name"),
-        jobs.c.deleted_at.is_(None),
+def _live_id_by_name(table: Table) -> Select[tuple[uuid.UUID]]:
+    """The id of a job or dataset by namespace and name, unless it is soft-deleted."""
+    return (
+        select(table.c.id)
+        .join(namespaces, namespaces.c.id == table.c.namespace_id)
+        .where(
+            namespaces.c.name == bindparam("b_namespace"),
+            table.c.name == bindparam("b_name"),
+            table.c.deleted_at.is_(None),
+        )
     )
-)
-_LIVE_DATASET_ID = (
-    select(datasets.c.id)
-    .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-    .where(
-        namespaces.c.name == bindparam("b_namespace"),
-        datasets.c.name == bindparam("b_name"),
-        datasets.c.deleted_at.is_(None),
-    )
-)
+
+
+_LIVE_JOB_ID = _live_id_by_name(jobs)
+_LIVE_DATASET_ID = _live_id_by_name(datasets)
 
 
 def job_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
