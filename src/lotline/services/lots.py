@@ -379,9 +379,7 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
 
 def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     """The job's lot job: NotFound, or a Conflict if the job takes no part in coordination."""
-    job_row = jobs.job_row(connection, namespace, validate_name("Job", job))
-    if job_row is None:
-        raise NotFound("Job", f"{namespace}:{job}")
+    job_row = _common.require_job(connection, namespace, validate_name("Job", job))
     lot_job = find_lot_job(connection, job_row.id)
     if lot_job is None:
         raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
