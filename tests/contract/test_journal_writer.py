@@ -69,6 +69,20 @@ def test_requests_waiting_together_are_journaled_in_one_group_each_with_its_own_
     store.dispose()
 
 
+def test_on_postgresql_a_group_goes_out_on_the_event_loop_connections_not_the_thread(
+    backend_url: str,
+) -> None:
+    """The writer's thread, which costs each group a GIL hand-over (docs/benchmarks.md "asyncpg
+    A/B"), is for SQLite and for groups with a refused value only: on PostgreSQL an ordinary group
+    never starts it."""
+    store = Store(backend_url)
+    writer = JournalWriter(store)
+    assert _journal_together(writer, [[_entry("one")], [_entry("two")]]) == [[True], [True]]
+    thread_started = bool(writer._thread._threads)
+    assert thread_started is backend_url.startswith("sqlite")
+    store.dispose()
+
+
 def test_a_value_the_database_refuses_fails_only_its_own_request(backend_url: str) -> None:
     store = Store(backend_url)
     good, bad, other = _entry("good"), _entry("bad", note={"text": "a\x00b"}), _entry("other")

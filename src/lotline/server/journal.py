@@ -102,9 +102,7 @@ class JournalWriter:
     async def _write(self, group: list[_Waiting]) -> None:
         entries = [entry for waiting in group for entry in waiting.entries]
         try:
-            results = await asyncio.get_running_loop().run_in_executor(
-                self._thread, journal, self._store, entries
-            )
+            results = await self._journal(entries)
         except DatabaseError as error:
             log.warning("journaling %d events failed: %s", len(entries), error.detail)
             failure = JournalUnavailable(f"the database failed while journaling; retry: {error.detail}")
