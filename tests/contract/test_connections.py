@@ -100,6 +100,24 @@ def test_no_server_at_all_is_database_unavailable_on_every_kind_of_connection(
         store.dispose()
 
 
+def test_a_listener_whose_connection_died_fails_with_database_unavailable(own_store: Store) -> None:
+    """The projector and ``lotline events --follow`` listen anew on ``DatabaseUnavailable``; a
+    killed LISTEN connection must be that error, not the driver's own."""
+    listener = own_store.listen("lotline_test_channel")
+    try:
+        with own_store.read() as connection:
+            pid = connection.exec_driver_sql(
+                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %%' AND datname = current_database()"
+            ).scalar_one()
+        _terminate(own_store, pid)
+        with pytest.raises(DatabaseUnavailable) as failure:
+            for _ in range(50):  # the notice of the termination arrives within a wait or two
+                listener.wait(0.1)
+        assert failure.value.connection_lost
+    finally:
+        listener.close()
+
+
 def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> None:
     store = Store(pg_store.url)
     pid = _driver_backend_pid(_driver_connections(store))

@@ -82,7 +82,7 @@ class Driver:
 
     def listener(self, engine: Engine, channel: str) -> Listener:
         """A wake-up for ``NOTIFY channel``; where the database has none, one that only sleeps."""
-        return Listener(None)
+        return Listener(None, engine)
 
 
 class SqliteDriver(Driver):
@@ -158,12 +158,15 @@ class PsycopgDriver(Driver):
         import psycopg
         import psycopg.sql
 
+        connection = None
         try:
             connection = psycopg.connect(self.dsn, autocommit=True)
             connection.execute(psycopg.sql.SQL("LISTEN {}").format(psycopg.sql.Identifier(channel)))
         except psycopg.Error as error:
-            raise _failure(engine, "LISTEN", (), error, None)[0] from error
-        return Listener(connection)
+            if connection is not None:
+                connection.close()
+            raise _failure(engine, "LISTEN", (), error, connection)[0] from error
+        return Listener(connection, engine)
 
 
 def driver_for(url: str) -> Driver:
@@ -368,17 +371,24 @@ class Listener:
     """``LISTEN`` on a connection of its own (PostgreSQL); :meth:`wait` blocks until a notification
     arrives or the timeout passes. Without a connection (SQLite) :meth:`wait` only sleeps."""
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, engine: Engine) -> None:
         self._connection = connection
+        self._engine = engine
 
     def wait(self, timeout: float) -> bool:
-        """True if at least one notification arrived within ``timeout`` seconds."""
+        """True if at least one notification arrived within ``timeout`` seconds; a lost connection
+        is ``DatabaseUnavailable``, as everywhere (the caller listens anew)."""
         if self._connection is None:
             time.sleep(timeout)
             return False
+        import psycopg
+
         received = False
-        for _ in self._connection.notifies(timeout=timeout, stop_after=1):
-            received = True
+        try:
+            for _ in self._connection.notifies(timeout=timeout, stop_after=1):
+                received = True
+        except psycopg.Error as error:
+            raise _failure(self._engine, "LISTEN", (), error, self._connection)[0] from error
         return received
 
     def close(self) -> None:
