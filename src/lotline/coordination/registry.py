@@ -61,6 +61,11 @@ def register(
     frontier.refill(connection, job_id, inputs, now)
 
 
+def not_coordinated(namespace: str, job: str) -> Conflict:
+    """The error for a job that exists but has no lot job."""
+    return Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+
+
 def find_lot_job(connection: Connection, job_id: uuid.UUID) -> LotJob | None:
     """The job's lot job; None if the job takes no part in coordination."""
     row = q.lot_job(connection, job_id)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
-from lotline.coordination.registry import LotJob, find_lot_job, register
+from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
     ArcState,
@@ -382,7 +382,7 @@ def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     job_row = _common.require_job(connection, namespace, validate_name("Job", job))
     lot_job = find_lot_job(connection, job_row.id)
     if lot_job is None:
-        raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+        raise not_coordinated(namespace, job)
     return lot_job
 
 

@@ -9,9 +9,9 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from lotline.coordination.claims import Candidate
-from lotline.coordination.registry import LotJob, lot_job_of
+from lotline.coordination.registry import LotJob, lot_job_of, not_coordinated
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, NotFound
+from lotline.domain.errors import NotFound
 from lotline.domain.names import validate_name
 from lotline.store.queries import datasets, frontier, registry
 
@@ -64,7 +64,7 @@ class JobCache:
             raise NotFound("Job", f"{namespace}:{job}")
         entry = row.entry
         if entry is None:
-            raise Conflict(f"Job {namespace}:{job} takes no part in lot coordination; register it first.")
+            raise not_coordinated(namespace, job)
         guard = frontier.Guard(entry.updated_at, row.current_version_id)
         known = self._known.get((namespace, job))
         if known is not None and known.job_id == row.id and known.guard.stamp == entry.updated_at:

@@ -14,6 +14,7 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict
 from lotline.domain.manifests import LotEventKind
 from lotline.domain.runs import RunAction
+from lotline.services import _common
 from lotline.services.claiming.jobs import CachedJob, JobCache
 from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
 from lotline.services.recording import apply_transition, create_run
@@ -113,9 +114,8 @@ class PythonClaimPath:
             elif end.output_facets:
                 versions.merge_facets(connection, end.version_id, end.output_facets)
             if end.facets:
-                run_row = runs.lock_run(connection, claim.run_id)
-                if run_row is not None:  # apply_transition above found it
-                    runs.merge_run_facets(connection, run_row, end.facets, now)
+                run_row = _common.require_run(connection, claim.run_id)
+                runs.merge_run_facets(connection, run_row, end.facets, now)
             claims.announce(connection, fence, success=end.success, now=now)
             if end.manifest is not None and manifest_id is not None:
                 manifest_rows.insert_manifest(
