@@ -107,7 +107,8 @@ def test_a_listener_whose_connection_died_fails_with_database_unavailable(own_st
     try:
         with own_store.read() as connection:
             pid = connection.exec_driver_sql(
-                "SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN %%' AND datname = current_database()"
+                "SELECT pid FROM pg_stat_activity"
+                " WHERE query LIKE 'LISTEN %%' AND datname = current_database()"
             ).scalar_one()
         _terminate(own_store, pid)
         with pytest.raises(DatabaseUnavailable) as failure:
