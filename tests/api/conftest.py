@@ -22,7 +22,7 @@ import uvicorn
 
 from lotline.api.app import create_app
 from lotline.api.protocol import LotlineHttpProtocol
-from lotline.services.config import Settings
+from lotline.services.config import LOOPBACK_HOSTS, Settings
 from lotline.store.engine import Store
 
 TOKEN = "s3cret-test-token"
@@ -47,12 +47,14 @@ class ApiServer:
         return f"{self.url}/api/v1{path}"
 
 
-def _serve(db_url: str) -> tuple[uvicorn.Server, threading.Thread, str]:
+def _serve(
+    db_url: str, *, token: str | None = TOKEN, allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+) -> tuple[uvicorn.Server, threading.Thread, str]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    settings = Settings(db_url=db_url, warehouse="./warehouse", api_token=TOKEN)
+    settings = Settings(db_url=db_url, warehouse="./warehouse", api_token=token, allowed_hosts=allowed_hosts)
     config = uvicorn.Config(
         create_app(settings), http=QuickTimeoutProtocol, log_level="warning", access_log=False
     )

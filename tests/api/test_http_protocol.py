@@ -69,8 +69,9 @@ def _closed(sock: socket.socket) -> bool:
 @pytest.mark.parametrize(
     "request_bytes",
     [
-        b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n",
-        b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello",
+        b"POST /api/v1/lineage HTTP/1.1\r\nHost: localhost\r\nContent-Length: ten\r\n\r\n",
+        b"POST /api/v1/lineage HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Length: 5\r\nContent-Length: 7\r\n\r\nhello",
         b"GET /api/v1/namespaces HTTP/9.9 extra\r\n\r\n",
         b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03",  # a TLS hello sent to the plain port
     ],
@@ -85,16 +86,15 @@ def test_a_request_the_parser_refuses_is_a_json_400(api_server: ApiServer, reque
 def test_headers_over_the_limit_are_a_json_431(api_server: ApiServer) -> None:
     with _connect(api_server) as sock:
         filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
-        sock.sendall(
-            b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n" + filler * (MAX_HEADER_BYTES // 1000 + 2)
-        )
+        request = b"GET /api/v1/namespaces HTTP/1.1\r\nHost: localhost\r\n"
+        sock.sendall(request + filler * (MAX_HEADER_BYTES // 1000 + 2))
         assert f"{MAX_HEADER_BYTES} bytes" in _json_error(sock, 431)
 
 
 def test_headers_under_the_limit_are_served(api_server: ApiServer) -> None:
     with _connect(api_server) as sock:
         filler = b"X-Filler: " + b"a" * 1000 + b"\r\n"
-        sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n" + filler * 60 + b"\r\n")
+        sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: localhost\r\n" + filler * 60 + b"\r\n")
         status, _, _ = _answer(sock)
         assert status == 200
 
@@ -102,7 +102,7 @@ def test_headers_under_the_limit_are_served(api_server: ApiServer) -> None:
 def test_a_body_that_stops_arriving_is_a_408_and_the_connection_closes(api_server: ApiServer) -> None:
     with _connect(api_server) as sock:
         sock.sendall(
-            b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /api/v1/lineage HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b"Authorization: Bearer s3cret-test-token\r\n"
             b'Content-Length: 1000\r\n\r\n{"eventType": '
         )
@@ -112,7 +112,7 @@ def test_a_body_that_stops_arriving_is_a_408_and_the_connection_closes(api_serve
 
 def test_headers_that_stop_arriving_are_a_408(api_server: ApiServer) -> None:
     with _connect(api_server) as sock:
-        sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Half")
+        sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: localhost\r\nX-Half")
         assert "stopped arriving" in _json_error(sock, 408)
 
 
@@ -120,7 +120,7 @@ def test_a_slow_request_that_keeps_arriving_is_served(api_server: ApiServer) -> 
     """The timeout is on silence, not on the request's whole duration."""
     with _connect(api_server) as sock:
         body = b'{"name": "slowly"}'
-        sock.sendall(b"PUT /api/v1/namespaces/slow-ns HTTP/1.1\r\nHost: x\r\n")
+        sock.sendall(b"PUT /api/v1/namespaces/slow-ns HTTP/1.1\r\nHost: localhost\r\n")
         sock.sendall(b"Authorization: Bearer s3cret-test-token\r\nContent-Type: application/json\r\n")
         sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body))
         for index in range(0, len(body), 6):
@@ -138,7 +138,7 @@ def test_a_connection_that_sends_nothing_is_closed_without_an_answer(api_server:
 def test_keep_alive_requests_on_one_connection_still_work(api_server: ApiServer) -> None:
     with _connect(api_server) as sock:
         for _ in range(2):
-            sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\n\r\n")
+            sock.sendall(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: localhost\r\n\r\n")
             data = b""
             while b"\r\n\r\n" not in data:
                 data += sock.recv(65536)

@@ -407,7 +407,9 @@ def test_a_date_without_a_time_is_400(rest: Rest) -> None:
     stay 400, as does malformed JSON."""
     answer = rest.post(_in(rest.ns, _marquez_event(eventTime="2021-11-03")), status=400)
     assert "2021-11-03" in answer["message"] and "eventTime" in answer["message"]
-    malformed = rest.http.post(rest.server.api("/lineage"), data=b'{"eventTime": ', timeout=10)
+    json_type = {"Content-Type": "application/json"}
+    url = rest.server.api("/lineage")
+    malformed = rest.http.post(url, data=b'{"eventTime": ', headers=json_type, timeout=10)
     assert (malformed.status_code, malformed.json()["code"]) == (400, 400)
 
 

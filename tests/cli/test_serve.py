@@ -25,12 +25,15 @@ def _free_port() -> int:
 
 @pytest.mark.parametrize(
     ("options", "access_log"),
-    [([], False), (["--access-log"], True), (["--workers", "2"], False)],
+    [([], False), (["--access-log"], True), (["--workers", "2", "--host", "127.0.0.2"], False)],
     ids=["default", "access-log", "two-workers"],
 )
 def test_serve_answers_reads_and_token_protected_writes(
     tmp_path: Path, options: list[str], access_log: bool
 ) -> None:
+    """Also: the address given to ``--host`` is a ``Host`` the server answers (in every worker
+    process), an unknown one is refused."""
+    host = options[options.index("--host") + 1] if "--host" in options else "127.0.0.1"
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
     env |= {
@@ -46,7 +49,7 @@ def test_serve_answers_reads_and_token_protected_writes(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{host}:{port}"
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -58,6 +61,7 @@ def test_serve_answers_reads_and_token_protected_writes(
                 assert time.monotonic() < deadline, "lotline serve did not come up"
                 time.sleep(0.2)
         ns = f"{base}/api/v1/namespaces/served"
+        assert requests.get(ns, headers={"Host": f"evil.example:{port}"}, timeout=10).status_code == 421
         assert requests.put(ns, json={"ownerName": "me"}, timeout=10).status_code == 401
         auth = {"Authorization": "Bearer t0ken"}
         written = requests.put(ns, json={"ownerName": "me"}, headers=auth, timeout=10)
@@ -69,11 +73,11 @@ def test_serve_answers_reads_and_token_protected_writes(
             (b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", b" 400 "),
             (
                 b"PUT /api/v1/namespaces/x HTTP/1.1\r\nAuthorization: Bearer t0ken\r\n"
-                b"Content-Length: 9\r\n\r\n{",
+                b"Content-Type: application/json\r\nContent-Length: 9\r\n\r\n{",
                 b" 408 ",
             ),
         ):
-            with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+            with socket.create_connection((host, port), timeout=10) as raw:
                 raw.sendall(request)
                 answer = b""
                 while chunk := raw.recv(4096):

@@ -95,7 +95,7 @@ def create_app(settings: Settings) -> FastAPI:
         return text
 
     # Outermost last: size and auth are checked before anything reads the body or the path.
-    guard = Guard(settings.api_token)
+    guard = Guard(settings.api_token, settings.allowed_hosts)
     app.add_middleware(EncodedSlashMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     app.add_middleware(GuardMiddleware, guard=guard)

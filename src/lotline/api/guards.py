@@ -1,4 +1,5 @@
-"""Request guards that run before routing: bearer auth on writes, and the request body size limit."""
+"""Request guards that run before routing: the Host allow-list, the request body size limit, and
+on writes bearer auth, the same-origin check and JSON bodies."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lotline.domain.errors import InvalidInput
+from lotline.services.config import ANY_HOST, LOOPBACK_HOSTS, host_name
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -40,39 +42,58 @@ class Refusal(NamedTuple):
 
 class Guard:
     """What every request is checked for before anything reads its body or routes it, in this
-    order: a ``Content-Length`` within the limit (413), then, with a token configured,
-    ``Authorization: Bearer <token>`` on every write (401); reads stay open.
+    order: a ``Host`` the server answers for (421: DNS rebinding), a ``Content-Length`` within the
+    limit (413), then on every write (any method but GET/HEAD/OPTIONS): with a token configured,
+    ``Authorization: Bearer <token>`` (401); no ``Origin`` but the server's own (403); a body sent
+    as JSON (415). Reads stay open.
+
+    The last two stop cross-site writes from a web page the operator visits, with or without a
+    token: a browser sends such a page's POST with its ``Origin``, and only ``text/plain``, form or
+    multipart bodies go out without a CORS preflight, which this server never grants. A write
+    without a body and without a ``Content-Type`` passes (marquez-python's run transitions and tag
+    POSTs send none); the ``Origin`` check covers it.
 
     One pass over the headers, shared by ``GuardMiddleware`` (in front of FastAPI) and the event
     POSTs' handler (``api/ingest.py``), which also enforce the limit on streamed bodies."""
 
-    def __init__(self, token: str | None, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(
+        self, token: str | None, allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS, limit: int = MAX_BODY_BYTES
+    ) -> None:
         self.limit = limit
         self._expected = token.encode() if token else None
+        self._any_host = ANY_HOST in allowed_hosts
+        self._hosts = frozenset(allowed_hosts)
         self.too_large = Refusal(413, BodyTooLarge(limit).message)
 
     def refusal(self, scope: Scope) -> Refusal | None:
-        length = None
-        authorizations: list[bytes] = []
-        for name, value in scope["headers"]:
-            if name == b"content-length":
-                length = value
-            elif name == b"authorization":
-                authorizations.append(value)
-        if length is not None and (not length.isdigit() or int(length) > self.limit):
+        seen = _Seen.of(scope["headers"])
+        if seen.host is not None and not self._any_host and host_name(seen.host) not in self._hosts:
+            return Refusal(
+                421, f"this server does not answer for host {seen.host[:100]!r} (LOTLINE_ALLOWED_HOSTS)."
+            )
+        if seen.length is not None and (not seen.length.isdigit() or int(seen.length) > self.limit):
             return self.too_large
-        if len(authorizations) > 1:  # which one counts would be a guess: refuse, do not pick
+        if len(seen.authorizations) > 1:  # which one counts would be a guess: refuse, do not pick
             return Refusal(400, "a request carries one Authorization header at most.")
-        if (
-            self._expected is not None
-            and scope["method"] not in READ_METHODS
-            and not self._authorized(authorizations[0] if authorizations else b"")
+        if scope["method"] in READ_METHODS:
+            return None
+        return self._write_refusal(seen)
+
+    def _write_refusal(self, seen: _Seen) -> Refusal | None:
+        if self._expected is not None and not self._authorized(
+            seen.authorizations[0] if seen.authorizations else b""
         ):
             return Refusal(
                 401,
                 "this server requires 'Authorization: Bearer <token>' for writes.",
                 ((b"www-authenticate", b"Bearer"),),
             )
+        if seen.origin is not None and not _same_origin(seen.origin, seen.host):
+            return Refusal(403, f"writes from another origin ({seen.origin[:100]!r}) are refused.")
+        has_body = seen.chunked or (seen.length is not None and int(seen.length) > 0)
+        types = seen.content_types
+        if (types or has_body) and not (types and all(map(_is_json, types))):
+            return Refusal(415, "a write's body must be sent as 'Content-Type: application/json'.")
         return None
 
     def _authorized(self, authorization: bytes) -> bool:
@@ -80,6 +101,61 @@ class Guard:
         scheme, _, credentials = authorization.partition(b" ")
         expected = self._expected or b""
         return scheme.lower() == b"bearer" and hmac.compare_digest(credentials.strip(), expected)
+
+
+class _Seen(NamedTuple):
+    """The headers the guard reads, from one pass over them."""
+
+    length: bytes | None
+    host: str | None
+    origin: str | None
+    authorizations: list[bytes]
+    content_types: list[bytes]
+    chunked: bool
+
+    @classmethod
+    def of(cls, headers: Headers) -> _Seen:
+        length = host = origin = None
+        authorizations: list[bytes] = []
+        content_types: list[bytes] = []
+        chunked = False
+        for name, value in headers:
+            if name == b"content-length":
+                length = value
+            elif name == b"authorization":
+                authorizations.append(value)
+            elif name == b"host":
+                host = value.decode("latin-1")
+            elif name == b"origin":
+                origin = value.decode("latin-1")
+            elif name == b"content-type":
+                content_types.append(value)
+            elif name == b"transfer-encoding":
+                chunked = True
+        return cls(length, host, origin, authorizations, content_types, chunked)
+
+
+def _is_json(content_type: bytes) -> bool:
+    """``application/json`` or a ``+json`` type, parameters (``charset``) aside."""
+    media = content_type.partition(b";")[0].strip().lower()
+    return media == b"application/json" or (media.startswith(b"application/") and media.endswith(b"+json"))
+
+
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _same_origin(origin: str, host: str | None) -> bool:
+    """Whether ``Origin`` (``scheme://host[:port]``; ``null`` from sandboxes and files) names the
+    host and port the request was sent to, as its ``Host`` header says."""
+    scheme, separator, authority = origin.strip().lower().partition("://")
+    if not separator or host is None or "/" in authority:
+        return False
+    target = host.strip().lower()
+    default = _DEFAULT_PORTS.get(scheme)
+    if default is not None:
+        authority = authority.removesuffix(":" + default)
+        target = target.removesuffix(":" + default)
+    return authority == target
 
 
 class GuardMiddleware:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -14,7 +15,7 @@ from lotline.cli import cleanup, demo, events, gaps, ingest, lots, run, webhooks
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
-from lotline.services.config import load_settings
+from lotline.services.config import LOOPBACK_HOSTS, load_settings
 
 app = typer.Typer(
     name="lotline",
@@ -24,6 +25,9 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Manage the lotline database (LOTLINE_DB_URL).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+
+#: Addresses that listen on every interface: clients reach them by names the server cannot guess.
+WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", "[::]"})
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -121,7 +125,16 @@ def serve(
     from lotline.api.app import create_app
     from lotline.api.protocol import LotlineHttpProtocol
 
-    settings = load_settings()
+    settings = load_settings().serving_on(host)
+    if host in WILDCARD_ADDRESSES and len(settings.allowed_hosts) == len(LOOPBACK_HOSTS) + 1:
+        names = ", ".join(settings.allowed_hosts)
+        print(
+            f"lotline: note: listening on {host}, but answering only requests for {names} (Host header);"
+            " set LOTLINE_ALLOWED_HOSTS to the names clients use",
+            file=sys.stderr,
+        )
+    # The worker processes read their settings again: they get the same allow-list this way.
+    os.environ["LOTLINE_ALLOWED_HOSTS"] = ",".join(settings.allowed_hosts)
     # lotline's HTTP protocol: JSON answers to malformed requests, the header limit, the read
     # timeout (LOTLINE_READ_TIMEOUT, read by each worker process from the same settings).
     protocol = "lotline.api.protocol:LotlineHttpProtocol"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lotline.domain.errors import InvalidInput
@@ -25,9 +26,14 @@ KEYS = (
     "LOTLINE_OPENLINEAGE_API_KEY",
     "LOTLINE_WEBHOOK_URLS",
     "LOTLINE_READ_TIMEOUT",
+    "LOTLINE_ALLOWED_HOSTS",
 )
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
+#: Host names the server always answers for: loopback ones, which no DNS rebinding can reach.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+#: In ``LOTLINE_ALLOWED_HOSTS``: any ``Host`` (when a proxy in front checks it).
+ANY_HOST = "*"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,15 @@ class Settings:
     webhook_urls: tuple[str, ...] = ()
     #: Seconds the server waits for a request whose headers or body stopped arriving (then 408).
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    #: The ``Host`` names the server answers (others: 421, against DNS rebinding); normalised by
+    #: ``host_name``; the loopback names always, ``LOTLINE_ALLOWED_HOSTS`` and the bound address added.
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+
+    def serving_on(self, host: str) -> Settings:
+        """These settings for a server bound to ``host``: that address is a name it answers to."""
+        if host_name(host) in self.allowed_hosts:
+            return self
+        return replace(self, allowed_hosts=(*self.allowed_hosts, host_name(host)))
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -89,7 +104,48 @@ def load_settings(directory: Path | None = None) -> Settings:
         openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
         webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
         read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
+        allowed_hosts=parse_allowed_hosts(pick("LOTLINE_ALLOWED_HOSTS") or ""),
     )
+
+
+def host_name(host: str) -> str:
+    """The form hosts are compared in: lower case, an IPv6 address in brackets (as in a ``Host``
+    header), without a port."""
+    name = host.strip().lower()
+    if name.startswith("["):
+        return name[: name.find("]") + 1] if "]" in name else name
+    if name.count(":") > 1:  # a bare IPv6 address, as given to --host
+        return f"[{name}]"
+    return name.partition(":")[0]
+
+
+def parse_allowed_hosts(text: str) -> tuple[str, ...]:
+    """``LOTLINE_ALLOWED_HOSTS="lotline.internal,10.0.0.5"``: names added to the loopback ones;
+    ``*`` allows any. A name is a host, without scheme, port or path."""
+    hosts = list(LOOPBACK_HOSTS)
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        if item != ANY_HOST and not _is_host(item):
+            raise InvalidInput(
+                f"LOTLINE_ALLOWED_HOSTS item {item!r} is not a host name or address "
+                "(no scheme, port or path; '*' allows any)."
+            )
+        name = item if item == ANY_HOST else host_name(item)
+        if name not in hosts:
+            hosts.append(name)
+    return tuple(hosts)
+
+
+def _is_host(item: str) -> bool:
+    bare = item[1:-1] if item.startswith("[") and item.endswith("]") else item
+    if ":" in bare:
+        try:
+            ipaddress.IPv6Address(bare)
+        except ValueError:
+            return False
+        return True
+    return all(c.isalnum() or c in "-._" for c in bare) and bare.strip(".") != ""
 
 
 def parse_read_timeout(text: str | None) -> float:

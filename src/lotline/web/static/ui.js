@@ -32,7 +32,8 @@ function setUpToken() {
 
 async function runAction(button) {
   if (button.dataset.confirm && !window.confirm(button.dataset.confirm)) return;
-  const headers = {};
+  // JSON, as the server requires of every write (a cross-site form could not send it).
+  const headers = { "Content-Type": "application/json" };
   const token = sessionStorage.getItem(TOKEN_KEY);
   if (token) headers.Authorization = "Bearer " + token;
   const result = document.getElementById("action-result");
