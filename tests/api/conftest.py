@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -22,7 +23,7 @@ import uvicorn
 
 from lotline.api.app import create_app
 from lotline.api.protocol import LotlineHttpProtocol
-from lotline.services.config import LOOPBACK_HOSTS, Settings
+from lotline.services.config import Settings
 from lotline.store.engine import Store
 
 TOKEN = "s3cret-test-token"
@@ -48,16 +49,15 @@ class ApiServer:
 
 
 def _serve(
-    db_url: str, *, token: str | None = TOKEN, allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    db_url: str, *, token: str | None = TOKEN, **settings: Any
 ) -> tuple[uvicorn.Server, threading.Thread, str]:
+    """A server over ``db_url`` with the bearer token, and any other ``Settings`` given."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    settings = Settings(db_url=db_url, warehouse="./warehouse", api_token=token, allowed_hosts=allowed_hosts)
-    config = uvicorn.Config(
-        create_app(settings), http=QuickTimeoutProtocol, log_level="warning", access_log=False
-    )
+    app = create_app(Settings(db_url=db_url, warehouse="./warehouse", api_token=token, **settings))
+    config = uvicorn.Config(app, http=QuickTimeoutProtocol, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

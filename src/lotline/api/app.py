@@ -13,6 +13,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lotline.api import errors, ingest
 from lotline.api.deps import read_your_writes
+from lotline.api.event_waits import LotEventWatch
 from lotline.api.guards import Guard, GuardMiddleware
 from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
@@ -46,6 +47,9 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         lineage = app.state.lineage = open_configured(settings)
+        app.state.lot_event_watch = LotEventWatch(
+            lineage.lot_events.last_position, settings.max_event_waiters
+        )
         projector = app.state.projector = SupervisedProjector(lineage.store.url)
         projector.start()
         journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)
@@ -90,7 +94,10 @@ def create_app(settings: Settings) -> FastAPI:
     def metrics() -> str:
         projection = app.state.lineage.projection
         text: str = app.state.metrics.render(
-            projection.status(), applied=projection.applied_total, failed=projection.failed_total
+            projection.status(),
+            applied=projection.applied_total,
+            failed=projection.failed_total,
+            event_waiters=app.state.lot_event_watch.waiters,
         )
         return text
 

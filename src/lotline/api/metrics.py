@@ -40,9 +40,10 @@ class Metrics:
         with self._lock:
             self.events[result] += n
 
-    def render(self, journal: JournalStatus, *, applied: int, failed: int) -> str:
+    def render(self, journal: JournalStatus, *, applied: int, failed: int, event_waiters: int = 0) -> str:
         """Request series, events by outcome (accepted, duplicate and rejected by this process's
-        POSTs; applied and failed by its projections), and the journal's backlog and failures."""
+        POSTs; applied and failed by its projections), the journal's backlog and failures, and
+        the requests waiting for lot events."""
         with self._lock:
             lines = [
                 "# HELP lotline_http_requests_total HTTP requests by method, route and status.",
@@ -77,6 +78,9 @@ class Metrics:
                 "# HELP lotline_lineage_journal_failed Journaled OpenLineage events that failed to project.",
                 "# TYPE lotline_lineage_journal_failed gauge",
                 f"lotline_lineage_journal_failed {journal.failed}",
+                "# HELP lotline_lot_event_waiters Requests of this process waiting for lot events.",
+                "# TYPE lotline_lot_event_waiters gauge",
+                f"lotline_lot_event_waiters {event_waiters}",
             ]
         return "\n".join(lines) + "\n"
 

@@ -89,6 +89,14 @@ class Unavailable(LotlineError):
     http_status = 503
 
 
+class TooManyRequests(LotlineError):
+    """A limit on requests of one kind at once is reached (long polls of the lot events): try
+    again later, or without waiting."""
+
+    code = "too_many_requests"
+    http_status = 429
+
+
 class DatabaseError(LotlineError):
     """The database failed a statement for a reason that is not the caller's input.
 

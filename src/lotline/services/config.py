@@ -27,9 +27,12 @@ KEYS = (
     "LOTLINE_WEBHOOK_URLS",
     "LOTLINE_READ_TIMEOUT",
     "LOTLINE_ALLOWED_HOSTS",
+    "LOTLINE_MAX_EVENT_WAITERS",
 )
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
+#: Requests that may wait for lot events at once in one server process (``?wait=``); more are a 429.
+DEFAULT_MAX_EVENT_WAITERS = 32
 #: Host names the server always answers for: loopback ones, which no DNS rebinding can reach.
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 #: In ``LOTLINE_ALLOWED_HOSTS``: any ``Host`` (when a proxy in front checks it).
@@ -58,6 +61,8 @@ class Settings:
     #: The ``Host`` names the server answers (others: 421, against DNS rebinding); normalised by
     #: ``host_name``; the loopback names always, ``LOTLINE_ALLOWED_HOSTS`` and the bound address added.
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    #: Long polls of ``GET /lots/events`` that may wait at once, per server process (then 429).
+    max_event_waiters: int = DEFAULT_MAX_EVENT_WAITERS
 
     def serving_on(self, host: str) -> Settings:
         """These settings for a server bound to ``host``: that address is a name it answers to."""
@@ -105,7 +110,17 @@ def load_settings(directory: Path | None = None) -> Settings:
         webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
         read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
         allowed_hosts=parse_allowed_hosts(pick("LOTLINE_ALLOWED_HOSTS") or ""),
+        max_event_waiters=parse_max_event_waiters(pick("LOTLINE_MAX_EVENT_WAITERS")),
     )
+
+
+def parse_max_event_waiters(text: str | None) -> int:
+    """``LOTLINE_MAX_EVENT_WAITERS``: a whole number, at least 0 (0: no request waits; default 32)."""
+    if text is None or not text.strip():
+        return DEFAULT_MAX_EVENT_WAITERS
+    if not text.strip().isdigit():
+        raise InvalidInput(f"LOTLINE_MAX_EVENT_WAITERS must be a whole number (0 or more), got {text!r}.")
+    return int(text)
 
 
 def host_name(host: str) -> str:

@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from lotline.api.deps import Page, Paging, Services
 from lotline.api.dto import Json, lot_status_json
+from lotline.api.event_waits import LotEventWatch, wait_for_move
 from lotline.api.routes.jobs import JOB
 from lotline.domain.coordination import Role, Status
+from lotline.domain.manifests import LotEvent
 from lotline.services import Lineage
 
 router = APIRouter(tags=["lots"])
@@ -110,11 +113,11 @@ def release_job(namespace: str, job: str, lineage: Services) -> Json:
 MAX_EVENT_WAIT_S = 30.0
 #: Positions are 64-bit.
 MAX_POSITION = 2**63 - 1
-_EVENT_POLL_S = 0.25
 
 
 @router.get("/lots/events")
-def lot_events(
+async def lot_events(
+    request: Request,
     lineage: Services,
     after: Annotated[
         int, Query(ge=0, le=MAX_POSITION, description="Events after this position (0: from the start).")
@@ -127,12 +130,22 @@ def lot_events(
     ] = 0,
 ) -> Json:
     """The lot availability log (SPEC §5) from a position: READY and REOPENED events in commit
-    order. ``lastPosition`` is where the next request should start (``after``)."""
+    order. ``lastPosition`` is where the next request should start (``after``). A request that
+    waits holds no thread (``api/event_waits.py``); beyond the server's cap of waiters it is a 429."""
     deadline = time.monotonic() + wait
-    while True:
-        found = lineage.lot_events.after(after, namespace=namespace, datasets=dataset or (), limit=limit)
-        if found or time.monotonic() >= deadline:
-            break
-        time.sleep(_EVENT_POLL_S)
+
+    def read() -> list[LotEvent]:
+        return lineage.lot_events.after(after, namespace=namespace, datasets=dataset or (), limit=limit)
+
+    found = await run_in_threadpool(read)
+    if not found and wait > 0:
+        watch: LotEventWatch = request.app.state.lot_event_watch
+        async with watch.waiting():
+            while True:  # the move to wait for is taken before each read: none is missed
+                moved = watch.moved()
+                found = await run_in_threadpool(read)
+                if found or (remaining := deadline - time.monotonic()) <= 0:
+                    break
+                await wait_for_move(moved, remaining)
     last = found[-1].position if found else after
     return {"events": [e.to_json() for e in found], "lastPosition": last}
