@@ -12,6 +12,7 @@ import typer
 from lotline.domain.errors import InvalidInput
 from lotline.services import open_configured
 from lotline.services.config import load_settings
+from lotline.services.webhooks import Delivery
 
 
 def webhooks(
@@ -32,17 +33,27 @@ def webhooks(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
+    # One thread per URL delivers (a slow receiver holds up only its own); this one listens for
+    # new events and wakes them.
+    deliverers = lineage.webhooks.deliverers(settings.webhook_urls, _print, poll)
     subscription = lineage.lot_events.subscribe()
+    deliverers.start()
     try:
         while not stop.is_set():
-            results = [lineage.webhooks.deliver(url) for url in settings.webhook_urls]
-            for result in results:
-                if result.sent:
-                    print(f"{result.url}: {result.sent} events, position {result.position}", flush=True)
-                elif result.error:
-                    print(f"{result.url}: failed ({result.error}); retrying later", flush=True)
-            if not any(r.sent for r in results):
-                subscription.wait(poll)
+            subscription.wait(poll)
+            deliverers.wake()
     finally:
+        deliverers.stop()
         subscription.close()
         lineage.close()
+
+
+_printing = threading.Lock()
+
+
+def _print(result: Delivery) -> None:
+    with _printing:
+        if result.sent:
+            print(f"{result.url}: {result.sent} events, position {result.position}", flush=True)
+        elif result.error:
+            print(f"{result.url}: failed ({result.error}); retrying later", flush=True)
