@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotMapping
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 FORMATS = ("parquet", "csv", "json", "text")
 #: The transform parameter that receives the ``Lot`` context (every other one is an input by name).
 LOT_PARAMETER = "lot"
+#: A pipeline file is imported as ``lotline_pipeline_<stem>``, a name no other process can import
+#: (Spark's Python workers): ``Pipeline.file_modules`` lists the modules to ship to them.
+FILE_MODULE_PREFIX = "lotline_pipeline_"
 
 
 class PipelineError(InvalidInput):
@@ -260,6 +264,11 @@ class Pipeline:
             raise PipelineError(f"job {job}: dataset {key!r} is not declared in pipeline {self.name}.")
         return found
 
+    def file_modules(self) -> tuple[ModuleType, ...]:
+        """The modules loaded from pipeline files (``load_pipeline``) that its transforms are in."""
+        names = sorted({job.transform.__module__ for job in self.jobs.values()})
+        return tuple(sys.modules[n] for n in names if n.startswith(FILE_MODULE_PREFIX) and n in sys.modules)
+
     def ordered_jobs(self) -> list[JobSpec]:
         """Jobs in dependency order (producers first); a cycle is a PipelineError naming it."""
         producer = {j.output.name: j.name for j in self.jobs.values()}
@@ -379,7 +388,7 @@ def load_pipeline(reference: str) -> Pipeline:
 def _import_file(path: Path) -> Any:
     if not path.is_file():
         raise PipelineError(f"no such file {path}")
-    name = f"lotline_pipeline_{_identifier(path.stem)}"
+    name = f"{FILE_MODULE_PREFIX}{_identifier(path.stem)}"
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise PipelineError(f"{path} is not a Python module")

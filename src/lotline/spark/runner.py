@@ -89,6 +89,19 @@ def register(lineage: Lineage, pipeline: Pipeline) -> None:
         )
 
 
+def _ship_code(pipeline: Pipeline) -> None:
+    """Make the functions and classes of the pipeline's file travel with the UDFs that use them.
+
+    Spark pickles a module-level function by reference (module and name) and the executors'
+    Python workers import it; they cannot import a pipeline file's module, whose name exists
+    only in the process that loaded the file. Pickled by value, its code goes along (local
+    and cluster masters alike); the file needs no copy on the executors."""
+    from pyspark import cloudpickle
+
+    for module in pipeline.file_modules():
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
+
+
 class LotRunner:
     """Runs a pipeline's lots on one SparkSession; safe to share between claim loops (threads)."""
 
@@ -108,6 +121,7 @@ class LotRunner:
         self.lease = lease
         self.emitter = emitter
         self._capture = WriteCapture.for_session(spark)
+        _ship_code(pipeline)
         self._lock = threading.Lock()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
         self._recorded: dict[str, tuple[tuple[FieldSpec, ...], dict[str, Any] | None]] = {}
