@@ -166,15 +166,20 @@ class Deliverers:
 
     def _deliver(self, url: str) -> None:
         woken = self._woken[url]
+        failing = False
         while not self._stop.is_set():
             woken.clear()  # before looking: an event appended from now on wakes the next wait
             try:
                 result = self._service.deliver(url)
-            except LotlineError as error:  # the database failed: this URL tries again later
-                log.warning("webhook %s: %s", url, error.message)
-                self._report(Delivery(url, 0, -1, f"database: {error.message}"))
+            except Exception as error:  # the database failed: this URL tries again, said once
+                if not failing:
+                    if not isinstance(error, LotlineError):
+                        log.exception("webhook %s", url)
+                    self._report(Delivery(url, 0, -1, f"{getattr(error, 'message', None) or error}"))
+                failing = True
                 self._stop.wait(self._poll)
                 continue
+            failing = False
             if result.sent or result.error:
                 self._report(result)
             if result.sent:
