@@ -15,7 +15,7 @@ import requests
 from api.conftest import TOKEN, ApiServer
 from lotline.domain.coordination import Status
 from lotline.services import Lineage
-from lotline.spark.emit import OpenLineageEmitter
+from lotline.services.emission import HttpConsumer
 from lotline.spark.pipeline import Pipeline, load_pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
@@ -54,8 +54,8 @@ def test_a_second_server_sees_the_same_lineage(
     register(lineage, pipeline)
     for lot, files in LINES.items():
         ingest(lineage, namespace, "raw_logs", lot, files)
-    emitter = OpenLineageEmitter(api_server.url, TOKEN, spark_version=spark.version)
-    runner = LotRunner(lineage, pipeline, spark, emitter=emitter)
+    emitting = Lineage.over(lineage.store, lineage.storage, consumer=HttpConsumer(api_server.url, TOKEN))
+    runner = LotRunner(emitting, pipeline, spark)
     summary = run_pipeline(runner, pipeline.ordered_jobs(), worker="emit", retries=1)
     assert not summary.failed
 
@@ -90,8 +90,8 @@ def test_a_dead_consumer_fails_no_lot(lineage: Lineage, spark: SparkSession) -> 
     pipeline = _pipeline(namespace)
     register(lineage, pipeline)
     ingest(lineage, namespace, "raw_logs", HALF[0], LINES[HALF[0]])
-    emitter = OpenLineageEmitter("http://127.0.0.1:9", spark_version=spark.version)  # nothing listens
-    runner = LotRunner(lineage, pipeline, spark, emitter=emitter)
+    dead = HttpConsumer("http://127.0.0.1:9")  # nothing listens
+    runner = LotRunner(Lineage.over(lineage.store, lineage.storage, consumer=dead), pipeline, spark)
     started = time.monotonic()
     summary = run_pipeline(runner, pipeline.select(["parse"]), worker="emit")
     assert not summary.failed

@@ -6,7 +6,6 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 
 from __future__ import annotations
 
-import traceback
 import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
@@ -37,14 +36,13 @@ from lotline.services import _common, claiming
 from lotline.services.claiming.jobs import JobCache
 from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
 from lotline.services.claiming.python_path import fail_children, fence_of
+from lotline.services.facets import error_message
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, jobs, lot_events, registry, reporting
 
 DEFAULT_LEASE = timedelta(seconds=30)
-#: The ``_producer`` of the facets lotline writes itself.
-PRODUCER = "https://github.com/lotline/lotline"
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
 
@@ -186,7 +184,7 @@ class LotService:
         arc missing). Returns the manifest's id."""
         facets = dict(facets or {})
         if error is not None:
-            facets["errorMessage"] = error_message_facet(error)
+            facets["errorMessage"] = error_message(error)
         return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets)
 
     def _finish(
@@ -384,18 +382,3 @@ def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     if lot_job is None:
         raise not_coordinated(namespace, job)
     return lot_job
-
-
-def error_message_facet(error: BaseException | str) -> dict[str, Any]:
-    """OpenLineage's ``errorMessage`` run facet: the message, and the stack of an exception."""
-    facet: dict[str, Any] = {
-        "_producer": PRODUCER,
-        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json",
-        "programmingLanguage": "python",
-    }
-    if isinstance(error, BaseException):
-        facet["message"] = f"{type(error).__name__}: {error}"
-        facet["stackTrace"] = "".join(traceback.format_exception(error))
-    else:
-        facet["message"] = str(error)
-    return facet
