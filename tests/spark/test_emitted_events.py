@@ -11,43 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import Status
-from lotline.domain.ingress import TimeRule
-from lotline.domain.lots import Interval, IntervalLot, parse_lot
+from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.services import Lineage
-from lotline.services.ingest import IngestRequest
-from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.pipeline import Pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
-from lotline.store.types import utcnow
 from support.ol_schema import facet_violations, violations
-from support.spark import PIPELINES
+from support.spark import HALF, land_and_ingest, weblogs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-HALF = ["20230101PT30M000", "20230101PT30M001", "20230101PT30M002"]
-LANDED = {
-    "20230101T0001.log": "2023-01-01T00:01:00 /a 200",
-    "20230101T0031.log": "2023-01-01T00:31:00 /b 599",  # fails the first attempt of lot 001
-    "20230101T0101.log": "2023-01-01T01:01:00 /a 200",
-}
-BY_PATH = TimeRule.parse(r"path:(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)T(?P<hour>\d\d)(?P<minute>\d\d)")
-
-
-def weblogs(namespace: str) -> Pipeline:
-    pipeline = load_pipeline(str(PIPELINES / "weblogs.py"))
-    pipeline.namespace = namespace
-    return pipeline
-
-
-def land_and_ingest(lineage: Lineage, namespace: str, landing: Path) -> None:
-    """The raw lots through ``lotline ingest``'s service: each lot a run of ``ingest:raw_logs``."""
-    landing.mkdir(parents=True, exist_ok=True)
-    for name, line in LANDED.items():
-        (landing / name).write_text(line + "\n")
-    request = IngestRequest(namespace, "raw_logs", str(landing), Interval.parse("PT30M"), time_rule=BY_PATH)
-    report = lineage.ingest.ingest(request, now=utcnow())
-    assert sorted(report.registered) == HALF
 
 
 def journaled(lineage: Lineage, namespace: str) -> list[dict[str, Any]]:
@@ -85,16 +58,19 @@ def test_every_run_of_a_pipeline_is_journaled_as_valid_events(
         run = lineage.runs.get_run(uuid.UUID(event["run"]["runId"]))
         nominal = event["run"]["facets"]["nominalTime"]
         assert nominal == run.facets["nominalTime"]
-        window = parse_lot(
-            event["run"]["facets"]["lotline_lot"]["lot"]
-            if "lotline_lot" in event["run"]["facets"]
-            else run.lot or ""
-        )
+        window = parse_lot(run.lot or "")
         assert isinstance(window, IntervalLot)
         assert (nominal["nominalStartTime"], nominal["nominalEndTime"]) == (
             window.start.isoformat(),
             window.end.isoformat(),
         )
+        # The run's record too (GET /jobs/runs/{id} nominalStartTime/nominalEndTime).
+        assert (run.nominal_start_time, run.nominal_end_time) == (window.start, window.end)
+        # The lot's output is named in every event of its run, with the lot in its subset facet.
+        (output,) = event["outputs"]
+        assert output["outputFacets"]["subset"]["outputCondition"]["partitions"] == [
+            {"dimensions": {"lot": run.lot}, "identifier": run.lot}
+        ]
 
     # Lot lineage: a run's jobDependencies are the runs that produced the input lots it read.
     for event in (e for e in events if e["eventType"] == "START" and e["job"]["name"] != "ingest:raw_logs"):

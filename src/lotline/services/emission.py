@@ -9,9 +9,11 @@ another lotline). Both are best effort: a failure is logged and never fails the 
 a short timeout and one retry, so a dead consumer costs a lot about two seconds).
 
 One OpenLineage run per lot, with lotline's run id: START when it starts (its inputs, each with
-the input lots it reads as a ``subset`` facet; ``nominalTime``; ``jobDependencies``: the runs that
-produced those input lots), COMPLETE or FAIL at its end (the output with its lot as ``subset``,
-``outputStatistics``, ``schema``, ``columnLineage``; ``errorMessage``). Dataset names are
+the input lots it reads as a ``subset`` facet, and its output with the lot it writes;
+``nominalTime``; ``jobDependencies``: the runs that produced those input lots), COMPLETE or FAIL at
+its end (the output with its lot as ``subset``; on COMPLETE ``outputStatistics``, ``schema``,
+``columnLineage``; ``errorMessage``). A lotline that receives them reads the lots back from the
+subset facets, so its runs and versions are per lot as the sender's (docs/api.md). Dataset names are
 lotline's, the same for every lot: the lot is in the subset facets, never in the name. A child
 run is a run of the same job with the ``parent`` facet naming the lot's run; it reads what its
 parent reads and writes no version of its own, so its events list the inputs only.
@@ -92,7 +94,7 @@ class EmissionService:
         upstream = self._upstream(claim.run_id)
         if upstream:
             start["jobDependencies"] = facets.job_dependencies(upstream)
-        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim))
+        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim), outputs=[_output(claim)])
 
     def completed(
         self,
@@ -103,11 +105,9 @@ class EmissionService:
         dataset_facets: Mapping[str, Facet] | None = None,
     ) -> None:
         """COMPLETE of a lot's run: its output lot with the version's facets."""
-        output_facets: dict[str, Facet] = {"subset": facets.output_subset([claim.lot])}
+        output = _output(claim, dict(dataset_facets or {}))
         if draft is not None:
-            output_facets["outputStatistics"] = facets.statistics_of(draft)
-        output = _dataset(claim.namespace, claim.dataset, dict(dataset_facets or {}))
-        output["outputFacets"] = output_facets
+            output["outputFacets"]["outputStatistics"] = facets.statistics_of(draft)
         ended = {**facets.lot_facets(claim.lot), **(run_facets or {})}
         self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[output])
 
@@ -120,7 +120,7 @@ class EmissionService:
             **(run_facets or {}),
             "errorMessage": facets.error_message(error),
         }
-        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim))
+        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[_output(claim)])
 
     def part_started(self, claim: LotClaim, run_id: uuid.UUID, part: str) -> None:
         """START of a child run: one part of the claimed lot, under the lot's run."""
@@ -194,6 +194,13 @@ def _inputs(claim: LotClaim) -> list[JsonObject]:
         entry["inputFacets"] = {"subset": facets.input_subset(read)}
         found.append(entry)
     return found
+
+
+def _output(claim: LotClaim, dataset_facets: dict[str, Facet] | None = None) -> dict[str, Any]:
+    """The lot's output dataset under its stable name, the lot written as its ``subset`` facet."""
+    output = _dataset(claim.namespace, claim.dataset, dataset_facets or {})
+    output["outputFacets"] = {"subset": facets.output_subset([claim.lot])}
+    return output
 
 
 def _dataset(namespace: str, name: str, dataset_facets: dict[str, Facet]) -> dict[str, Any]:

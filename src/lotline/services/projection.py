@@ -455,14 +455,15 @@ def _run_event(
     if run is None:
         # No job version yet: the run's inputs and outputs are what its events report. An event that
         # starts the run creates it started (one write of the run, not two).
+        lot = _run_lot(event.outputs)
         run = create_run(
             connection,
             run_id=run_id,
             job_id=job.id,
             job_version_id=None,
-            lot="",
-            inputs=[(d, "") for d in inputs],
-            outputs=[(d, "") for d in outputs],
+            lot=lot,
+            inputs=_entries(event.inputs, inputs, lot),
+            outputs=_entries(event.outputs, outputs, lot),
             started_at=event.event_time if actions[:1] == (RunAction.START,) else None,
             nominal_start_time=event.nominal_start,
             nominal_end_time=event.nominal_end,
@@ -479,8 +480,8 @@ def _run_event(
     if state.is_terminal:
         return  # a late event never reopens a finished run
     if not created:
-        record_run_io(connection, run, RunIoRole.INPUT, [(d, run.lot) for d in inputs], now)
-        record_run_io(connection, run, RunIoRole.OUTPUT, [(d, run.lot) for d in outputs], now)
+        record_run_io(connection, run, RunIoRole.INPUT, _entries(event.inputs, inputs, run.lot), now)
+        record_run_io(connection, run, RunIoRole.OUTPUT, _entries(event.outputs, outputs, run.lot), now)
     _version_input_facets(connection, run.id, event.inputs, inputs)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
@@ -500,6 +501,18 @@ def _run_event(
         raise RuntimeError(f"run {run_id}: a terminal event changed no state; its job version is unwritten")
     if state is RunState.RUNNING and is_streaming(job.facets):
         _stream_version(group, ol_job, job, run)
+
+
+def _run_lot(outputs: Sequence[OlDataset]) -> str:
+    """The lot a run writes, when its outputs name one (lotline's own events carry it in the
+    ``subset`` facet); ``''`` otherwise: the dataset as a whole."""
+    lots = {lot for d in outputs for lot in d.lots}
+    return lots.pop() if len(lots) == 1 else ""
+
+
+def _entries(found: Sequence[OlDataset], ids: Sequence[uuid.UUID], lot: str) -> list[tuple[uuid.UUID, str]]:
+    """(dataset, lot) of each input or output: the lots its ``subset`` facet names, else the run's."""
+    return [(d_id, named) for d, d_id in zip(found, ids, strict=True) for named in (d.lots or (lot,))]
 
 
 def _version_input_facets(
