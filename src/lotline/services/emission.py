@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lotline.domain.coordination import LotClaim
+from lotline.domain.failures import Failure
 from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import JsonObject, RunIoRole
 from lotline.services import facets
@@ -112,7 +113,10 @@ class EmissionService:
         self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[output])
 
     def failed(
-        self, claim: LotClaim, error: BaseException | str, run_facets: Mapping[str, Facet] | None = None
+        self,
+        claim: LotClaim,
+        error: BaseException | str | Failure,
+        run_facets: Mapping[str, Facet] | None = None,
     ) -> None:
         """FAIL of a lot's run, with ``errorMessage``."""
         ended = {
@@ -127,7 +131,11 @@ class EmissionService:
         self._send("START", claim, run_id, self._part_facets(claim, part), inputs=_inputs(claim))
 
     def part_ended(
-        self, claim: LotClaim, run_id: uuid.UUID, part: str, error: BaseException | str | None = None
+        self,
+        claim: LotClaim,
+        run_id: uuid.UUID,
+        part: str,
+        error: BaseException | str | Failure | None = None,
     ) -> None:
         run_facets = self._part_facets(claim, part)
         if error is not None:

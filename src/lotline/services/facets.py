@@ -9,7 +9,6 @@ their documentation. Each builder answers the facet as JSON (a plain dict), as e
 
 from __future__ import annotations
 
-import traceback
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -29,6 +28,8 @@ from openlineage.client.facet_v2 import (
 )
 from openlineage.client.serde import Serde
 
+from lotline.domain import failures
+from lotline.domain.failures import Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import FieldSpec
@@ -50,20 +51,16 @@ def custom(**fields: Any) -> Facet:
     return {"_producer": PRODUCER, "_schemaURL": CUSTOM_SCHEMA, **fields}
 
 
-def error_message(error: BaseException | str) -> Facet:
-    """``errorMessage``: the message, and the stack of an exception."""
-    if isinstance(error, BaseException):
-        return _json(
-            error_message_run.ErrorMessageRunFacet(
-                message=f"{type(error).__name__}: {error}",
-                programmingLanguage="python",
-                stackTrace="".join(traceback.format_exception(error)),
-                producer=PRODUCER,
-            )
-        )
+def error_message(error: BaseException | str | Failure) -> Facet:
+    """``errorMessage``: the one-line reason (``domain/failures``) as its message and the whole
+    stack (a Java one included, for Spark's errors) as its ``stackTrace``."""
+    failure = failures.failure_of(error)
     return _json(
         error_message_run.ErrorMessageRunFacet(
-            message=str(error), programmingLanguage="python", producer=PRODUCER
+            message=failure.reason,
+            programmingLanguage="python",
+            stackTrace=failure.stack,
+            producer=PRODUCER,
         )
     )
 

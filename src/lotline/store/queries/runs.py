@@ -553,6 +553,11 @@ def set_nominal_window(connection: Connection, run_id: uuid.UUID, start: datetim
     )
 
 
+def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
+    """Record why the run failed (one line, ``runs.error``)."""
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "error": error, "updated_at": now})
+
+
 _RUN_IO = union_all(
     *(
         select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
