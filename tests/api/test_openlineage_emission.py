@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -16,10 +17,12 @@ import requests
 
 from api.conftest import TOKEN, ApiServer, _serve
 from lotline.domain.coordination import Status
+from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.emission import HttpConsumer
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.store.engine import Store
 from support.spark import HALF, LANDED, ingest, land_and_ingest, weblogs
 
 if TYPE_CHECKING:
@@ -70,21 +73,28 @@ def _runs(server: str, namespace: str, job: str) -> set[tuple[Any, ...]]:
     return {(r["id"], r["state"], r["lot"], r["nominalStartTime"]) for r in answer.json()["runs"]}
 
 
-@pytest.mark.parametrize(
-    ("backend_url", "api_server"),
-    [("sqlite", "sqlite"), pytest.param("postgresql", "postgresql", marks=pytest.mark.postgres)],
-    indirect=True,
-)
 def test_a_second_server_builds_the_same_lineage_graph(
-    backend_url: str, lineage: Lineage, spark: SparkSession, api_server: ApiServer, tmp_path: Path
+    new_database: Callable[[str], str], spark: SparkSession, api_server: ApiServer, tmp_path: Path
 ) -> None:
     """The round trip: the demo's pipeline (ingest, parse with a failed attempt and its retry,
     hourly counts) runs with its events posted over HTTP to a second lotline server; both
     servers answer the same graph (nodes, edges, each job's latest run), the same versions of
-    every dataset (number, lot, state, producing run) and the same runs (id, state, lot, window)."""
+    every dataset (number, lot, state, producing run) and the same runs (id, state, lot, window).
+    The sender's store is of the receiver's kind: SQLite to SQLite, PostgreSQL to PostgreSQL."""
+    backend_url = new_database(api_server.backend)
+    consumer = HttpConsumer(api_server.url, TOKEN)
+    emitting = Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse")), consumer=consumer)
+    try:
+        _round_trip(emitting, backend_url, spark, api_server, tmp_path)
+    finally:
+        emitting.close()
+
+
+def _round_trip(
+    emitting: Lineage, backend_url: str, spark: SparkSession, api_server: ApiServer, tmp_path: Path
+) -> None:
     namespace = f"round-trip-{uuid.uuid4().hex[:8]}"
     pipeline = weblogs(namespace)
-    emitting = Lineage.over(lineage.store, lineage.storage, consumer=HttpConsumer(api_server.url, TOKEN))
     register(emitting, pipeline)
     land_and_ingest(emitting, namespace, tmp_path / "landing")
     summary = run_pipeline(
