@@ -248,6 +248,19 @@ def test_invalidating_an_input_of_a_claim_whose_run_was_ended_from_outside(
     assert world.lineage.runs.get_run(claim.run_id).state is RunState.COMPLETED
 
 
+def test_a_claimed_run_s_transitions_are_in_time_order(world: LotWorld) -> None:
+    """Issue 29.12: the claim's start is taken before its run is written; NEW is not stamped after it."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB")
+    assert claim is not None
+    world.lots.complete(claim)
+    run = world.lineage.runs.get_run(claim.run_id)
+    assert [t.state for t in run.transitions] == [RunState.NEW, RunState.RUNNING, RunState.COMPLETED]
+    times = [t.at for t in run.transitions]
+    assert times == sorted(times)
+
+
 def test_a_worker_cannot_finish_another_workers_claim(world: LotWorld) -> None:
     _chain(world)
     claim = world.claim("JobA", "1")

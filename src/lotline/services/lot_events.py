@@ -27,8 +27,8 @@ class LotEventService:
         datasets: Sequence[str] = (),
         limit: int = 100,
     ) -> list[LotEvent]:
-        """The events after ``position`` (0: from the start), oldest first, optionally of some
-        datasets of one namespace only."""
+        """The events after ``position`` (0: from the start), oldest first, optionally of one
+        namespace only, or of some datasets of it."""
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**63:
             raise InvalidInput(f"position must be a non-negative integer, got {position!r}.")
         if not 1 <= limit <= MAX_PAGE:
@@ -36,12 +36,14 @@ class LotEventService:
         if datasets and namespace is None:
             raise InvalidInput("A dataset filter needs its namespace.")
         with self._store.read() as connection:
-            ids = (
-                [_common.require_dataset(connection, namespace, d) for d in datasets]
-                if datasets and namespace is not None
-                else None
+            if namespace is None:
+                return q.after(connection, position, limit)
+            if datasets:
+                ids = [_common.require_dataset(connection, namespace, d) for d in datasets]
+                return q.after(connection, position, limit, ids)
+            return q.after(
+                connection, position, limit, namespace_id=_common.require_namespace(connection, namespace)
             )
-            return q.after(connection, position, limit, ids)
 
     def of_lot(self, namespace: str, dataset: str, lot: str, limit: int = 100) -> list[LotEvent]:
         """One lot's READY and REOPENED events, newest first."""

@@ -206,10 +206,28 @@ class LotService:
         end = ClaimEnd(success, at, version_id, manifest, facets, output_facets)
         manifest_id = self._claims.finish(claim, end)
         if manifest_id is not None:
+            self._tidy(manifest_id, success=success)
+        return manifest_id
+
+    def _tidy(self, manifest_id: uuid.UUID, *, success: bool) -> None:
+        """After the claim's end committed: the manifest's copy, and a failed attempt's objects
+        removed. Both are repeated by ``lotline cleanup``, so a failure here (a read-only warehouse,
+        the database gone meanwhile) is logged and never reported as the end's own: the lot's
+        status and its run are recorded."""
+        try:
             self._manifests.publish_copy(manifest_id)
             if not success:
                 self._manifests.remove_partial(manifest_id)
-        return manifest_id
+        except Exception as error:
+            what = "copy" if success else "copy or its failed attempt's objects"
+            log.warning(
+                "manifest %s is recorded, but its %s could not be written or removed (%s: %s); "
+                "lotline cleanup finishes it",
+                manifest_id,
+                what,
+                type(error).__name__,
+                error,
+            )
 
     def reap(self, limit: int = 100) -> int:
         """Release claims whose lease expired (OUTPUT ERROR, inputs released) so their lots become

@@ -56,6 +56,8 @@ def install(engine: Engine) -> None:
     @event.listens_for(engine, "handle_error")
     def _translate(context: ExceptionContext) -> LotlineError | None:
         error = context.sqlalchemy_exception
+        if isinstance(context.original_exception, LotlineError):
+            return context.original_exception  # the driver's own refusal (drivers.NUL_REFUSED), as it is
         if isinstance(error, DBAPIError):
             # No connection at all (connecting failed: the server is down or restarting) is lost too.
             return translate(error, lost=context.is_disconnect or context.connection is None)
