@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import DatabaseUnavailable, InvalidInput
 from lotline.domain.manifests import LotEvent
 from lotline.services import _common
+from lotline.services.outage import Outage
 from lotline.store.engine import Listener, Store
 from lotline.store.queries import lot_events as q
 
@@ -71,15 +72,33 @@ class LotEventService:
         poll_seconds: float = POLL_SECONDS,
     ) -> Iterator[LotEvent]:
         """Every event after ``position``, then each new one as it is appended, forever (the caller
-        stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite."""
-        listener = self.subscribe()
+        stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite. While the database is
+        unreachable it waits and tries again (``outage``: one line when it goes, one when it is
+        back), listening anew, and goes on from the last event it gave."""
+        outage = Outage()
+        listener: Listener | None = None
         try:
             while True:
-                page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)
+                try:
+                    if listener is None:
+                        listener = self.subscribe()
+                    page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)
+                    outage.recovered()
+                except DatabaseUnavailable as error:
+                    if listener is not None:
+                        listener.close()
+                        listener = None
+                    outage.wait(error)
+                    continue
                 yield from page
                 if page:
                     position = page[-1].position
                 if len(page) < MAX_PAGE:
-                    listener.wait(poll_seconds)
+                    try:
+                        listener.wait(poll_seconds)
+                    except DatabaseUnavailable:
+                        listener.close()
+                        listener = None  # the next look fails too, or finds it back
         finally:
-            listener.close()
+            if listener is not None:
+                listener.close()

@@ -10,9 +10,19 @@ the database refuses is ``ValueRefused`` (400), a unique or foreign key check ``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import ExceptionContext
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PendingRollbackError,
+)
 
 from lotline.domain.errors import (
     ConcurrentChange,
@@ -47,6 +57,18 @@ def translate(error: DBAPIError, *, lost: bool | None = None) -> LotlineError:
     if lost or isinstance(error, (OperationalError, InterfaceError)):
         return DatabaseUnavailable(UNAVAILABLE, detail=detail, sqlstate=sqlstate, connection_lost=lost)
     return DatabaseError(f"the database failed: {detail}", detail=detail, sqlstate=sqlstate)
+
+
+@contextmanager
+def lost_transaction() -> Iterator[None]:
+    """Around a transaction: a statement on a connection that was lost earlier in it (an error
+    caught, e.g. by a savepoint, and the transaction used again) is refused by SQLAlchemy before it
+    reaches the database (``PendingRollbackError``, no ``handle_error``); it is the same outage."""
+    try:
+        yield
+    except PendingRollbackError as error:
+        detail = describe(error)
+        raise DatabaseUnavailable(UNAVAILABLE, detail=detail, connection_lost=True) from error
 
 
 def install(engine: Engine) -> None:
