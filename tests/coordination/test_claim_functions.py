@@ -166,7 +166,7 @@ def _timeless(facets: dict[str, Any]) -> dict[str, Any]:
     error = facets.get("errorMessage")
     if error is None:
         return facets
-    message = re.sub(r"at \S+$", "at <time>", error["message"])
+    message = re.sub(r"at \d{4}-\S+", "at <time>", error["message"])
     return {**facets, "errorMessage": {**error, "message": message}}
 
 

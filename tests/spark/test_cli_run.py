@@ -197,7 +197,9 @@ def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
             lineage.runs.list_runs("weblogs", "parse", lot=lots[0]).items, key=lambda r: r.created_at
         )
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
-        assert runs[0].facets["errorMessage"]["message"].startswith("lease expired: worker killed-worker ")
+        assert (
+            runs[0].facets["errorMessage"]["message"].startswith("the lease expired: worker killed-worker ")
+        )
 
         result = cli.invoke(app, ["run", pipeline])  # the table says so too
         assert result.exit_code == 0, result.output

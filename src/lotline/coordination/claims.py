@@ -274,12 +274,6 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.Stat
     return expired
 
 
-def lease_expired_message(row: q.StatusRow) -> str:
-    """Why the reaper failed a claim's run: its owner's last sign of life was the row's last update
-    (the claim, or its last heartbeat)."""
-    return f"lease expired: worker {row.owner} stopped heart-beating at {row.updated_at.isoformat()}"
-
-
 def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
     """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
     or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING

@@ -7,7 +7,6 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 from __future__ import annotations
 
 import logging
-import traceback
 import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
@@ -17,6 +16,7 @@ from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
 from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
+from lotline.domain import failures
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
     ArcState,
@@ -29,6 +29,7 @@ from lotline.domain.coordination import (
     lock_of,
 )
 from lotline.domain.errors import Conflict, DatabaseError, InvalidInput, LotlineError, NotFound
+from lotline.domain.failures import Failure
 from lotline.domain.manifests import LotEventKind, ManifestDraft
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
@@ -179,17 +180,20 @@ class LotService:
         at: datetime | None = None,
         *,
         manifest: ManifestDraft | None = None,
-        error: BaseException | str | None = None,
+        error: BaseException | str | Failure | None = None,
         facets: dict[str, Any] | None = None,
     ) -> uuid.UUID | None:
-        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it (the
-        OpenLineage ``errorMessage`` facet): the lot may be retried. What the attempt wrote is recorded
-        as a partial manifest in the same transaction, then its objects are removed (manifest removed,
-        arc missing). Returns the manifest's id."""
+        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it: its
+        one-line reason (``failures.failure_of``) in ``runs.error`` and the OpenLineage
+        ``errorMessage`` facet, whose ``stackTrace`` keeps the rest. The lot may be retried. What the
+        attempt wrote is recorded as a partial manifest in the same transaction, then its objects are
+        removed (manifest removed, arc missing). Returns the manifest's id."""
         facets = dict(facets or {})
-        if error is not None:
-            facets["errorMessage"] = error_message_facet(error)
-        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets)
+        failure = None if error is None else failures.failure_of(error)
+        if failure is not None:
+            facets["errorMessage"] = error_message_facet(failure)
+        reason = None if failure is None else failure.reason
+        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets, error=reason)
 
     def _finish(
         self,
@@ -200,10 +204,11 @@ class LotService:
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
+        error: str | None = None,
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets)
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error)
         manifest_id = self._claims.finish(claim, end)
         if manifest_id is not None:
             self._tidy(manifest_id, success=success)
@@ -241,7 +246,8 @@ class LotService:
             reaped = claims.reap(connection, now, limit)
             for row in reaped:
                 if row.run_id is not None:
-                    _end_revoked_run(connection, row.run_id, now, claims.lease_expired_message(row))
+                    reason = failures.lease_expired(row.owner, row.updated_at)
+                    _end_revoked_run(connection, row.run_id, now, reason)
         return len(reaped)
 
     # -- the operator's side -------------------------------------------------------------------
@@ -401,6 +407,7 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
         run_id=r.run_id,
         arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
         lock=lock_of(row_role, status),
+        error=named.error if status is Status.ERROR else None,
     )
 
 
@@ -419,6 +426,7 @@ def _end_revoked_run(connection: Connection, run_id: uuid.UUID, now: datetime, r
             else:
                 apply_transition(connection, run_id, RunAction.FAIL, now, locked=run)
                 runs.merge_run_facets(connection, run, {"errorMessage": error_message_facet(reason)}, now)
+                runs.set_error(connection, run_id, reason, now)
             fail_children(connection, run_id, now)
     except LotlineError as error:
         if isinstance(error, DatabaseError):
@@ -437,16 +445,16 @@ def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     return lot_job
 
 
-def error_message_facet(error: BaseException | str) -> dict[str, Any]:
-    """OpenLineage's ``errorMessage`` run facet: the message, and the stack of an exception."""
+def error_message_facet(error: BaseException | str | Failure) -> dict[str, Any]:
+    """OpenLineage's ``errorMessage`` run facet: the one-line reason as its message and the whole
+    stack (a Java one included, for Spark's errors) as its ``stackTrace``."""
+    failure = failures.failure_of(error)
     facet: dict[str, Any] = {
         "_producer": PRODUCER,
         "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json",
+        "message": failure.reason,
         "programmingLanguage": "python",
     }
-    if isinstance(error, BaseException):
-        facet["message"] = f"{type(error).__name__}: {error}"
-        facet["stackTrace"] = "".join(traceback.format_exception(error))
-    else:
-        facet["message"] = str(error)
+    if failure.stack is not None:
+        facet["stackTrace"] = failure.stack
     return facet
