@@ -9,10 +9,12 @@ from typing import Annotated
 
 import typer
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import DatabaseUnavailable, InvalidInput
 from lotline.services import open_configured
 from lotline.services.config import load_settings
+from lotline.services.outage import Outage
 from lotline.services.webhooks import Delivery
+from lotline.store.engine import Listener
 
 
 def webhooks(
@@ -33,18 +35,30 @@ def webhooks(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    # One thread per URL delivers (a slow receiver holds up only its own); this one listens for
-    # new events and wakes them.
+    # One thread per URL delivers (a slow receiver holds up only its own; during a database outage
+    # each waits quietly); this one listens for new events, wakes them, and says when the database
+    # goes away and comes back.
     deliverers = lineage.webhooks.deliverers(settings.webhook_urls, _print, poll)
-    subscription = lineage.lot_events.subscribe()
+    outage = Outage(stop=stop)  # a database outage is waited out (docs/deploy.md)
+    subscription: Listener | None = None
     deliverers.start()
     try:
         while not stop.is_set():
-            subscription.wait(poll)
-            deliverers.wake()
+            try:
+                if subscription is None:
+                    subscription = lineage.lot_events.subscribe()
+                    outage.recovered()
+                subscription.wait(poll)
+                deliverers.wake()
+            except DatabaseUnavailable as error:
+                if subscription is not None:
+                    subscription.close()
+                    subscription = None
+                outage.wait(error)
     finally:
         deliverers.stop()
-        subscription.close()
+        if subscription is not None:
+            subscription.close()
         lineage.close()
 
 

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.errors import DatabaseUnavailable, InvalidInput, LotlineError
 from lotline.services.lot_events import LotEventService
+from lotline.services.outage import Outage
 from lotline.store.engine import Store
 from lotline.store.queries import webhooks as q
 from lotline.store.types import utcnow
@@ -166,12 +167,17 @@ class Deliverers:
 
     def _deliver(self, url: str) -> None:
         woken = self._woken[url]
+        # The caller's listening loop says when the database goes and comes back (once, not per URL).
+        outage = Outage(log.debug, stop=self._stop)
         failing = False
         while not self._stop.is_set():
             woken.clear()  # before looking: an event appended from now on wakes the next wait
             try:
                 result = self._service.deliver(url)
-            except Exception as error:  # the database failed: this URL tries again, said once
+            except DatabaseUnavailable as error:
+                outage.wait(error)
+                continue
+            except Exception as error:  # anything else: this URL tries again, said once
                 if not failing:
                     if not isinstance(error, LotlineError):
                         log.exception("webhook %s", url)
@@ -179,6 +185,7 @@ class Deliverers:
                 failing = True
                 self._stop.wait(self._poll)
                 continue
+            outage.recovered()
             failing = False
             if result.sent or result.error:
                 self._report(result)
