@@ -25,33 +25,13 @@ from typing import Any
 
 import fsspec
 
-from lotline.domain.errors import InvalidInput, InvalidName
+from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import validate_lot_id
 from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, check_format, manifest_document
+from lotline.domain.storage_names import MANIFESTS_FOLDER, dataset_prefix, dataset_segments, storage_segments
 
-MANIFESTS_FOLDER = "_manifests"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Files that writers (Spark, Hadoop) leave beside the data and that are not part of it.
 _NOT_DATA = re.compile(r"^(_SUCCESS|_committed_.*|_started_.*|.*\.crc)$|^[._]")
-
-
-def storage_segments(kind: str, name: str) -> list[str]:
-    """The path segments a name becomes under the root, or InvalidName if it could escape it.
-
-    Refused: absolute names, empty, ``.`` or ``..`` segments, backslashes and control characters.
-    """
-    if not isinstance(name, str) or not name:
-        raise InvalidName(f"{kind} name must not be empty.")
-    if _CONTROL.search(name) or "\\" in name:
-        raise InvalidName(f"{kind} name {name!r} contains a control character or a backslash.")
-    if name.startswith("/"):
-        raise InvalidName(f"{kind} name {name!r} is an absolute path; it cannot be stored under the root.")
-    segments = name.split("/")
-    if any(s in ("", ".", "..") for s in segments):
-        raise InvalidName(f"{kind} name {name!r} has an empty, '.' or '..' path segment.")
-    if segments[0] == MANIFESTS_FOLDER:
-        raise InvalidName(f"{kind} name {name!r} would collide with the {MANIFESTS_FOLDER} folder.")
-    return segments
 
 
 @dataclass(frozen=True)
@@ -88,8 +68,7 @@ class Storage:
 
     # -- where things go ------------------------------------------------------------------------
     def dataset_uri(self, namespace: str, dataset: str) -> str:
-        parts = [*storage_segments("Namespace", namespace), *storage_segments("Dataset", dataset)]
-        return posixpath.join(self.root, *parts)
+        return posixpath.join(self.root, *dataset_prefix(namespace, dataset))
 
     def lot_uri(self, namespace: str, dataset: str, lot: str) -> str:
         return posixpath.join(self.dataset_uri(namespace, dataset), f"lot={validate_lot_id(lot)}")
@@ -122,11 +101,12 @@ class Storage:
         """Where the copy of a manifest in ``state`` goes (``attempt`` matters for partial and
         removed ones only: a lot has one complete or empty copy, that of its current version; a
         child's part adds its folders, ``…/attempt=N/day=2023-01-02/``)."""
+        namespace_folders, dataset_folders = dataset_segments(namespace, dataset)
         parts = [
-            *storage_segments("Namespace", namespace),
+            *namespace_folders,
             MANIFESTS_FOLDER,
             "datasets",
-            "name=" + "/".join(storage_segments("Dataset", dataset)),
+            "name=" + "/".join(dataset_folders),
             f"lot={validate_lot_id(lot)}",
             f"state={state.value}",
         ]

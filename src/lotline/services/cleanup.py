@@ -23,7 +23,8 @@ from typing import Any
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import Manifest, ManifestState, manifest_document
-from lotline.lots.storage import MANIFESTS_FOLDER, StoredObject
+from lotline.domain.storage_names import MANIFESTS_FOLDER
+from lotline.lots.storage import StoredObject
 from lotline.services.manifests import ManifestService
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as q

@@ -112,9 +112,7 @@ class IngestService:
         if request.lateness < timedelta(0):
             raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
-        warehouse = self._manifests.storage
-        if request.copy:
-            warehouse.dataset_uri(request.namespace, request.dataset)  # refuse names that escape the root
+        self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
         self._declare(request)
         files = list(_landed(landing))
         scan = sort_into_lots(files, request.time_rule, request.interval)

@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
-from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
+from lotline.coordination.registry import LotJob, check_storage, find_lot_job, not_coordinated, register
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
     ArcState,
@@ -109,11 +109,29 @@ class LotService:
             )
             describe = {output_id: f"{namespace}:{output}"}
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
-            register(connection, job_id, output_id, input_ids, mapping, now, describe=describe)
+            register(
+                connection,
+                job_id,
+                output_id,
+                input_ids,
+                mapping,
+                now,
+                describe=describe,
+                output=(namespace, output),
+            )
             found = jobs.get_job(connection, namespace, job)
         if found is None:  # written above, in this transaction
             raise NotFound("Job", f"{namespace}:{job}")
         return found
+
+    def check_output(self, namespace: str, dataset: str) -> None:
+        """Refuse, before anything is declared, a dataset that ``register_job`` would refuse as an
+        output for its storage folder (a reserved or too long segment, a folder overlapping another
+        produced dataset's); registering checks again, in its transaction."""
+        with self._store.read() as connection:
+            known = datasets.dataset_id(connection, namespace, dataset)
+            if known is None or registry.producer_of(connection, known) is None:
+                check_storage(connection, namespace, dataset)
 
     # -- the worker's side ----------------------------------------------------------------------
     def claim(
