@@ -15,6 +15,7 @@ what cleanup may delete.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,6 +42,8 @@ class StoredObject:
     uri: str
     size: int
     modified_at: datetime
+    #: A symbolic link's fully resolved target (``file://…``), None for anything else.
+    link_target: str | None = None
 
 
 class Storage:
@@ -122,14 +125,16 @@ class Storage:
 
     # -- what is there ----------------------------------------------------------------------------
     def objects_under(self, uri: str) -> Iterator[StoredObject]:
-        """Every object below ``uri`` (recursively), written-by-tool markers included."""
+        """Every object below ``uri`` (recursively), written-by-tool markers included. A local
+        symbolic link is an object with its ``link_target`` (links to folders are not followed)."""
         path = self._path(uri)
         if not self.fs.exists(path):
             return
         for found, info in sorted(self.fs.find(path, detail=True).items()):
             if info.get("type") == "directory":
                 continue
-            yield StoredObject(self._uri(found), int(info["size"]), _modified(info))
+            target = self._uri(os.path.realpath(found)) if info.get("islink") else None
+            yield StoredObject(self._uri(found), int(info["size"]), _modified(info), target)
 
     def describe_written(self, location: str, *, format: str) -> tuple[ManifestObject, ...]:
         """The data files an attempt wrote under ``location``, as manifest objects: sizes and times
@@ -157,6 +162,9 @@ class Storage:
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs.exists(self._path(uri)))
+
+    def is_folder(self, uri: str) -> bool:
+        return bool(self.fs.isdir(self._path(uri)))
 
     # -- writing ------------------------------------------------------------------------------------
     def write_bytes(self, uri: str, data: bytes) -> None:

@@ -113,8 +113,8 @@ class IngestService:
             raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
         self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
+        files = list(_landed(landing))  # a link that leaves the landing: refused, nothing declared
         self._declare(request)
-        files = list(_landed(landing))
         scan = sort_into_lots(files, request.time_rule, request.interval)
         report = IngestReport(files=len(files), skipped=scan.skipped)
         lots = lot_range(scan, request.interval, request.start, request.end)
@@ -205,10 +205,28 @@ class IngestService:
 
 
 def _landed(landing: Storage) -> Iterator[LandedFile]:
-    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data."""
+    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data.
+    A symbolic link is followed only to a file inside the landing location: one that leaves it
+    (``ln -s /etc/hostname …``) or points at nothing is refused, naming it, before anything is
+    registered; one to a folder inside is skipped (its files are listed under their own paths)."""
     prefix = landing.root.rstrip("/") + "/"
     for found in landing.objects_under(landing.root):
         relative = found.uri[len(prefix) :]
         if any(part.startswith((".", "_")) for part in relative.split("/")):
             continue
+        if found.link_target is not None:
+            target = landing.local_path(found.link_target)
+            if not found.link_target.startswith(prefix):
+                raise InvalidInput(
+                    f"landing file {relative} is a symbolic link to {target}, outside the landing "
+                    f"location {landing.local_path(landing.root)}: nothing was registered "
+                    "(a link may only point inside the landing location)."
+                )
+            if not landing.exists(found.link_target):
+                raise InvalidInput(
+                    f"landing file {relative} is a symbolic link to {target}, which does not exist: "
+                    "nothing was registered."
+                )
+            if landing.is_folder(found.link_target):
+                continue
         yield LandedFile(found.uri, relative, found.size, found.modified_at)
