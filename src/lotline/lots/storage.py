@@ -151,8 +151,17 @@ class Storage:
             described.append(ManifestObject(found.uri, found.size, found.modified_at, format, partitions))
         return tuple(described)
 
-    def stat(self, uri: str) -> StoredObject:
-        info = self.fs.info(self._path(uri))
+    def stat(self, uri: str) -> StoredObject | None:
+        """The object at ``uri`` as storage has it now (None: gone). ``uri`` may be outside this root
+        (a landing file ingest referenced in place): another protocol is reached through fsspec."""
+        if uri.startswith(self.protocol + "://"):
+            fs, path = self.fs, self._path(uri)
+        else:
+            fs, path = fsspec.core.url_to_fs(uri)
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
+            return None
         return StoredObject(uri, int(info["size"]), _modified(info))
 
     def root_exists(self) -> bool:

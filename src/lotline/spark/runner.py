@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError
 from lotline.domain.lots import IntervalLot, parse_lot
-from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
+from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
@@ -208,8 +208,32 @@ class LotRunner:
                     f"input {spec.name} lot {unreadable[0]} is READY but has no manifest to read "
                     "(it was produced outside lotline's storage)."
                 )
+            for lot in lots[spec.name]:
+                self._check_unchanged(spec.name, lot, manifests[lot].objects)
             objects[spec.name] = [o for lot in lots[spec.name] for o in manifests[lot].objects]
         return objects
+
+    def _check_unchanged(self, dataset: str, lot: str, objects: Sequence[ManifestObject]) -> None:
+        """Each object is as its manifest recorded it (size, modified time: one stat each): a file
+        replaced after an in-place ingest must fail the lot, never be read as if it were the lot."""
+        storage = self.lineage.storage
+        for recorded in objects:
+            found = storage.stat(recorded.uri)
+            change = object_change(
+                recorded, None if found is None else found.size, None if found is None else found.modified_at
+            )
+            if change is None:
+                continue
+            inside = recorded.uri.startswith(storage.root.rstrip("/") + "/")
+            remedy = (
+                "it was changed outside lotline: invalidate the lot (`lotline invalidate`) to recompute it"
+                if inside
+                else "run `lotline ingest` to register the new version"
+            )
+            raise Conflict(
+                f"input {dataset} lot {lot}: {storage.local_path(recorded.uri)} changed since it was "
+                f"registered ({change}); {remedy}."
+            )
 
     def _write(
         self,
