@@ -121,7 +121,7 @@ class IngestService:
         registered = self._registered(request, [str(lot) for lot in lots])
         plans = plan_lots(scan, lots, registered, now=now or utcnow(), lateness=request.lateness)
         for plan in plans:
-            self._apply(request, plan, landing, report)
+            self._apply(request, plan, landing, report, registered.get(plan.lot))
         return report
 
     def _landing(self, location: str) -> Storage:
@@ -152,7 +152,12 @@ class IngestService:
                 found[lot] = manifest.comment
         return found
 
-    def _apply(self, request: IngestRequest, plan: LotPlan, landing: Storage, report: IngestReport) -> None:
+    def _apply(
+        self, request: IngestRequest, plan: LotPlan, landing: Storage, report: IngestReport, seen: str | None
+    ) -> None:
+        """``seen``: the digest the lot was registered with when this scan read it. Another ingest
+        may have changed the lot since: it is reopened only if it still has that digest, and claimed
+        only if it is still open, so concurrent scans make one version per change."""
         if plan.change is LotChange.OPEN:
             if plan.files:
                 report.waiting.append(plan.lot)
@@ -164,7 +169,9 @@ class IngestService:
             if request.reject_late:
                 report.rejected.append(plan.lot)
                 return
-            self._lots.invalidate(request.namespace, request.dataset, plan.lot)
+            if not self._lots.invalidate_if_comment(request.namespace, request.dataset, plan.lot, seen):
+                report.busy.append(plan.lot)  # another ingest registered it (or is doing so) first
+                return
         try:
             self._publish(request, plan, landing)
         except Conflict:

@@ -41,6 +41,7 @@ from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, jobs, lot_events, registry, reporting
+from lotline.store.queries import manifests as manifest_rows
 
 DEFAULT_LEASE = timedelta(seconds=30)
 #: The ``_producer`` of the facets lotline writes itself.
@@ -240,10 +241,28 @@ class LotService:
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
+        found = self._invalidate(namespace, dataset, lot, None)
+        return [] if found is None else found
+
+    def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
+        """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing
+        digest) — checked and done in one transaction. False, changing nothing, when it has not: a
+        concurrent ingest registered the lot's new files first (or holds the lot to do so), and
+        reopening its version would make a second one of the same change."""
+        return self._invalidate(namespace, dataset, lot, (comment,)) is not None
+
+    def _invalidate(
+        self, namespace: str, dataset: str, lot: str, expected: tuple[str | None] | None
+    ) -> list[DatasetRef] | None:
         stored_lot = _common.lot_key(lot)
         now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
+            if expected is not None:
+                datasets.lock_dataset(connection, dataset_id)  # serializes it with the lot's completion
+                current = manifest_rows.readable(connection, dataset_id, [stored_lot]).get(stored_lot)
+                if current is None or current.comment != expected[0]:
+                    return None
             done = operator.invalidate(connection, dataset_id, stored_lot, now, f"{namespace}:{dataset}")
             for run_id in done.revoked_runs:
                 apply_transition(connection, run_id, RunAction.FAIL, now)
