@@ -127,3 +127,29 @@ def test_ingest_of_a_refused_name_is_one_line_and_leaves_nothing(backend_url: st
         assert lineage.catalog.list_namespaces().items == []
     finally:
         lineage.close()
+
+
+def test_a_pipeline_whose_outputs_overlap_declares_nothing(lineage: Lineage) -> None:
+    """``lotline run`` and workers register a pipeline: its names are checked before anything is
+    declared, so a refused pipeline leaves no namespace, dataset or job behind."""
+    from pyspark.sql import DataFrame
+
+    from lotline.spark.pipeline import Lot, Pipeline
+    from lotline.spark.runner import register
+
+    pipeline = Pipeline("shop")
+    raw = pipeline.dataset("raw", format="text", interval="PT5M")
+    for index, name in enumerate(("out", "out/eu")):
+
+        @pipeline.job(
+            inputs=[raw],
+            output=pipeline.dataset(name, format="parquet", interval="PT5M"),
+            name=f"make{index}",
+        )
+        def make(raw: DataFrame, lot: Lot) -> DataFrame:
+            return raw
+
+    with pytest.raises(Conflict, match="shop:out/eu") as refused:
+        register(lineage, pipeline)
+    assert str(refused.value).count("shop:out") == 2  # both datasets named
+    assert lineage.catalog.list_namespaces().items == []

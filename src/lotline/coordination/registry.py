@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
-from lotline.domain.storage_names import dataset_prefix, overlapping
+from lotline.domain.storage_names import check_apart
 from lotline.store.queries import datasets, frontier
 from lotline.store.queries import registry as q
 
@@ -70,14 +70,7 @@ def register(
 def check_storage(connection: Connection, namespace: str, dataset: str) -> None:
     """A new output's folder must neither hold nor lie inside another produced dataset's (InvalidName
     for a name the layout refuses, Conflict naming the other dataset)."""
-    prefix = dataset_prefix(namespace, dataset)
-    other = overlapping(prefix, q.produced_datasets(connection))
-    if other is not None:
-        raise Conflict(
-            f"Dataset {namespace}:{dataset} cannot be produced: its storage folder {'/'.join(prefix)}/ "
-            f"overlaps that of dataset {other[0]}:{other[1]}, which a job already produces "
-            "(a dataset's folder must not hold another's)."
-        )
+    check_apart(namespace, dataset, q.produced_datasets(connection))
 
 
 def not_coordinated(namespace: str, job: str) -> Conflict:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from lotline.domain.errors import InvalidName
+from lotline.domain.errors import Conflict, InvalidName
 
 MANIFESTS_FOLDER = "_manifests"
 #: Segments the layout writes below a dataset's folder: a name may not contain one.
@@ -82,6 +82,19 @@ def overlapping(prefix: tuple[str, ...], others: Iterable[tuple[str, str]]) -> t
         if other[:shorter] == prefix[:shorter]:
             return namespace, dataset
     return None
+
+
+def check_apart(namespace: str, dataset: str, others: Iterable[tuple[str, str]]) -> None:
+    """A Conflict naming both datasets if ``dataset``'s folder overlaps one of ``others``' (produced
+    datasets); InvalidName if its name is one storage refuses."""
+    prefix = dataset_prefix(namespace, dataset)
+    other = overlapping(prefix, others)
+    if other is not None:
+        raise Conflict(
+            f"Dataset {namespace}:{dataset} cannot be produced: its storage folder {'/'.join(prefix)}/ "
+            f"overlaps that of dataset {other[0]}:{other[1]}, which a job produces "
+            "(a dataset's folder must not hold another's)."
+        )
 
 
 def _check_length(kind: str, name: str, segment: str, size: int) -> None:

@@ -27,6 +27,7 @@ from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
 from lotline.domain.model import FieldSpec
+from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
 from lotline.spark.capture import WriteCapture, WriteReport
@@ -86,6 +87,7 @@ def register(lineage: Lineage, pipeline: Pipeline) -> None:
     """Declare the namespace, the datasets (at their storage place) and every job for coordination;
     a job's version follows its code (``code_digest``)."""
     catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
+    _check_storage(lineage, pipeline)
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
         catalog.upsert_dataset(
@@ -101,6 +103,19 @@ def register(lineage: Lineage, pipeline: Pipeline) -> None:
             location=job.location,
             code_digest=job.code_digest,
         )
+
+
+def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:
+    """Refuse, before anything is declared, a dataset name storage refuses and an output whose folder
+    overlaps another output's or that of a dataset already produced (``register_job`` checks again,
+    in its transaction)."""
+    namespace = pipeline.namespace
+    for name in pipeline.datasets:
+        dataset_prefix(namespace, name)
+    outputs = [job.output.name for job in pipeline.ordered_jobs()]
+    for index, output in enumerate(outputs):
+        check_apart(namespace, output, [(namespace, other) for other in outputs[index + 1 :]])
+        lineage.lots.check_output(namespace, output)
 
 
 class LotRunner:
