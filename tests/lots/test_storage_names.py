@@ -153,3 +153,28 @@ def test_a_pipeline_whose_outputs_overlap_declares_nothing(lineage: Lineage) -> 
         register(lineage, pipeline)
     assert str(refused.value).count("shop:out") == 2  # both datasets named
     assert lineage.catalog.list_namespaces().items == []
+
+
+def test_a_dataset_named_before_names_were_checked_does_not_stop_cleanup(lineage: Lineage) -> None:
+    """A database may hold a produced dataset whose name is refused now (registered before the check):
+    its manifest copies have no place in storage. Completing its lots and cleanup go on (before, a
+    300-byte segment made every cleanup exit 1); the store is set up as the old check left it."""
+    from datetime import UTC, datetime
+
+    from lotline.store.queries import datasets as dataset_rows
+    from lotline.store.queries import graph as graph_rows
+    from lotline.store.queries import registry as registry_rows
+
+    world = LotWorld(lineage, "shop")
+    world.job("make", output="fine")
+    lineage.catalog.upsert_dataset("shop", "old/_manifests/x")
+    with lineage.store.write() as connection:
+        job_id = graph_rows.job_id(connection, "shop", "make")
+        legacy = dataset_rows.dataset_id(connection, "shop", "old/_manifests/x")
+        assert job_id is not None and legacy is not None
+        registry_rows.upsert_lot_job(connection, job_id, legacy, [], None, datetime.now(UTC))
+    claim = world.claim("make", LOT)
+    assert claim is not None
+    lineage.lots.complete(claim, manifest=ManifestDraft("file:///landing", ()))
+    report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=1))
+    assert report.copies_written == []
