@@ -178,3 +178,13 @@ def test_a_dataset_named_before_names_were_checked_does_not_stop_cleanup(lineage
     lineage.lots.complete(claim, manifest=ManifestDraft("file:///landing", ()))
     report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=1))
     assert report.copies_written == []
+
+
+def test_lineage_names_that_are_no_paths_still_take_part_in_coordination(lineage: Lineage) -> None:
+    """``postgres://db:5432`` is no path: such a dataset is never stored (every path built from it is
+    refused), so registering it as a lot job's output checks no folder — coordination alone works."""
+    world = LotWorld(lineage, "postgres://db:5432")
+    world.job("load", output="public.orders")
+    world.job("load-eu", output="public.orders/eu")
+    world.produce("load", LOT)
+    assert world.status("public.orders", LOT, "load") == "READY"

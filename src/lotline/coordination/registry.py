@@ -11,7 +11,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
-from lotline.domain.storage_names import check_apart
+from lotline.domain.storage_names import can_be_stored, check_apart
 from lotline.store.queries import datasets, frontier
 from lotline.store.queries import registry as q
 
@@ -40,7 +40,8 @@ def register(
     output: tuple[str, str],
 ) -> None:
     """Record a job's inputs and output; a second producer of a dataset is a Conflict, and so is an
-    output (``(namespace, dataset)``) whose storage folder would overlap another produced dataset's."""
+    output (``(namespace, dataset)``) whose storage folder would overlap another produced dataset's
+    (a name that is no path at all, ``postgres://db:5432``, is never stored: coordination only)."""
     if output_dataset_id in inputs:
         raise InvalidInput(f"Job cannot consume its own output {describe[output_dataset_id]}.")
     if len(set(inputs)) != len(inputs):
@@ -54,7 +55,7 @@ def register(
             f"Dataset {describe[output_dataset_id]} is already produced by job {other}; "
             "a dataset has exactly one producing job."
         )
-    if producer is None:
+    if producer is None and can_be_stored(*output):
         q.lock_storage(connection)
         check_storage(connection, *output)
     q.upsert_lot_job(

@@ -31,6 +31,25 @@ def storage_segments(kind: str, name: str) -> list[str]:
     Refused: absolute names, empty, ``.`` or ``..`` segments, backslashes, control characters and
     segments longer than a file name may be.
     """
+    segments = _path_segments(kind, name)
+    for segment in segments:
+        _check_length(kind, name, segment, len(segment.encode()))
+    return segments
+
+
+def can_be_stored(namespace: str, dataset: str) -> bool:
+    """Whether the names are paths at all. Lineage names such as ``postgres://db:5432`` are not:
+    such a dataset may take part in lot coordination, but nothing ever stores it (every path
+    built from it is refused), so its folder overlaps nothing."""
+    try:
+        _path_segments("Namespace", namespace)
+        _path_segments("Dataset", dataset)
+    except InvalidName:
+        return False
+    return True
+
+
+def _path_segments(kind: str, name: str) -> list[str]:
     if not isinstance(name, str) or not name:
         raise InvalidName(f"{kind} name must not be empty.")
     if _CONTROL.search(name) or "\\" in name:
@@ -40,8 +59,6 @@ def storage_segments(kind: str, name: str) -> list[str]:
     segments = name.split("/")
     if any(s in ("", ".", "..") for s in segments):
         raise InvalidName(f"{kind} name {name!r} has an empty, '.' or '..' path segment.")
-    for segment in segments:
-        _check_length(kind, name, segment, len(segment.encode()))
     return segments
 
 
