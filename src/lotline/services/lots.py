@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
-from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
+from lotline.coordination.registry import LotJob, check_storage, find_lot_job, not_coordinated, register
 from lotline.domain import failures
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
@@ -44,6 +44,7 @@ from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, jobs, lot_events, registry, reporting, runs
+from lotline.store.queries import manifests as manifest_rows
 
 log = logging.getLogger(__name__)
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -111,11 +112,29 @@ class LotService:
             )
             describe = {output_id: f"{namespace}:{output}"}
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
-            register(connection, job_id, output_id, input_ids, mapping, now, describe=describe)
+            register(
+                connection,
+                job_id,
+                output_id,
+                input_ids,
+                mapping,
+                now,
+                describe=describe,
+                output=(namespace, output),
+            )
             found = jobs.get_job(connection, namespace, job)
         if found is None:  # written above, in this transaction
             raise NotFound("Job", f"{namespace}:{job}")
         return found
+
+    def check_output(self, namespace: str, dataset: str) -> None:
+        """Refuse, before anything is declared, a dataset that ``register_job`` would refuse as an
+        output for its storage folder (a reserved or too long segment, a folder overlapping another
+        produced dataset's); registering checks again, in its transaction."""
+        with self._store.read() as connection:
+            known = datasets.dataset_id(connection, namespace, dataset)
+            if known is None or registry.producer_of(connection, known) is None:
+                check_storage(connection, namespace, dataset)
 
     # -- the worker's side ----------------------------------------------------------------------
     def claim(
@@ -252,10 +271,28 @@ class LotService:
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
+        found = self._invalidate(namespace, dataset, lot, None)
+        return [] if found is None else found
+
+    def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
+        """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing
+        digest) — checked and done in one transaction. False, changing nothing, when it has not: a
+        concurrent ingest registered the lot's new files first (or holds the lot to do so), and
+        reopening its version would make a second one of the same change."""
+        return self._invalidate(namespace, dataset, lot, (comment,)) is not None
+
+    def _invalidate(
+        self, namespace: str, dataset: str, lot: str, expected: tuple[str | None] | None
+    ) -> list[DatasetRef] | None:
         stored_lot = _common.lot_key(lot)
         now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
+            if expected is not None:
+                datasets.lock_dataset(connection, dataset_id)  # serializes it with the lot's completion
+                current = manifest_rows.readable(connection, dataset_id, [stored_lot]).get(stored_lot)
+                if current is None or current.comment != expected[0]:
+                    return None
             done = operator.invalidate(connection, dataset_id, stored_lot, now, f"{namespace}:{dataset}")
             for run_id in done.revoked_runs:
                 _end_revoked_run(
