@@ -120,18 +120,19 @@ def test_grid_colours_are_the_states_in_the_database(
     assert grid_states(tab) == expected
     colours = {
         state: page.locator(f"#grid a.c[data-state={state}]").first.evaluate(
-            "c => getComputedStyle(c).backgroundColor"
+            "c => ['backgroundColor', 'backgroundImage', 'borderTopColor']"
+            ".map(k => getComputedStyle(c)[k]).join()"
         )
         for state in set(expected.values())
     }
-    assert len(set(colours.values())) == len(colours), colours  # each state its own colour
+    assert len(set(colours.values())) == len(colours), colours  # each state its own look
     report = ui_server.lineage.gaps.report(NS, job=job, start=DAY, end=NEXT_DAY)
     shown = {state: int(page.locator(f"#totals b[data-state={state}]").inner_text()) for state in colours}
     assert sum(shown.values()) == report.total == 24
 
     page.goto(f"/jobs/{NS}/{job}/lots{DAY_RANGE}&res=day")  # aggregated: the most urgent state wins
     [cell] = page.locator("#grid a.c").all()
-    assert cell.get_attribute("data-state") == ("partial" if "partial" in expected.values() else "blocked")
+    assert cell.get_attribute("data-state") == ("failed" if "failed" in expected.values() else "blocked")
     cell.click()  # zooms into the day, per hour
     expect(page.locator("#grid a.c[data-lot]")).to_have_count(24)
 

@@ -3,7 +3,9 @@
 A year of five-minute lots is 105,120 lots. The grid is built from the report's runs of lots that
 are not complete (``domain.gaps``), never from one object per lot, and a page never draws more
 than ``MAX_CELLS`` cells: a coarser resolution aggregates lots into hours or days, each cell
-carrying its counts by state and coloured by the most urgent state among them.
+carrying its counts by state. An aggregated cell shows two things at once: how much of it is done
+(``Cell.done_share``: complete and empty lots) and the most urgent state of the rest
+(``Cell.mark``), so a day with one failed lot in 288 reads as mostly done *and* flagged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, TooManyCells
 from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of
 from lotline.domain.lots import MINUTES_PER_DAY, Interval, lot_from_index
 
@@ -25,10 +27,10 @@ AUTO_CELLS = 2_500
 
 
 class CellState(StrEnum):
-    """A lot's arc state as the grid colours it (SPEC §5): the gap report's states, with an
-    empty lot told apart from a complete one and a failed one shown as its arc, partial."""
+    """A lot's state as every page names it: the gap report's states, with an empty lot (present,
+    but its manifest lists no object) told apart from a complete one."""
 
-    PARTIAL = "partial"
+    FAILED = "failed"
     BLOCKED = "blocked"
     MISSING = "missing"
     HELD = "held"
@@ -37,13 +39,15 @@ class CellState(StrEnum):
     COMPLETE = "complete"
 
 
-#: Most urgent first: an aggregated cell takes the colour of the first state it holds.
+#: Most urgent first: an aggregated cell is marked with the first state it holds that is not done.
 URGENCY = tuple(CellState)
+#: The states of lots that are present: what a cell's fill measures.
+DONE = frozenset({CellState.EMPTY, CellState.COMPLETE})
 
 _FROM_GAP = {
     GapState.COMPLETE: CellState.COMPLETE,
     GapState.RUNNING: CellState.RUNNING,
-    GapState.FAILED: CellState.PARTIAL,
+    GapState.FAILED: CellState.FAILED,
     GapState.MISSING: CellState.MISSING,
     GapState.HELD: CellState.HELD,
     GapState.BLOCKED: CellState.BLOCKED,
@@ -71,8 +75,23 @@ class Cell:
     lot: str | None
 
     @property
+    def mark(self) -> CellState | None:
+        """The most urgent state among the lots that are not done (None: every lot is done)."""
+        return next((s for s in URGENCY if s not in DONE and self.counts.get(s)), None)
+
+    @property
     def state(self) -> CellState:
-        return next(s for s in URGENCY if self.counts.get(s))
+        """The mark; a cell whose lots are all done is complete, or empty if none has data."""
+        mark = self.mark
+        if mark is not None:
+            return mark
+        return CellState.COMPLETE if self.counts.get(CellState.COMPLETE) else CellState.EMPTY
+
+    @property
+    def done_share(self) -> int:
+        """Percent of the cell's lots that are done, rounded down: 100 only when all are."""
+        done = sum(self.counts.get(s, 0) for s in DONE)
+        return done * 100 // (self.stop - self.first)
 
 
 @dataclass(frozen=True)
@@ -105,7 +124,7 @@ def choose_resolution(interval: Interval, lots: int, wanted: Resolution | None) 
     if wanted is not None:
         cells = -(-lots // lots_per_cell(interval, wanted))
         if cells > MAX_CELLS:
-            raise InvalidInput(
+            raise TooManyCells(
                 f"{cells} cells per {wanted.value} is more than the grid's {MAX_CELLS}: "
                 "choose a coarser resolution or a shorter range."
             )

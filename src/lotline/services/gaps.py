@@ -98,8 +98,11 @@ class GapService:
     def span(
         self, namespace: str, *, job: str | None = None, dataset: str | None = None
     ) -> tuple[datetime.datetime, datetime.datetime] | None:
-        """From the start of the first lot to the end of the last one the dataset has rows for
-        (None: named lots, or no lots yet): the range a grid shows when none is asked for."""
+        """From the start of the first lot to the end of the last one that the dataset or its
+        producer's inputs have rows for (None: named lots, or no lots yet): where the dataset's
+        lots are expected, so the range a grid shows when none is asked for, and beyond which it
+        draws no cell. The inputs count because lots their producer has not touched yet (no row)
+        are still the dataset's missing or blocked lots."""
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
             try:
@@ -108,13 +111,17 @@ class GapService:
                 return None
             if interval is None:
                 return None
-            found = gaps.output_lot_bounds(connection, target.dataset_id, g.id_pattern(interval))
-        if found is None:
+            sources = [(target.dataset_id, interval)]
+            if target.lot_job is not None:
+                mapping = target.lot_job.mapping
+                wanted = interval if mapping is None else mapping.input
+                sources += [(dataset_id, wanted) for dataset_id in target.lot_job.inputs]
+            found = [gaps.output_lot_bounds(connection, d, g.id_pattern(i)) for d, i in sources]
+        windows = [parse_lot(lot) for bounds in found if bounds is not None for lot in bounds]
+        lots = [w for w in windows if isinstance(w, IntervalLot)]
+        if not lots:
             return None
-        first, last = (parse_lot(lot) for lot in found)
-        if not isinstance(first, IntervalLot) or not isinstance(last, IntervalLot):
-            return None
-        return first.start, last.end
+        return min(w.start for w in lots), max(w.end for w in lots)
 
     def backfill(
         self,

@@ -10,13 +10,16 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
-from lotline.domain.grid import URGENCY, Cell, Grid, Resolution
+from lotline.domain.errors import InvalidInput, TooManyCells
+from lotline.domain.gaps import TimeRange, parse_time
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution
 from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text
-from lotline.web.render import page
+from lotline.web.render import page, templates, when
 
 router = APIRouter(include_in_schema=False)
 
@@ -27,54 +30,147 @@ DEFAULT_SPAN = datetime.timedelta(days=366)
 _FINER = {Resolution.DAY: Resolution.HOUR, Resolution.HOUR: Resolution.LOT}
 
 
+#: What each state means, as the grid's legend says it (the glossary: docs/ui.md).
+MEANINGS = {
+    CellState.FAILED: "its last attempt failed",
+    CellState.BLOCKED: "an input lot is not ready",
+    CellState.MISSING: "not made yet, or reopened",
+    CellState.HELD: "on hold: nothing runs on it",
+    CellState.RUNNING: "being made",
+    CellState.EMPTY: "done, no data",
+    CellState.COMPLETE: "done",
+}
+
+
+def cell_counts(cell: Cell) -> str:
+    """A cell's lots by state, most urgent first (its tooltip)."""
+    return ", ".join(f"{state.value} {cell.counts[state]}" for state in URGENCY if cell.counts.get(state))
+
+
+templates.env.globals.update(cell_counts=cell_counts)
+
+
 @dataclass(frozen=True)
 class Row:
-    """One line of the grid: a month of day cells, a day of hour or lot cells, or an hour of lots."""
+    """One line of the grid: a month of day cells, a day of hour cells, or an hour of lots.
+    ``slots`` follow the time axis; None where the range has no lot (before its first, after now)."""
 
     label: str
-    cells: list[Cell]
+    slots: list[Cell | None]
 
 
-def rows(grid: Grid) -> list[Row]:
+@dataclass(frozen=True)
+class Layout:
+    """The grid's rows and its time axis (one label per column, ``""`` between labels)."""
+
+    axis: list[str]
+    rows: list[Row]
+
+
+def layout(grid: Grid) -> Layout:
+    """Rows of natural length, so a day of five-minute lots is 24 rows of 12 and columns line up
+    on the time axis: an hour of lots finer than an hour, a day of hour cells, a month of days."""
     minutes = grid.lots_per_cell * grid.interval.minutes
-    if minutes >= MINUTES_PER_DAY:
-        label = "%Y-%m"
-    elif MINUTES_PER_DAY // minutes <= 288:
-        label = "%Y-%m-%d"
+    if minutes < 60 and 60 % minutes == 0:
+        label, width, every = "%Y-%m-%d %H:00", 60 // minutes, 3 if 60 // minutes <= 24 else 5
+        axis = [f":{c * minutes:02d}" for c in range(width)]
+
+        def column(cell: Cell) -> int:
+            return cell.start.minute // minutes
+    elif minutes < MINUTES_PER_DAY:
+        width = MINUTES_PER_DAY // minutes
+        label, every = "%Y-%m-%d", 3 if width <= 24 else 5
+        hours = minutes % 60 == 0
+        starts = range(0, MINUTES_PER_DAY, minutes)
+        axis = [f"{m // 60:02d}" + ("" if hours else f":{m % 60:02d}") for m in starts]
+
+        def column(cell: Cell) -> int:
+            return (cell.start.hour * 60 + cell.start.minute) // minutes
     else:
-        label = "%Y-%m-%d %H:00"
+        label, width, every = "%Y-%m", 31, 7
+        axis = [str(day) for day in range(1, 32)]
+
+        def column(cell: Cell) -> int:
+            return cell.start.day - 1
+
     found: list[Row] = []
     for cell in grid.cells:
         key = cell.start.strftime(label)
         if not found or found[-1].label != key:
-            found.append(Row(key, []))
-        found[-1].cells.append(cell)
-    return found
+            found.append(Row(key, [None] * width))
+        found[-1].slots[column(cell)] = cell
+    return Layout([text if c % every == 0 else "" for c, text in enumerate(axis)], found)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """The range a grid shows: what was asked, cut to where the dataset's lots are expected."""
+
+    start: datetime.datetime
+    end: datetime.datetime
+    notes: list[str]
+
+
+def shown_range(
+    asked_from: str | None,
+    asked_to: str | None,
+    span: tuple[datetime.datetime, datetime.datetime] | None,
+    now: datetime.datetime,
+) -> Shown:
+    """No cell before the first lot the dataset or its inputs have, none after now: such lots are
+    not late, they are not due (a grid of them would be all missing or blocked)."""
+    if span is None:
+        if asked_from is None or asked_to is None:
+            raise InvalidInput("Name both from and to: the dataset has no lots to start from.")
+        asked = TimeRange.parse(asked_from, asked_to)
+        return Shown(asked.start, min(asked.end, now), [])
+    first, last = span
+    default_end = min(last, now)
+    start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
+    end = parse_time("to", asked_to) if asked_to else default_end
+    if end <= start:
+        raise InvalidInput(f"from {start.isoformat()} must be before to {end.isoformat()}.")
+    notes = []
+    if start < first:
+        notes.append(f"The first lot starts at {when(first)} UTC: nothing before it is drawn.")
+        start = first
+    if end > now:
+        notes.append("Nothing after now is drawn.")
+        end = now
+    if end > start:  # the length, as a report checks it
+        TimeRange.parse(start.isoformat(), end.isoformat())
+    return Shown(start, end, notes)
 
 
 def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> dict[str, Any]:
     params = request.query_params
-    start, end = text(params, "from"), text(params, "to")
-    context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY}
-    if start is None or end is None:
-        span = lineage.gaps.span(namespace, **target)
-        if span is None:
-            return {**context, "grid": None}
-        first, last = span
-        start = start or max(first, last - DEFAULT_SPAN).isoformat()
-        end = end or last.isoformat()
-    grid = lineage.gaps.grid(namespace, start=start, end=end, resolution=text(params, "res"), **target)
-    length = grid.report.end - grid.report.start
+    context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY, "meanings": MEANINGS}
+    span = lineage.gaps.span(namespace, **target)
+    if span is None and (text(params, "from") is None or text(params, "to") is None):
+        return {**context, "grid": None}
+    now = SYSTEM_CLOCK.now()
+    shown = shown_range(text(params, "from"), text(params, "to"), span, now)
+    if shown.end <= shown.start:
+        return {**context, "grid": None, "notes": shown.notes}
+    asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
+    try:
+        grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
+    except TooManyCells as error:  # offer what fits rather than an error page
+        notes.append(error.message + " Shown with the automatic resolution.")
+        grid = lineage.gaps.grid(namespace, **asked, **target)
+    start, end = grid.report.start, grid.report.end
+    length = end - start
     cell_span = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
     return {
         **context,
         "grid": grid,
-        "rows": rows(grid),
+        "lattice": layout(grid),
+        "notes": notes,
         "totals": grid.totals(),
-        "start": grid.report.start,
-        "end": grid.report.end,
-        "earlier": (grid.report.start - length, grid.report.start),
-        "later": (grid.report.end, grid.report.end + length),
+        "start": start,
+        "end": end,
+        "earlier": None if span and start <= span[0] else (start - length, start),
+        "later": None if end >= now else (end, end + length),
         "cell_span": cell_span,
         "finer": _FINER.get(grid.resolution),
         "resolutions": list(Resolution),

@@ -60,6 +60,7 @@ async function refreshAfterAction(button) {
   if (panel && panel.dataset.src) {
     await htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" });
     await htmx.ajax("GET", window.location.href, { target: "#grid", select: "#grid", swap: "outerHTML" });
+    tabStopOfGrid();
     await htmx.ajax("GET", window.location.href, { target: "#totals", select: "#totals", swap: "outerHTML" });
   } else {
     window.location.reload();
@@ -84,6 +85,61 @@ function setUpClicks() {
       htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" }).then(() => panel.scrollIntoView({ block: "nearest" }));
     }
   });
+}
+
+// The grid is one tab stop: arrow keys move between its cells (by time along a row, by row up and
+// down the same column), Home/End to a row's ends; Enter opens the cell as a click would.
+function gridCells(row) {
+  return Array.from(row.querySelectorAll("td > .c"));
+}
+
+function moveInGrid(event) {
+  const cell = event.target.closest("#grid a.c");
+  if (!cell) return;
+  const row = cell.closest("tr");
+  const slots = gridCells(row);
+  const column = slots.indexOf(cell);
+  const rows = Array.from(row.parentElement.querySelectorAll("tr:not(.axis)"));
+  const linked = (list) => list.filter((c) => c.tagName === "A");
+  let next = null;
+  if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+    const all = Array.from(document.querySelectorAll("#grid a.c"));
+    next = all[all.indexOf(cell) + (event.key === "ArrowRight" ? 1 : -1)];
+  } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    for (let at = rows.indexOf(row) + step; at >= 0 && at < rows.length && !next; at += step) {
+      const others = gridCells(rows[at]);
+      next = others[column] && others[column].tagName === "A" ? others[column] : null;
+      if (!next) {  // a row cut by the range's edge: the nearest cell of it
+        const found = linked(others);
+        if (found.length) next = found[step > 0 ? 0 : found.length - 1];
+      }
+    }
+  } else if (event.key === "Home" || event.key === "End") {
+    const found = linked(slots);
+    next = found[event.key === "Home" ? 0 : found.length - 1];
+  } else {
+    return;
+  }
+  event.preventDefault();
+  if (next) focusCell(next);
+}
+
+function focusCell(cell) {
+  document.querySelectorAll("#grid a.c[tabindex='0']").forEach((c) => c.setAttribute("tabindex", "-1"));
+  cell.setAttribute("tabindex", "0");
+  cell.focus();
+}
+
+function tabStopOfGrid() {
+  const grid = document.getElementById("grid");
+  const first = grid && (grid.querySelector("a.c.selected") || grid.querySelector("a.c"));
+  if (first) first.setAttribute("tabindex", "0");
+}
+
+function setUpGrid() {
+  tabStopOfGrid();
+  document.addEventListener("keydown", moveInGrid);
 }
 
 const STATE_COLOURS = {
@@ -192,5 +248,6 @@ function setUpGraph() {
 document.addEventListener("DOMContentLoaded", () => {
   setUpToken();
   setUpClicks();
+  setUpGrid();
   setUpGraph();
 });
