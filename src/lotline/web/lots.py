@@ -13,19 +13,16 @@ from fastapi.responses import HTMLResponse
 from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
 from lotline.domain.errors import InvalidInput, TooManyCells
-from lotline.domain.gaps import TimeRange, parse_time
-from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution, due_range
 from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text
-from lotline.web.render import page, templates, when
+from lotline.web.render import page, templates
 
 router = APIRouter(include_in_schema=False)
 
 LOT = DATASET + "/lots/{lot:seg}"
-#: The range a grid shows when none is asked for: the dataset's lots, at most this far back from the last.
-DEFAULT_SPAN = datetime.timedelta(days=366)
 #: The finer resolution a click on an aggregated cell zooms into.
 _FINER = {Resolution.DAY: Resolution.HOUR, Resolution.HOUR: Resolution.LOT}
 
@@ -47,7 +44,7 @@ def cell_counts(cell: Cell) -> str:
     return ", ".join(f"{state.value} {cell.counts[state]}" for state in URGENCY if cell.counts.get(state))
 
 
-templates.env.globals.update(cell_counts=cell_counts)
+templates.env.globals.update(cell_counts=cell_counts, timedelta=datetime.timedelta)
 
 
 @dataclass(frozen=True)
@@ -102,46 +99,6 @@ def layout(grid: Grid) -> Layout:
     return Layout([text if c % every == 0 else "" for c, text in enumerate(axis)], found)
 
 
-@dataclass(frozen=True)
-class Shown:
-    """The range a grid shows: what was asked, cut to where the dataset's lots are expected."""
-
-    start: datetime.datetime
-    end: datetime.datetime
-    notes: list[str]
-
-
-def shown_range(
-    asked_from: str | None,
-    asked_to: str | None,
-    span: tuple[datetime.datetime, datetime.datetime] | None,
-    now: datetime.datetime,
-) -> Shown:
-    """No cell before the first lot the dataset or its inputs have, none after now: such lots are
-    not late, they are not due (a grid of them would be all missing or blocked)."""
-    if span is None:
-        if asked_from is None or asked_to is None:
-            raise InvalidInput("Name both from and to: the dataset has no lots to start from.")
-        asked = TimeRange.parse(asked_from, asked_to)
-        return Shown(asked.start, min(asked.end, now), [])
-    first, last = span
-    default_end = min(last, now)
-    start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
-    end = parse_time("to", asked_to) if asked_to else default_end
-    if end <= start:
-        raise InvalidInput(f"from {start.isoformat()} must be before to {end.isoformat()}.")
-    notes = []
-    if start < first:
-        notes.append(f"The first lot starts at {when(first)} UTC: nothing before it is drawn.")
-        start = first
-    if end > now:
-        notes.append("Nothing after now is drawn.")
-        end = now
-    if end > start:  # the length, as a report checks it
-        TimeRange.parse(start.isoformat(), end.isoformat())
-    return Shown(start, end, notes)
-
-
 def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> dict[str, Any]:
     params = request.query_params
     context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY, "meanings": MEANINGS}
@@ -149,8 +106,8 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
     if span is None and (text(params, "from") is None or text(params, "to") is None):
         return {**context, "grid": None}
     now = SYSTEM_CLOCK.now()
-    shown = shown_range(text(params, "from"), text(params, "to"), span, now)
-    if shown.end <= shown.start:
+    shown = due_range(text(params, "from"), text(params, "to"), span, now)
+    if shown.empty:
         return {**context, "grid": None, "notes": shown.notes}
     asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
     try:
@@ -216,3 +173,52 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
         }
 
     return await page(request, "lot.html", build, fresh=False)
+
+
+#: Matrix axis: a label every so many columns, and its format, per resolution.
+_MATRIX_AXIS = {
+    Resolution.DAY: (7, "%m-%d"),
+    Resolution.HOUR: (6, "%m-%d %H:00"),
+    Resolution.LOT: (12, "%H:%M"),
+}
+
+
+@router.get("/lots", response_class=HTMLResponse)
+async def matrix_page(request: Request) -> HTMLResponse:
+    """A namespace's lots by jobs: a row of cells per job, producers above their consumers, so a
+    blocked chain reads down a column."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        namespace = text(params, "ns")
+        if namespace is None:
+            raise InvalidInput("ns is required: the namespace whose lots to show.")
+        start, end, now = text(params, "from"), text(params, "to"), SYSTEM_CLOCK.now()
+        resolution = text(params, "res")
+        notes: list[str] = []
+        try:
+            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
+        except TooManyCells as error:
+            notes.append(error.message + " Shown with the automatic resolution.")
+            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
+        context: dict[str, Any] = {
+            "ns": namespace,
+            "matrix": found,
+            "notes": notes,
+            "resolutions": list(Resolution),
+            "states": URGENCY,
+            "meanings": MEANINGS,
+        }
+        if found.range is not None:
+            notes.extend(found.range.notes)
+        if not found.rows or found.resolution is None:
+            return context
+        every, pattern = _MATRIX_AXIS[found.resolution]
+        starts = [cell.start for cell in found.rows[0][1].cells]
+        return {
+            **context,
+            "axis": [s.strftime(pattern) if n % every == 0 else "" for n, s in enumerate(starts)],
+            "finer": _FINER.get(found.resolution),
+        }
+
+    return await page(request, "matrix.html", build)

@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from lotline.domain.errors import DatabaseUnavailable, LotlineError
+from lotline.domain.grid import DONE, HEALTH_ORDER
 from lotline.domain.json_depth import bounded
 from lotline.services import Lineage
 
@@ -80,7 +81,13 @@ def node_link(node_id: str) -> str:
 
 templates.env.filters.update(seg=segment, when=when, duration=duration, pretty_json=pretty_json)
 templates.env.globals.update(
-    query=query, job_url=job_url, dataset_url=dataset_url, lot_url=lot_url, node_link=node_link
+    query=query,
+    job_url=job_url,
+    dataset_url=dataset_url,
+    lot_url=lot_url,
+    node_link=node_link,
+    health_order=HEALTH_ORDER,
+    done_states=DONE,
 )
 
 
