@@ -149,13 +149,19 @@ def test_a_lot_panel_and_actions_with_the_token(tab: Tab, ui_server: UiServer) -
     expect(panel.locator("#lot-status tr[data-role=INPUT]")).to_contain_text("done")
     expect(panel.locator("#lot-events")).to_contain_text("ready")
 
-    panel.get_by_role("button", name="hold").click()  # no token yet: refused, nothing changes
-    expect(page.locator("#toast")).to_contain_text("401")
+    hold = panel.get_by_role("button", name="hold")
+    expect(hold).to_be_disabled()  # no token yet: the actions say they need one
+    expect(hold).to_have_attribute("title", re.compile("Set the API token"))
+    page.locator("#token").fill("not-the-token")
+    page.locator("#token-form button").click()
+    expect(page.locator("#token-state")).to_have_text("wrong token: the server refused it")
+    expect(hold).to_be_disabled()
     assert _status(ui_server, "raw", lot) == "READY"
 
     page.locator("#token").fill(TOKEN)
     page.locator("#token-form button").click()
     expect(page.locator("#token-state")).to_have_text("token set")
+    expect(hold).to_have_attribute("title", re.compile("No worker claims this lot until it is released"))
     panel.get_by_role("button", name="hold").click()
     expect(page.locator("#toast")).to_contain_text("hold: done")
     expect(page.locator(f"#grid a.c[data-lot='{lot}']")).to_have_attribute("data-state", "held")
@@ -232,7 +238,7 @@ def test_openlineage_events_are_listed_and_filtered(tab: Tab, ui_server: UiServe
         (f"/jobs/{NS}/clean?offset=-1", 400, "offset"),
         ("/runs/not-a-run", 400, "not a run id"),
         (f"/jobs/{NS}/nope", 404, "nope"),
-        (f"/datasets/{NS}/cleaned/lots/{hour(99)}", 400, ""),
+        (f"/datasets/{NS}/cleaned/lots/{hour(99)}", 404, "not found"),
         ("/lineage?node=job:nowhere:nothing", 404, "nothing"),
         ("/lineage", 400, "node is required"),
         ("/events?before=soon", 400, "before"),

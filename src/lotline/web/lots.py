@@ -12,12 +12,12 @@ from fastapi.responses import HTMLResponse
 
 from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
-from lotline.domain.errors import InvalidInput, TooManyCells
+from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
 from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution, due_range
-from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, parse_lot
+from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
-from lotline.web.params import text
+from lotline.web.params import text, utc_time
 from lotline.web.render import page, templates
 
 router = APIRouter(include_in_schema=False)
@@ -103,18 +103,28 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
     params = request.query_params
     context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY, "meanings": MEANINGS}
     span = lineage.gaps.span(namespace, **target)
-    if span is None and (text(params, "from") is None or text(params, "to") is None):
+    asked_from, asked_to = utc_time(params, "from"), utc_time(params, "to")
+    if span is None and (asked_from is None or asked_to is None):
         return {**context, "grid": None}
     now = SYSTEM_CLOCK.now()
-    shown = due_range(text(params, "from"), text(params, "to"), span, now)
-    if shown.empty:
-        return {**context, "grid": None, "notes": shown.notes}
-    asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
     try:
-        grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
-    except TooManyCells as error:  # offer what fits rather than an error page
-        notes.append(error.message + " Shown with the automatic resolution.")
-        grid = lineage.gaps.grid(namespace, **asked, **target)
+        shown = due_range(asked_from, asked_to, span, now)
+        if shown.empty:
+            return {**context, "grid": None, "notes": shown.notes}
+        asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
+        try:
+            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
+        except TooManyCells as error:  # offer what fits rather than an error page
+            notes.append(error.message + " Shown with the automatic resolution.")
+            grid = lineage.gaps.grid(namespace, **asked, **target)
+    except InvalidInput as error:  # the form stays as typed, with what is wrong
+        return {
+            **context,
+            "grid": None,
+            "error": error.message,
+            "typed": (text(params, "from") or "", text(params, "to") or ""),
+            "http_status": error.http_status,
+        }
     start, end = grid.report.start, grid.report.end
     length = end - start
     cell_span = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
@@ -147,29 +157,49 @@ async def dataset_grid(request: Request, namespace: str, dataset: str) -> HTMLRe
     )
 
 
+def _due(lineage: Lineage, namespace: str, dataset: str, lot: IntervalLot | NamedLot) -> bool:
+    """A lot that nothing has touched yet still has a page (a missing cell opens it) if it is due:
+    a window of the dataset's interval inside where its lots are. Any other id is no lot of it."""
+    span = lineage.gaps.span(namespace, dataset=dataset)
+    if span is None or not isinstance(lot, IntervalLot):
+        return False
+    grid = lineage.gaps.grid(
+        namespace, dataset=dataset, start=lot.start.isoformat(), end=lot.end.isoformat(), resolution="lot"
+    )
+    return grid.interval == lot.interval and span[0] <= lot.start < span[1]
+
+
 @router.get(LOT, response_class=HTMLResponse)
 async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> HTMLResponse:
     """Everything about one lot; the grid swaps it in beside itself, a link shows it as a page."""
 
     def build(lineage: Lineage) -> dict[str, Any]:
         lineage.catalog.get_dataset(namespace, dataset)
-        parsed = parse_lot(lot)
+        try:
+            parsed = parse_lot(lot)
+        except InvalidInput:
+            raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}") from None
         statuses = lineage.lots.status_page(
             namespace, dataset=dataset, role=None, lot_from=lot, lot_to=lot, limit=100
         ).items
         producer = next((s.job for s in statuses if s.role is Role.OUTPUT), None)
         runs = [] if producer is None else lineage.runs.list_runs(namespace, producer, 20, lot=lot).items
+        found = {
+            "statuses": statuses,
+            "current": lineage.versions.current_version(namespace, dataset, lot),
+            "manifests": lineage.manifests.history(namespace, dataset, lot),
+            "events": lineage.lot_events.of_lot(namespace, dataset, lot, limit=50),
+        }
+        if not any(found.values()) and not _due(lineage, namespace, dataset, parsed):
+            raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}")
         return {
             "ns": namespace,
             "dataset": dataset,
             "lot": lot,
             "window": (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else None,
-            "statuses": statuses,
             "producer": producer,
             "runs": runs,
-            "current": lineage.versions.current_version(namespace, dataset, lot),
-            "manifests": lineage.manifests.history(namespace, dataset, lot),
-            "events": lineage.lot_events.of_lot(namespace, dataset, lot, limit=50),
+            **found,
         }
 
     return await page(request, "lot.html", build, fresh=False)
@@ -193,7 +223,7 @@ async def matrix_page(request: Request) -> HTMLResponse:
         namespace = text(params, "ns")
         if namespace is None:
             raise InvalidInput("ns is required: the namespace whose lots to show.")
-        start, end, now = text(params, "from"), text(params, "to"), SYSTEM_CLOCK.now()
+        start, end, now = utc_time(params, "from"), utc_time(params, "to"), SYSTEM_CLOCK.now()
         resolution = text(params, "res")
         notes: list[str] = []
         try:

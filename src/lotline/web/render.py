@@ -116,7 +116,9 @@ async def page(
         context = await run_in_threadpool(read)
     except LotlineError as error:
         return error_page(request, *failure(error))
-    return templates.TemplateResponse(request, template, {**common(request), **context})
+    # A page that shows a refused input in place (a grid's form) still answers with its status.
+    status = int(context.get("http_status", 200))
+    return templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
 
 
 def failure(error: LotlineError) -> tuple[int, str]:

@@ -15,17 +15,48 @@ function toast(message, failed) {
   box._timer = setTimeout(() => { box.className = ""; }, 6000);
 }
 
+// Without a token on a server that requires one, action buttons are disabled and say why.
+function enableActions() {
+  const missing = document.body.dataset.auth === "required" && !sessionStorage.getItem(TOKEN_KEY);
+  document.querySelectorAll("button[data-action]").forEach((button) => {
+    button.disabled = missing;
+    button.title = missing ? "Set the API token (top right) to use this." : (button.dataset.explain || "");
+  });
+}
+
+// A token is checked against the server before it is kept: an empty OpenLineage batch is a
+// write that changes nothing, refused (401) only for a wrong token.
+async function tokenAccepted(token) {
+  const answer = await fetch("/api/v1/lineage/batch", {
+    method: "POST", body: "[]", headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
+  });
+  return answer.status !== 401;
+}
+
 function setUpToken() {
   const form = document.getElementById("token-form");
   if (!form) return;
   const shown = document.getElementById("token-state");
   const refresh = () => { shown.textContent = sessionStorage.getItem(TOKEN_KEY) ? "token set" : "no token"; };
-  form.addEventListener("submit", (event) => {
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const input = document.getElementById("token");
-    if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value); else sessionStorage.removeItem(TOKEN_KEY);
+    const token = input.value;
     input.value = "";
+    if (!token) {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } else if (await tokenAccepted(token).catch(() => false)) {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } else {
+      sessionStorage.removeItem(TOKEN_KEY);
+      refresh();
+      shown.textContent = "wrong token: the server refused it";
+      toast("Wrong token: the server refused it.", true);
+      enableActions();
+      return;
+    }
     refresh();
+    enableActions();
   });
   refresh();
 }
@@ -51,7 +82,7 @@ async function runAction(button) {
   } catch (error) {
     toast(`${button.textContent}: ${error}`, true);
   } finally {
-    button.disabled = false;
+    enableActions();
   }
 }
 
@@ -82,7 +113,9 @@ function setUpClicks() {
       cell.classList.add("selected");
       const panel = document.getElementById("lot-panel");
       panel.dataset.src = cell.getAttribute("href");
-      htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" }).then(() => panel.scrollIntoView({ block: "nearest" }));
+      // A failure is shown in the panel (setUpPartialErrors); nothing more to do with it here.
+      htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" })
+        .then(() => panel.scrollIntoView({ block: "nearest" }), () => {});
     }
   });
 }
@@ -245,8 +278,33 @@ function setUpGraph() {
   }).catch((error) => { box.textContent = String(error); });
 }
 
+// A part of a page that fails to load says so where it would have been, never silently keeps the
+// old content: the server's error page (a fragment: status and message) is swapped in like a
+// success, and a request that never got an answer leaves a message in its target.
+function setUpPartialErrors() {
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.xhr.status >= 400) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.body.addEventListener("htmx:sendError", (event) => {
+    const target = event.detail.target;
+    if (!target) return;
+    target.textContent = "";
+    const message = document.createElement("p");
+    message.className = "error message partial-error";
+    message.setAttribute("role", "alert");
+    message.textContent = "Could not reach the server: this part was not loaded. Try again.";
+    target.appendChild(message);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  setUpPartialErrors();
   setUpToken();
+  enableActions();
+  document.body.addEventListener("htmx:afterSwap", enableActions);  // a lot panel's buttons
   setUpClicks();
   setUpGrid();
   setUpGraph();
