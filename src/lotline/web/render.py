@@ -107,9 +107,12 @@ async def page(
     def read() -> Mapping[str, Any]:
         if fresh:
             lineage.projection.catch_up(CATCH_UP_SECONDS)
+        # Read first: a lot event committed while the page is built is one the page refreshes for.
+        position = None if is_fragment(request) else lineage.lot_events.last_position()
         found = dict(build(lineage))
-        if not is_fragment(request):  # the layout's namespace switcher
+        if position is not None:  # the layout's namespace switcher, and where live parts follow from
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
+            found["events_after"] = position
         return found
 
     try:

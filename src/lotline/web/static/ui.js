@@ -300,8 +300,58 @@ function setUpPartialErrors() {
   });
 }
 
+// Filters live in the URL: a filter that htmx applied is pushed to the history as the page's own
+// URL, so Back and a shared link show the same list; Back re-renders the page from its URL.
+function setUpFilterHistory() {
+  // before the swap: the form that asked is still in the page (the list it swaps in holds a new one)
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const form = (event.detail.requestConfig || {}).elt || event.detail.elt;  // the element that asked
+    if (event.detail.xhr.status >= 400 || !form.matches || !form.matches("form[data-page]")) return;
+    const wanted = new URLSearchParams();
+    for (const [key, value] of new FormData(form)) if (value) wanted.append(key, value);
+    const shown = wanted.toString();
+    const url = form.dataset.page + (shown ? "?" + shown : "");
+    if (url !== window.location.pathname + window.location.search) history.pushState({ filter: true }, "", url);
+  });
+  window.addEventListener("popstate", () => window.location.reload());
+}
+
+// Pages with lot state follow the lot event log (GET /api/v1/lots/events): when an event of the
+// namespace arrives, each part marked data-live is fetched again and swapped in, without a reload.
+const LIVE_POLL_MS = 3000;
+
+function setUpLive() {
+  const body = document.body;
+  if (!body.dataset.eventsAfter || !document.querySelector("[data-live][id]")) return;
+  let after = Number(body.dataset.eventsAfter);
+  const poll = async () => {
+    try {
+      const query = new URLSearchParams({ after: String(after), limit: "1000" });
+      const answer = await fetch("/api/v1/lots/events?" + query, { headers: { Accept: "application/json" } });
+      if (answer.ok) {
+        const found = await answer.json();
+        if (found.events.length) {
+          after = found.lastPosition;
+          for (const part of document.querySelectorAll("[data-live][id]")) {
+            const id = "#" + part.id;
+            await htmx.ajax("GET", window.location.href, { target: id, select: id, swap: "outerHTML" });
+          }
+          tabStopOfGrid();
+          body.dataset.refreshed = String(after);
+        }
+      }
+    } catch (error) {
+      // the next poll tries again; a page that cannot reach the server says so when it acts
+    }
+    setTimeout(poll, LIVE_POLL_MS);
+  };
+  setTimeout(poll, LIVE_POLL_MS);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setUpPartialErrors();
+  setUpFilterHistory();
+  setUpLive();
   setUpToken();
   enableActions();
   document.body.addEventListener("htmx:afterSwap", enableActions);  // a lot panel's buttons
