@@ -63,7 +63,7 @@ def main() -> int:
                 cell = page.locator("#grid a.c[data-state=failed], #grid a.c[data-lot]").first
                 cell.click()
                 page.wait_for_selector("#lot-panel #lot")
-            page.screenshot(path=args.out / f"{name}.png", full_page=name == "home-narrow")
+            page.screenshot(path=args.out / f"{name}.png", full_page=name in ("home-narrow", "grid"))
             print(f"{name}: {args.out / f'{name}.png'}")
         browser.close()
     for error in errors:

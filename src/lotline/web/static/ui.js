@@ -3,8 +3,11 @@
 "use strict";
 
 const TOKEN_KEY = "lotline-token";
-// The smallest zoom a graph opens at: its labels stay legible; pan or "fit" for the whole of it.
-const READABLE_ZOOM = 0.8;
+// A graph opens fitted when its labels are then at least READABLE_LABEL_PX on screen, else at
+// the zoom that makes them so, on the node asked for ("fit" shows the whole of it).
+const LABEL_FONT_PX = 14;
+const READABLE_LABEL_PX = 9;
+const READABLE_ZOOM = READABLE_LABEL_PX / LABEL_FONT_PX;
 
 function toast(message, failed) {
   const box = document.getElementById("toast");
@@ -183,7 +186,7 @@ const STATE_COLOURS = {
 function graphStyle(large) {
   return [
     { selector: "node", style: {
-      label: "data(label)", "font-size": 12, "text-wrap": "wrap", "text-max-width": 160,
+      label: "data(label)", "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
       "text-valign": "center", "text-halign": "center", width: 170, height: 34, shape: "round-rectangle",
       "background-color": "#edf2f7", "border-width": 1, "border-color": "#a0aec0", color: "#1a202c",
       "min-zoomed-font-size": large ? 9 : 0,
@@ -237,6 +240,7 @@ async function drawGraph(box) {
   cy.on("tap", (event) => { if (event.target === cy) cy.elements().removeClass("faded path"); });
   cy.on("dbltap", "node", (event) => { window.location.href = event.target.data("url"); });
   box.dataset.ready = String(cy.nodes().length);
+  box.dataset.labelPx = (cy.zoom() * LABEL_FONT_PX).toFixed(1);  // what a reader sees
   return cy;
 }
 
