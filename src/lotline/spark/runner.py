@@ -23,13 +23,15 @@ from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError
+from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
-from lotline.services.lots import DEFAULT_LEASE, PRODUCER
+from lotline.services import facets as ol
+from lotline.services.lots import DEFAULT_LEASE
 from lotline.spark.capture import WriteCapture, WriteReport
-from lotline.spark.emit import OpenLineageEmitter
+from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
 RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
-_FACET_SCHEMA = "https://github.com/lotline/lotline/blob/main/docs/pipelines.md#run-facets"
-_OPENLINEAGE_FACETS = "https://openlineage.io/spec/facets/1-0-0/"
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,19 @@ class LotResult:
     seconds: float
     rows: int | None = None
     files: int = 0
+    #: A failure as "job J lot L (attempt N): <reason>" (the summary's line).
     error: str | None = None
+    #: A failure's one-line reason alone (``spark/failures.py``), as recorded in ``runs.error``.
+    reason: str | None = None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a lot: the lot was failed cleanly (``result``: ``interrupted by the user``);
+    the run stops."""
+
+    def __init__(self, result: LotResult) -> None:
+        super().__init__(result.error)
+        self.result = result
 
 
 class PartsFailed(LotlineError):
@@ -99,22 +111,30 @@ class LotRunner:
         spark: SparkSession,
         *,
         lease: timedelta = RUNNER_LEASE,
-        emitter: OpenLineageEmitter | None = None,
     ) -> None:
-        """``emitter``: also send each lot's run as OpenLineage events (``spark.emit``)."""
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
-        self.emitter = emitter
         self._capture = WriteCapture.for_session(spark)
         self._lock = threading.Lock()
+        self._interrupted = threading.Event()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
         self._recorded: dict[str, tuple[tuple[FieldSpec, ...], dict[str, Any] | None]] = {}
 
     @property
     def namespace(self) -> str:
         return self.pipeline.namespace
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted.is_set()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel Spark's jobs; the lots they belonged to fail as ``interrupted by the user``
+        (not as Spark's "job cancelled") and raise ``Interrupted``, so every claim loop stops."""
+        self._interrupted.set()
+        self.spark.sparkContext.cancelAllJobs()
 
     def claim(self, worker: str, job: JobSpec, skip: Container[str] = ()) -> LotClaim | None:
         return self.lineage.lots.claim(worker, self.namespace, job.name, lease=self.lease, skip=skip)
@@ -125,8 +145,10 @@ class LotRunner:
         facets = self._facets(claim)
         location: str | None = None
         fields: tuple[FieldSpec, ...] = ()
-        if self.emitter is not None:
-            self.emitter.started(job, claim)
+        emission = self.lineage.emission
+        emission.started(
+            claim, {"processing_engine": ol.processing_engine("spark", self.spark.version), **facets}
+        )
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
                 objects = self._input_objects(job, claim)
@@ -143,20 +165,25 @@ class LotRunner:
                     "fileCount": len(draft.objects),
                     "size": sum(o.size for o in draft.objects),
                 }
-                facets["lotline_output"] = _facet(**statistics, location=draft.location)
+                facets["lotline_output"] = ol.custom(**statistics, location=draft.location)
                 self.lineage.lots.complete(
-                    claim, manifest=draft, facets=facets, output_facets=_output_facets(statistics, fields)
+                    claim, manifest=draft, facets=facets, output_facets=ol.version_facets(draft, fields)
                 )
         except BaseException as error:
-            self._fail(job, claim, location, error, facets)
-            if self.emitter is not None:
-                self.emitter.ended(job, claim, draft=None, error=error)
+            stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
+            failure = failure_of(error)
+            if stopped:
+                failure = replace(failure, reason=INTERRUPTED)
+            self._fail(job, claim, location, failure, facets)
+            emission.failed(claim, failure, facets)
+            message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {failure.reason}"
+            result = _result(job, claim, started, ok=False, error=message, reason=failure.reason)
+            if stopped:
+                raise Interrupted(result) from None  # the lot is failed cleanly; the run stops
             if not isinstance(error, Exception):
-                raise  # Ctrl-C and exits: the lot is failed cleanly, then the run stops
-            message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}"
-            return _result(job, claim, started, ok=False, error=message)
-        if self.emitter is not None:
-            self.emitter.ended(job, claim, draft=draft, fields=fields)
+                raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
+            return result
+        emission.completed(claim, draft, run_facets=facets, dataset_facets=self._dataset_facets(job, fields))
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
 
     def _record_output(
@@ -177,7 +204,7 @@ class LotRunner:
             reads = undeclared(named)
             if reads:
                 self.lineage.catalog.record_reads(claim.run_id, reads)
-            facet = column_lineage_facet(report.plan, named, PRODUCER)
+            facet = column_lineage_facet(report.plan, named)
         with self._lock:
             if self._recorded.get(job.output.name) == (fields, facet):
                 return fields
@@ -189,6 +216,17 @@ class LotRunner:
             facets={"columnLineage": facet} if facet is not None else None,
         )
         return fields
+
+    def _dataset_facets(self, job: JobSpec, fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
+        """The output's ``schema`` and ``columnLineage``, as the COMPLETE event carries them."""
+        found = {}
+        if fields:
+            found["schema"] = ol.schema(fields)
+        with self._lock:
+            recorded = self._recorded.get(job.output.name)
+        if recorded is not None and recorded[1] is not None:
+            found["columnLineage"] = recorded[1]
+        return found
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
@@ -264,7 +302,8 @@ class LotRunner:
                 draft, fields = self._write(job, claim, {**objects, first: part_objects}, location, context)
             except Exception as error:
                 written = self.lineage.storage.describe_written(location, format=job.output.format)
-                self.lineage.children.finish(claim, child, ManifestDraft(location, written, part=name), error)
+                draft = ManifestDraft(location, written, part=name)
+                self.lineage.children.finish(claim, child, draft, failure_of(error))
                 raise
             described = tuple(
                 replace(o, partition_values={**values, **o.partition_values}) for o in draft.objects
@@ -285,14 +324,14 @@ class LotRunner:
                     finished[name] = future.result()
                 except Exception as error:
                     failed[name] = error
-        facets["lotline_parts"] = _facet(
+        facets["lotline_parts"] = ol.custom(
             parts=list(parts), kept=sorted(kept), ran=todo, failed=sorted(failed)
         )
         if failed:
             first_failed = min(failed)
             raise PartsFailed(
                 f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
-                f"part {first_failed}: {_one_line(failed[first_failed])}"
+                f"part {first_failed}: {reason(failed[first_failed])}"
             )
         listed = tuple(o for name in parts for o in finished[name].objects)
         counts = [finished[name].row_count for name in parts]
@@ -316,13 +355,14 @@ class LotRunner:
     def _facets(self, claim: LotClaim) -> dict[str, Any]:
         context = self.spark.sparkContext
         return {
-            "lotline_lot": _facet(
+            **ol.lot_facets(claim.lot),
+            "lotline_lot": ol.custom(
                 lot=claim.lot,
                 attempt=claim.attempt,
                 worker=claim.owner,
                 inputLots=[{"dataset": d, "lot": lot} for d, lot in claim.input_lots],
             ),
-            "spark_applicationDetails": _facet(
+            "spark_applicationDetails": ol.custom(
                 master=context.master,
                 appName=context.appName,
                 applicationId=context.applicationId,
@@ -335,10 +375,10 @@ class LotRunner:
         job: JobSpec,
         claim: LotClaim,
         location: str | None,
-        error: BaseException,
+        failure: Failure,
         facets: Mapping[str, Any],
     ) -> None:
-        """Fail the run with the error; what the attempt wrote is recorded, then removed."""
+        """Fail the run with the failure; what the attempt wrote is recorded, then removed."""
         written = (
             ()
             if location is None
@@ -346,7 +386,7 @@ class LotRunner:
         )
         draft = None if location is None else ManifestDraft(location, written)
         try:
-            self.lineage.lots.fail(claim, manifest=draft, error=error, facets=dict(facets))
+            self.lineage.lots.fail(claim, manifest=draft, error=failure, facets=dict(facets))
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
@@ -355,32 +395,9 @@ class LotRunner:
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
 
 
-def _output_facets(statistics: dict[str, Any], fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
-    """OpenLineage's ``outputStatistics`` and (when the lot had data) ``schema`` of the version a
-    lot's run wrote."""
-    facets: dict[str, Any] = {
-        "outputStatistics": {
-            "_producer": PRODUCER,
-            "_schemaURL": f"{_OPENLINEAGE_FACETS}OutputStatisticsOutputDatasetFacet.json",
-            **statistics,
-        }
-    }
-    if fields:
-        facets["schema"] = {
-            "_producer": PRODUCER,
-            "_schemaURL": f"{_OPENLINEAGE_FACETS}SchemaDatasetFacet.json",
-            "fields": [{"name": f.name, "type": f.type} for f in fields],
-        }
-    return facets
-
-
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
     seconds = time.monotonic() - started
     return LotResult(job.name, claim.lot, claim.attempt, claim.run_id, ok=ok, seconds=seconds, **more)
-
-
-def _facet(**fields: Any) -> dict[str, Any]:
-    return {"_producer": PRODUCER, "_schemaURL": _FACET_SCHEMA, **fields}
 
 
 def _lost(claim: LotClaim, reason: str) -> str:
@@ -388,13 +405,6 @@ def _lost(claim: LotClaim, reason: str) -> str:
         f"the claim on lot {claim.lot} is no longer live ({reason}); "
         "its result was not committed and the lot will be run again"
     )
-
-
-def _one_line(error: BaseException) -> str:
-    if isinstance(error, LotlineError):
-        return error.message
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 class _Heartbeat:
