@@ -352,8 +352,53 @@ function setUpLive() {
   setTimeout(poll, LIVE_POLL_MS);
 }
 
+// The grid's range backfill: a dry run first, shown as what it would do; then the same for real.
+function backfillUrl(form, dry) {
+  const query = new URLSearchParams({ from: form.dataset.from, to: form.dataset.to });
+  const only = form.querySelector("input[name=only]");
+  if (only.checked) query.set("only", only.value);
+  if (dry) query.set("dryRun", "true");
+  return form.dataset.url + "?" + query;
+}
+
+function lotCount(runs) {
+  return runs.reduce((sum, run) => sum + run.count, 0);
+}
+
+async function runBackfill(button) {
+  const form = button.closest("form");
+  const plan = document.getElementById("backfill-plan");
+  const dry = button.dataset.backfill === "preview";
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  const answer = await fetch(backfillUrl(form, dry), { method: "POST", headers }).catch(() => null);
+  const body = answer ? await answer.json().catch(() => ({})) : {};
+  if (!answer || !answer.ok) {
+    plan.textContent = `backfill: ${answer ? answer.status + " " + (body.message || "") : "could not reach the server"}`;
+    return;
+  }
+  const reopened = lotCount(body.reopened), hinted = lotCount(body.hinted) + lotCount(body.unhinted);
+  const left = lotCount(body.left);
+  plan.textContent = `${dry ? "Would reopen" : "Reopened"} ${reopened} complete lots (and ${body.cascaded} downstream), `
+    + `${dry ? "would queue" : "queued"} ${hinted} missing or failed lots; ${left} left (blocked, held or running).`;
+  plan.dataset.reopened = String(reopened);
+  plan.dataset.cascaded = String(body.cascaded);
+  plan.dataset.queued = String(hinted);
+  form.querySelector("[data-backfill=run]").disabled = !dry;
+  if (!dry) toast("backfill: done", false);
+}
+
+function setUpBackfill() {
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-backfill]");
+    if (button) runBackfill(button);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setUpPartialErrors();
+  setUpBackfill();
   setUpFilterHistory();
   setUpLive();
   setUpToken();
