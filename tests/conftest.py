@@ -29,6 +29,7 @@ from lotline.store.schema import metadata
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.storage import new_s3_root, s3_options
 
 PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -131,6 +132,20 @@ def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lin
         yield lineage
     finally:
         lineage.close()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[ThrowawayPostgres]:
+    """A migrated PostgreSQL server of the test's own, to stop and start under lotline's processes
+    (never the shared one); its binaries missing: a skip, or a failure under LOTLINE_REQUIRE_PG=1."""
+    reason = unavailable_reason()
+    if reason is not None:
+        _unavailable(f"no throwaway PostgreSQL server: {reason}")
+    with throwaway_postgres() as server:
+        store = Store(server.url)
+        store.upgrade()
+        store.dispose()
+        yield server
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

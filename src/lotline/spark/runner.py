@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, InvalidInput, LotlineError
+from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
@@ -390,6 +390,13 @@ class LotRunner:
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
+        except DatabaseUnavailable as down:
+            log.warning(
+                "job %s lot %s: the failure could not be recorded (%s); the lot is reaped after its lease",
+                job.name,
+                claim.lot,
+                down.detail,
+            )
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
@@ -435,6 +442,10 @@ class _Heartbeat:
             except Conflict as lost:
                 self._lost = lost.message
                 return
+            except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
+                log.warning(
+                    "heartbeat of %s lot %s failed: %s", self._claim.job, self._claim.lot, down.detail
+                )
             except Exception:
                 # The database may be back before the lease runs out: keep beating.
                 log.exception("heartbeat of %s lot %s failed", self._claim.job, self._claim.lot)
