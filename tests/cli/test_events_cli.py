@@ -54,5 +54,12 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
     once = lotline("events", cwd=tmp_path, db_url=backend_url)
     assert once.returncode == 0, once.stderr
     assert [line.split()[-1] for line in once.stdout.splitlines()] == ["d1", "d2"]
+    inferred = lotline("events", "-d", "raw", cwd=tmp_path, db_url=backend_url)  # the only namespace
+    assert [line.split()[-1] for line in inferred.stdout.splitlines()] == ["d1", "d2"], inferred.stderr
+    other = Lineage.over(Store(backend_url))
+    try:
+        LotWorld(other, "other")
+    finally:
+        other.close()
     bad = lotline("events", "-d", "raw", cwd=tmp_path, db_url=backend_url)
-    assert bad.returncode == 2 and "namespace" in bad.stderr
+    assert bad.returncode == 2 and "2 namespaces exist (ev, other)" in bad.stderr, bad.stderr

@@ -83,8 +83,11 @@ def test_run_prints_a_summary_and_fails_on_a_failed_lot(
     shutil.copyfile(PIPELINES / "weblogs.py", pipeline)
     lineage = _lineage(backend_url, tmp_path)
     try:
-        # The datasets must exist before the source job publishes into them: a first run registers them.
-        assert cli.invoke(app, ["run", str(pipeline), "--json"]).exit_code == 0
+        # Nothing ingested yet: refused before anything is registered, saying what to run.
+        refused = cli.invoke(app, ["run", str(pipeline), "--json"])
+        assert refused.exit_code == 2 and "lotline ingest -n weblogs -d raw_logs" in refused.stderr
+        lineage.catalog.upsert_namespace("weblogs")
+        lineage.catalog.upsert_dataset("weblogs", "raw_logs")
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:01:00 /a 200"]])
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M001", [["2023-01-01T00:31:00 /a 599"]])
         result = cli.invoke(app, ["run", str(pipeline), "--json"])

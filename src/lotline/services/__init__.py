@@ -21,6 +21,7 @@ from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
+from lotline.services.sources import SourceService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
 from lotline.services.webhooks import WebhookService
@@ -48,6 +49,7 @@ class Lineage:
     cleanup: CleanupService
     gaps: GapService
     webhooks: WebhookService
+    sources: SourceService
 
     @property
     def storage(self) -> Storage:
@@ -68,6 +70,7 @@ class Lineage:
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
         catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
+        sources = SourceService(store)
         return cls(
             store,
             catalog,
@@ -82,10 +85,11 @@ class Lineage:
             manifests,
             lot_events,
             LotLineageService(store),
-            IngestService(catalog, lots, manifests, storage_options),
+            IngestService(catalog, lots, manifests, sources, storage_options),
             CleanupService(store, manifests),
             GapService(store, lots),
             WebhookService(store, lot_events),
+            sources,
         )
 
     def close(self) -> None:
@@ -93,16 +97,23 @@ class Lineage:
 
 
 def open_lineage(
-    url: str, storage: Storage | None = None, storage_options: dict[str, Any] | None = None
+    url: str,
+    storage: Storage | None = None,
+    storage_options: dict[str, Any] | None = None,
+    *,
+    create: bool = True,
 ) -> Lineage:
-    """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
-    return Lineage.over(open_store(url), storage, storage_options)
+    """Open the store at ``url`` (creating and migrating a new SQLite file unless ``create`` is
+    False: then a missing one is ``NoDatabase``) and its use cases."""
+    return Lineage.over(open_store(url, create=create), storage, storage_options)
 
 
-def open_configured(settings: Settings) -> Lineage:
-    """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…)."""
+def open_configured(settings: Settings, *, create: bool = True) -> Lineage:
+    """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…);
+    ``create=False`` for commands that only read (SPEC §8: they never create a database)."""
     return open_lineage(
         settings.db_url,
         Storage(settings.warehouse, settings.storage_options()),
         settings.s3_options(),
+        create=create,
     )

@@ -1,4 +1,9 @@
-"""Configuration: environment variables first, then ``lotline.toml`` in the working directory."""
+"""Configuration: environment variables first, then ``lotline.toml`` in the working directory.
+
+Every value remembers where it came from (``lotline config`` shows it). ``lotline.toml`` uses the
+environment's keys (``LOTLINE_DB_URL = …``), and ``namespace`` (SPEC §8) for the default namespace
+of the commands that take ``-n``; ``LOTLINE_NAMESPACE`` is the same in the environment.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lotline.domain.errors import InvalidInput
+from lotline.domain.names import validate_name
 
 DEFAULT_DB_URL = "sqlite:///./lotline.db"
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -25,7 +31,13 @@ KEYS = (
     "LOTLINE_OPENLINEAGE_API_KEY",
     "LOTLINE_WEBHOOK_URLS",
     "LOTLINE_READ_TIMEOUT",
+    "LOTLINE_NAMESPACE",
 )
+#: ``lotline.toml`` keys that stand for an environment key (SPEC §8 names the file's ``namespace``).
+FILE_ALIASES = {"namespace": "LOTLINE_NAMESPACE"}
+#: What ``Setting.source`` says when neither the environment nor the file sets a key.
+DEFAULT_SOURCE = "default"
+ENV_SOURCE = "env"
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
 
@@ -49,6 +61,8 @@ class Settings:
     webhook_urls: tuple[str, ...] = ()
     #: Seconds the server waits for a request whose headers or body stopped arriving (then 408).
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    #: The namespace of commands run without ``-n`` (None: the only one in the database).
+    namespace: str | None = None
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -59,8 +73,17 @@ class Settings:
         return {"endpoint_url": self.s3_endpoint_url} if self.s3_endpoint_url else {}
 
 
-def load_settings(directory: Path | None = None) -> Settings:
-    """Read settings; ``lotline.toml`` uses the same keys as the environment (``LOTLINE_DB_URL = …``)."""
+@dataclass(frozen=True)
+class Setting:
+    """One configuration value as read, and where it came from: ``env``, the file, or ``default``."""
+
+    key: str
+    value: str | None
+    source: str
+
+
+def read_configuration(directory: Path | None = None) -> dict[str, Setting]:
+    """Each key's raw value and source: the environment first, then ``lotline.toml``."""
     path = (directory or Path.cwd()) / CONFIG_FILE
     from_file: dict[str, object] = {}
     if path.is_file():
@@ -68,28 +91,53 @@ def load_settings(directory: Path | None = None) -> Settings:
             from_file = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as error:
             raise InvalidInput(f"{path} is not valid TOML: {error}") from error
-        unknown = sorted(set(from_file) - set(KEYS))
+        known = (*KEYS, *FILE_ALIASES)
+        unknown = sorted(set(from_file) - set(known))
         if unknown:
-            raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(KEYS)}.")
+            raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(known)}.")
+        for alias, key in FILE_ALIASES.items():
+            if alias in from_file and key in from_file:
+                raise InvalidInput(f"{path} sets both {alias} and {key}; keep one.")
+            if alias in from_file:
+                from_file[key] = from_file.pop(alias)
 
-    def pick(key: str) -> str | None:
-        value = os.environ.get(key) or from_file.get(key)
+    def pick(key: str) -> Setting:
+        if os.environ.get(key):
+            return Setting(key, os.environ[key], ENV_SOURCE)
+        value = from_file.get(key)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{key} in {path} must be a string.")
-        return value or None
+        return Setting(key, value, str(path)) if value else Setting(key, None, DEFAULT_SOURCE)
 
+    return {key: pick(key) for key in KEYS}
+
+
+def load_settings(directory: Path | None = None) -> Settings:
+    """Read settings; ``lotline.toml`` uses the same keys as the environment (``LOTLINE_DB_URL = …``)."""
+    values = {key: setting.value for key, setting in read_configuration(directory).items()}
+    namespace = values["LOTLINE_NAMESPACE"]
     return Settings(
-        db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
-        warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
-        api_token=pick("LOTLINE_API_TOKEN"),
-        s3_endpoint_url=pick("LOTLINE_S3_ENDPOINT_URL"),
-        spark_master=pick("LOTLINE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
-        spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
-        openlineage_url=pick("LOTLINE_OPENLINEAGE_URL"),
-        openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
-        webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
-        read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
+        db_url=values["LOTLINE_DB_URL"] or DEFAULT_DB_URL,
+        warehouse=values["LOTLINE_WAREHOUSE"] or DEFAULT_WAREHOUSE,
+        api_token=values["LOTLINE_API_TOKEN"],
+        s3_endpoint_url=values["LOTLINE_S3_ENDPOINT_URL"],
+        spark_master=values["LOTLINE_SPARK_MASTER"] or DEFAULT_SPARK_MASTER,
+        spark_conf=parse_spark_conf(values["LOTLINE_SPARK_CONF"] or ""),
+        openlineage_url=values["LOTLINE_OPENLINEAGE_URL"],
+        openlineage_api_key=values["LOTLINE_OPENLINEAGE_API_KEY"],
+        webhook_urls=tuple(u.strip() for u in (values["LOTLINE_WEBHOOK_URLS"] or "").split(",") if u.strip()),
+        read_timeout=parse_read_timeout(values["LOTLINE_READ_TIMEOUT"]),
+        namespace=validate_name("Namespace", namespace) if namespace else None,
     )
+
+
+#: What a key is when nothing sets it (shown by ``lotline config``).
+DEFAULTS = {
+    "LOTLINE_DB_URL": DEFAULT_DB_URL,
+    "LOTLINE_WAREHOUSE": DEFAULT_WAREHOUSE,
+    "LOTLINE_SPARK_MASTER": DEFAULT_SPARK_MASTER,
+    "LOTLINE_READ_TIMEOUT": str(DEFAULT_READ_TIMEOUT_S),
+}
 
 
 def parse_read_timeout(text: str | None) -> float:
