@@ -439,6 +439,7 @@ class _Heartbeat:
                 self._lineage.lots.heartbeat(self._claim, self._lease)
             except Conflict as lost:
                 self._lost = lost.message
+                log.warning("heartbeat of %s lot %s: %s", self._claim.job, self._claim.lot, lost.message)
                 return
             except Exception:
                 # The database may be back before the lease runs out: keep beating.
