@@ -20,9 +20,9 @@ from lotline.services import Lineage
 from lotline.services.manifests import ManifestService
 from lotline.store.engine import Store
 
-#: Long enough that no load on the machine makes the claim expire before the worker dies; the
-#: tests move their clock past it instead of waiting.
-LEASE = timedelta(minutes=10)
+#: Long enough that no loaded machine outlives it between the claim and the kill: the tests move
+#: their services' clock past it instead of waiting.
+LEASE = timedelta(hours=1)
 
 
 def main() -> None:

@@ -273,8 +273,9 @@ def announce(connection: Connection, fence: Fence, *, success: bool, now: dateti
         frontier.raise_for_job(connection, fence.job_id, [fence.lot], now)
 
 
-def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.UUID]:
-    """Turn expired claims into ERROR (their INPUT rows too); returns their runs, to be failed."""
+def reap(connection: Connection, now: datetime, limit: int = 100) -> list[tuple[uuid.UUID, str | None]]:
+    """Turn expired claims into ERROR (their INPUT rows too); returns their runs, to be failed, with
+    the owner that let each lease run out."""
     failed = []
     for row in q.expired_claims(connection, now, limit):
         q.set_output_status(
@@ -283,5 +284,5 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.U
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
         frontier.raise_for_job(connection, row.job_id, [row.lot], now)
         if row.run_id is not None:
-            failed.append(row.run_id)
+            failed.append((row.run_id, row.owner))
     return failed

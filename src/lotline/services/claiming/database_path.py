@@ -71,7 +71,7 @@ class DatabaseClaimPath:
         return None if current.guard == cached.guard else self._python_path.claim(request)
 
     def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
-        if end.manifest is not None or end.facets or end.output_facets:
+        if end.manifest is not None or end.facets or end.output_facets or end.error is not None:
             return self._python_path.finish(claim, end)
         try:
             claim_functions.finish_claim(

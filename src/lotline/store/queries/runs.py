@@ -546,6 +546,11 @@ def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject,
         connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
 
 
+def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
+    """Record why the run failed (one line, ``runs.error``)."""
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "error": error, "updated_at": now})
+
+
 _RUN_IO = union_all(
     *(
         select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
