@@ -20,8 +20,8 @@ def events(
         typer.Option(
             "--namespace",
             "-n",
-            help="Only this namespace (default: `namespace` in lotline.toml; with --dataset, else the "
-            "only namespace in the database; otherwise every namespace).",
+            help="Only this namespace's events (default: `namespace` in lotline.toml; with --dataset, "
+            "else the only namespace in the database; otherwise every namespace).",
         ),
     ] = None,
     dataset: Annotated[

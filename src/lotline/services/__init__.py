@@ -80,7 +80,7 @@ class Lineage:
         return cls(
             store,
             catalog,
-            RunService(store),
+            RunService(store, clock),
             VersionService(store),
             TagService(store),
             GraphService(store),
