@@ -21,6 +21,8 @@ from lotline.cli.main import app
 from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.runner import register
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 
@@ -175,9 +177,11 @@ def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
     lots = ["20230101PT30M000", "20230101PT30M001"]
     lineage = _lineage(backend_url, tmp_path)
     try:
-        assert cli.invoke(app, ["run", pipeline, "--json"]).exit_code == 0  # registers the datasets
+        lineage.catalog.upsert_namespace("weblogs")  # a run with nothing ingested is refused (issue 27 §3)
+        lineage.catalog.upsert_dataset("weblogs", "raw_logs")
         for lot in lots:
             ingest(lineage, "weblogs", "raw_logs", lot, [["2023-01-01T00:01:00 /a 200"]])
+        register(lineage, load_pipeline(pipeline))
         killed = subprocess.run(
             [sys.executable, "-c", _KILLED_WORKER, backend_url, *lots], check=False, capture_output=True
         )

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
@@ -114,8 +115,10 @@ def _run(
     """Register first (a bad registration fails fast), then start Spark, which takes seconds —
     unless no job has an eligible lot: then ``NothingEligible`` says so without starting Spark."""
     register(lineage, pipeline, require_lots=True)
+    lineage.lots.reap()  # a killed run's expired claim makes its lot eligible again
     eligible = lineage.sources.eligible(pipeline.namespace, [j.name for j in jobs])
-    if all(count == 0 for count in eligible.values()):
+    claimed = any(lineage.lots.counts(pipeline.namespace, j.name).get(Status.RUNNING) for j in jobs)
+    if not claimed and all(count == 0 for count in eligible.values()):  # held lots: the run reports them
         raise NothingEligible(_nothing_eligible(lineage, pipeline, jobs))
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
         runner = LotRunner(lineage, pipeline, spark, lease=lease)
