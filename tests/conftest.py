@@ -150,8 +150,8 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
     return Storage(new_s3_root(endpoint), s3_options(endpoint))
 
 
-# One Spark session for the whole run: ``local[1]`` with the settings of REFERENCE.md "Spark in
-# tests" (started on first use only: most of the suite never needs a JVM).
+# One Spark session for the whole run: ``local[1]``, one shuffle partition, no UI, UTC, a small JVM
+# (started on first use only: most of the suite never needs a JVM).
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     from pyspark.sql import SparkSession

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ BROKEN_LOT_ORDINAL = "140"  # 11:40, the file with a broken line
 
 def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     # local[1]: the suite's other Spark work shares two cores.
-    return lotline("demo", *args, cwd=cwd, settings={"LOTLINE_SPARK_MASTER": "local[1]"}, timeout=300)
+    return lotline("demo", *args, cwd=cwd, settings={"LOTLINE_SPARK_MASTER": "local[1]"}, timeout=900)
 
 
 def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> None:
@@ -59,6 +60,36 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
         assert report is not None and report.state is ManifestState.COMPLETE and report.row_count == 12
     finally:
         lineage.close()
+    _type_every_next_command(done.stdout, folder)
+
+
+def _type_every_next_command(stdout: str, folder: Path) -> None:
+    """Each "Next" line, typed as printed into a shell (``serve`` excepted: it runs until stopped)."""
+    printed = stdout[stdout.index("Next, one command per line") :].splitlines()[1:]
+    commands = [line.split("    # ")[0].strip() for line in printed if line.startswith("  ")]
+    assert commands[0] == f"cd {folder}"
+    assert any(" ingest " in c and "'path:" in c and "…" not in c for c in commands)
+    for command in commands[1:]:
+        if command.endswith(" serve"):
+            continue
+        done = subprocess.run(
+            f"{commands[0]} && {command}",
+            shell=True,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**_without_lotline_settings(), "LOTLINE_SPARK_MASTER": "local[1]"},
+            check=False,
+        )
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        if " ingest " in command:
+            assert "0 lots registered" in done.stdout and "288 unchanged" in done.stdout, done.stdout
+        if command.endswith(" run weblogs.py"):
+            assert "no eligible lots" in done.stdout and "Spark was not started" in done.stdout
+
+
+def _without_lotline_settings() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
 
 
 def test_the_demo_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:

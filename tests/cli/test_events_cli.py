@@ -62,4 +62,4 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
     assert ev.returncode == 0, ev.stderr
     assert [line.split()[-1] for line in ev.stdout.splitlines()] == ["d1", "d2"]
     bad = lotline("events", "-d", "raw", cwd=tmp_path, db_url=backend_url)
-    assert bad.returncode == 2 and "namespace" in bad.stderr
+    assert bad.returncode == 2 and "2 namespaces exist (ev, other)" in bad.stderr, bad.stderr

@@ -34,8 +34,8 @@ def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "landing").mkdir()
-    base = ("ingest", "-d", "raw", "--landing", str(tmp_path / "landing"))
-    nowhere = ("ingest", "-d", "raw", "--landing", str(tmp_path / "none"))
+    base = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "landing"))
+    nowhere = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "none"))
     for args, words in (
         ((*base, "--interval", "PT7M"), "duration"),
         ((*base, "--interval", "PT5M", "--time", "path:(oops"), "--time"),
@@ -46,3 +46,66 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("lotline: error:") and words in lines[0], done.stderr
+
+
+def test_a_time_pattern_that_matches_nothing_is_one_line_and_exit_1(backend_url: str, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for name in ("flights_2013-01-01.csv", "flights_2013-01-02.csv"):
+        (landing / name).write_text("a,b\n")
+    args = (
+        "ingest",
+        "-n",
+        "cli",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT1H",
+        "--time",
+        PATTERN,
+    )
+    done = lotline(*args, "--from", "2013-01-01", "--to", "2013-01-02", cwd=tmp_path, db_url=backend_url)
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert (
+        "2 files in" in line
+        and "none matched the --time pattern" in line
+        and "nothing was registered" in line
+    )
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        assert lineage.lots.status() == [] and lineage.catalog.list_namespaces().items == []
+    finally:
+        lineage.close()
+
+
+def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.csv").write_text("a\n")
+    args = (
+        "ingest",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT5M",
+        "--time",
+        PATTERN,
+        "--json",
+    )
+    refused = lotline(*args, cwd=tmp_path, db_url=backend_url)
+    assert refused.returncode == 2 and "no namespace exists yet" in refused.stderr, refused.stderr
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        lineage.catalog.upsert_namespace("only")
+        done = lotline(*args, cwd=tmp_path, db_url=backend_url)
+        assert done.returncode == 0, done.stderr
+        assert [s.lot for s in lineage.lots.status("only", dataset="raw")] == ["20230101PT5M050"]
+        manifest = lineage.manifests.current("only", "raw", "20230101PT5M050")
+        assert manifest is not None and manifest.objects[0].format == "csv"
+    finally:
+        lineage.close()

@@ -223,3 +223,68 @@ def test_bad_input_is_refused_and_changes_nothing(lineage: Lineage, tmp_path: Pa
             TimeRule.parse(bad)
     assert lineage.lots.status() == []
     assert [n.name for n in lineage.catalog.list_namespaces().items] == []
+
+
+def _folder(tmp_path: Path, *names: str) -> Path:
+    """A local landing folder with a one-line file of each name."""
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    for name in names:
+        (folder / name).write_text("line\n")
+    return folder
+
+
+def test_another_interval_is_refused_naming_both(lineage: Lineage, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "20230101T0411.log")
+    by_path = {"time_rule": BY_PATH, "start": DAY + timedelta(hours=4), "end": DAY + timedelta(hours=5)}
+    lineage.ingest.ingest(IngestRequest(NS, "raw", str(folder), PT5M, **by_path), now=NOW)  # type: ignore[arg-type]
+    before = (lineage.lots.status(NS), [m.id for m in lineage.manifests.history(NS, "raw", LOT_0410)])
+    for other in ("PT1H", "PT30M"):
+        request = IngestRequest(NS, "raw", str(folder), Interval.parse(other), **by_path)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput, match=f"{NS}:raw has PT5M lots; --interval {other} "):
+            lineage.ingest.ingest(request, now=NOW)
+    assert (lineage.lots.status(NS), [m.id for m in lineage.manifests.history(NS, "raw", LOT_0410)]) == before
+
+
+def test_the_format_defaults_to_the_registered_one_else_the_extension(
+    lineage: Lineage, tmp_path: Path
+) -> None:
+    folder = tmp_path / "landing"
+    folder.mkdir()
+    (folder / "20230101T0411.csv").write_text("a,b\n1,2\n")
+    lineage.ingest.ingest(IngestRequest(NS, "flights", str(folder), PT5M, BY_PATH), now=NOW)
+    manifest = lineage.manifests.current(NS, "flights", LOT_0410)
+    assert manifest is not None and [o.format for o in manifest.objects] == ["csv"]
+    # A dataset registered as json keeps its format whatever the next file is called.
+    (folder / "20230101T0421.txt").write_text('{"a": 1}\n')
+    lineage.ingest.ingest(IngestRequest(NS, "events", str(folder), PT5M, BY_PATH, format="json"), now=NOW)
+    (folder / "20230101T0431.txt").write_text('{"a": 2}\n')
+    lineage.ingest.ingest(IngestRequest(NS, "events", str(folder), PT5M, BY_PATH), now=NOW)
+    later = lineage.manifests.current(NS, "events", "20230101PT5M054")
+    assert later is not None and {o.format for o in later.objects} == {"json"}
+
+
+def test_a_time_pattern_that_matches_nothing_registers_nothing(lineage: Lineage, tmp_path: Path) -> None:
+    folder = _folder(tmp_path, "a.log", "b.log")
+    report = lineage.ingest.ingest(
+        IngestRequest(NS, "raw", str(folder), PT5M, BY_PATH, start=DAY, end=DAY + timedelta(hours=1)), now=NOW
+    )
+    assert (report.unmatched, report.files, report.registered, report.empty) == (True, 2, [], [])
+    assert lineage.lots.status() == [] and lineage.catalog.list_namespaces().items == []
+
+
+def test_an_ingested_dataset_is_where_its_files_are_and_empty_lots_have_no_rows(
+    lineage: Lineage, tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path, "20230101T0411.log")
+    window = {"start": DAY + timedelta(hours=4, minutes=10), "end": DAY + timedelta(hours=4, minutes=20)}
+    lineage.ingest.ingest(
+        IngestRequest(NS, "raw", "./" + os.path.relpath(folder), PT5M, BY_PATH, **window), now=NOW
+    )  # type: ignore[arg-type]
+    assert lineage.catalog.get_dataset(NS, "raw").physical_name == f"file://{folder}"
+    empty = lineage.manifests.current(NS, "raw", LOT_0415)
+    assert empty is not None and empty.state is ManifestState.EMPTY and empty.row_count == 0
+    lineage.ingest.ingest(IngestRequest(NS, "copied", str(folder), PT5M, BY_PATH, copy=True), now=NOW)
+    assert lineage.catalog.get_dataset(NS, "copied").physical_name == lineage.storage.dataset_uri(
+        NS, "copied"
+    )

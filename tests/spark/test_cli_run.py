@@ -21,6 +21,8 @@ from lotline.cli.main import app
 from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.runner import register
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 
@@ -87,8 +89,11 @@ def test_run_prints_a_summary_and_fails_on_a_failed_lot(
     shutil.copyfile(PIPELINES / "weblogs.py", pipeline)
     lineage = _lineage(backend_url, tmp_path)
     try:
-        # The datasets must exist before the source job publishes into them: a first run registers them.
-        assert cli.invoke(app, ["run", str(pipeline), "--json"]).exit_code == 0
+        # Nothing ingested yet: refused before anything is registered, saying what to run.
+        refused = cli.invoke(app, ["run", str(pipeline), "--json"])
+        assert refused.exit_code == 2 and "lotline ingest -n weblogs -d raw_logs" in refused.stderr
+        lineage.catalog.upsert_namespace("weblogs")
+        lineage.catalog.upsert_dataset("weblogs", "raw_logs")
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:01:00 /a 200"]])
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M001", [["2023-01-01T00:31:00 /a 599"]])
         result = cli.invoke(app, ["run", str(pipeline), "--json"])
@@ -172,9 +177,11 @@ def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
     lots = ["20230101PT30M000", "20230101PT30M001"]
     lineage = _lineage(backend_url, tmp_path)
     try:
-        assert cli.invoke(app, ["run", pipeline, "--json"]).exit_code == 0  # registers the datasets
+        lineage.catalog.upsert_namespace("weblogs")  # a run with nothing ingested is refused (issue 27 §3)
+        lineage.catalog.upsert_dataset("weblogs", "raw_logs")
         for lot in lots:
             ingest(lineage, "weblogs", "raw_logs", lot, [["2023-01-01T00:01:00 /a 200"]])
+        register(lineage, load_pipeline(pipeline))
         killed = subprocess.run(
             [sys.executable, "-c", _KILLED_WORKER, backend_url, *lots], check=False, capture_output=True
         )

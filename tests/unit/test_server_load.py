@@ -1,47 +1,78 @@
 """The projector's view of the server's load (``ServerLoad``): a process spinning on a CPU is busy,
-a sleeping one is not. Real processes, read from Linux's /proc."""
+a sleeping one is not. Real processes, read from Linux's /proc.
+
+No assertion depends on a process getting the CPU within a time window (a loaded machine may give
+it none): the windows' time is a ``ManualClock``'s, advanced by the test, and the spinner is
+sampled only once /proc says it has used the CPU time that the window needs."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from lotline.server.load import LOAD_SAMPLE_SECONDS, ServerLoad
+from lotline.domain.clock import ManualClock
+from lotline.server.load import LOAD_SAMPLE_SECONDS, SERVER_BUSY_SHARE, ServerLoad, process_cpu_seconds
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux's /proc")
+#: How long the test waits for a process to do what it must (never what it asserts on).
+DEADLINE_S = 120.0
 
 
-def _samples(pid: int, seconds: float) -> list[bool]:
-    load = ServerLoad(pid)
-    found = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(LOAD_SAMPLE_SECONDS)
-        found.append(load.busy())
+def _cpu_seconds(pid: int) -> float:
+    found = process_cpu_seconds(pid)
+    assert found is not None, f"process {pid} is gone"
     return found
 
 
-@pytest.mark.parametrize(
-    ("code", "busy"), [("while True: pass", True), ("import time; time.sleep(60)", False)]
-)
-def test_a_spinning_process_is_busy_and_a_sleeping_one_is_not(code: str, busy: bool) -> None:
-    process = subprocess.Popen([sys.executable, "-c", code])
+def _started(code: str) -> subprocess.Popen[str]:
+    """A Python process running ``code`` after it has said it started (its start-up is done)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"print('ready', flush=True)\n{code}"], stdout=subprocess.PIPE, text=True
+    )
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    return process
+
+
+def test_a_process_that_used_the_cpu_over_the_window_is_busy() -> None:
+    process = _started("while True: pass")
+    clock = ManualClock()
     try:
-        time.sleep(0.5)  # past the interpreter's start
-        samples = _samples(process.pid, 3.0)
+        load = ServerLoad(process.pid, clock.monotonic)
+        window = LOAD_SAMPLE_SECONDS
+        needed = _cpu_seconds(process.pid) + window * SERVER_BUSY_SHARE
+        deadline = time.monotonic() + DEADLINE_S
+        while _cpu_seconds(process.pid) < needed:  # however long the machine takes to give it that
+            assert time.monotonic() < deadline, "the spinner got no CPU at all"
+            time.sleep(0.05)
+        clock.advance(timedelta(seconds=window))
+        assert load.busy()
     finally:
         process.kill()
         process.wait()
-    # The spinner need not win the CPU in every window (the machine runs the tests too): in some.
-    assert any(samples) if busy else not any(samples)
+
+
+def test_a_sleeping_process_is_not_busy() -> None:
+    process = _started("import time; time.sleep(600)")
+    clock = ManualClock()
+    try:
+        load = ServerLoad(process.pid, clock.monotonic)
+        for _ in range(3):
+            clock.advance(timedelta(seconds=LOAD_SAMPLE_SECONDS))
+            assert not load.busy()
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_a_process_that_is_gone_is_not_busy() -> None:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
-    samples = _samples(process.pid, 0.5)
-    assert samples and not any(samples)
+    clock = ManualClock()
+    load = ServerLoad(process.pid, clock.monotonic)
+    clock.advance(timedelta(seconds=LOAD_SAMPLE_SECONDS))
+    assert not load.busy()

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
+from lotline.cli.context import open_existing
 from lotline.cli.run import DEFAULT_LEASE_S
-from lotline.services import open_configured
-from lotline.services.config import load_settings
 
 
 def cleanup(
@@ -28,7 +27,7 @@ def cleanup(
     """Finish interrupted removals of failed attempts, delete objects no manifest lists (older than
     the longest lease plus the grace, never those of a claim in progress), and rewrite manifest
     copies that are missing or differ from the database."""
-    lineage = open_configured(load_settings())
+    lineage = open_existing()
     try:
         report = lineage.cleanup.cleanup(
             grace=timedelta(seconds=grace), max_lease=timedelta(seconds=max_lease), dry_run=dry_run

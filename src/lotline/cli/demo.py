@@ -10,7 +10,9 @@ prints the status, the gaps and the report. Everything it does is what the comma
 
 from __future__ import annotations
 
+import shlex
 import shutil
+import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 #: Left in a demo folder so that a later ``lotline demo`` may replace it (and nothing else).
 MARKER = ".lotline-demo"
 PIPELINE_FILE = "weblogs.py"
+NAMESPACE = "weblogs"
 FIRST_HOUR, HOURS = 9, 3
 EMPTY_WINDOW, MALFORMED_WINDOW = 17, 32  # 10:25 and 11:40 of the busy hours
 TIME_PATTERN = r"(?P<year>\d{4})/(?P<month>\d\d)/(?P<day>\d\d)/(?P<hour>\d\d)(?P<minute>\d\d)\.log$"
@@ -104,14 +107,59 @@ def demo(
     finally:
         lineage.close()
     console.rule(f"done in {time.monotonic() - started:.0f} s")
-    console.print(
-        f"Next, in {folder}:\n"
-        "  lotline serve                                   # then open http://127.0.0.1:5000\n"
-        f"  lotline gaps --namespace weblogs --job parse --from {day:%Y-%m-%d} --to "
-        f"{day + timedelta(days=1):%Y-%m-%d}\n"
-        "  lotline events --namespace weblogs             # the lot availability log\n"
-        f"  lotline run {PIPELINE_FILE}                          # after editing a transform: new job version"
-    )
+    _print_next(console, folder, day)
+
+
+def _print_next(console: Console, folder: Path, day: datetime) -> None:
+    """What to try next, each command as it can be typed: the folder to go to, lotline by the path
+    that runs this one (unless ``lotline`` on the PATH is it), never wrapped at the terminal width."""
+    me = _command()
+    span = f"--from {day:%Y-%m-%d} --to {day + timedelta(days=1):%Y-%m-%d}"
+    lines = [
+        ("cd " + shlex.quote(str(folder)), ""),
+        (f"{me} serve", "then open http://127.0.0.1:5000"),
+        (f"{me} status --lots", "every lot of the namespace weblogs"),
+        (f"{me} gaps --job parse {span}", "missing and failed lots of the day"),
+        (f"{me} events", "the lot availability log"),
+        (" ".join([me, *_ingest_args(day)]), "ingest again: nothing changed, nothing to do"),
+        (f"{me} run {PIPELINE_FILE}", "after editing a transform: a new job version"),
+    ]
+    console.print("Next, one command per line (copy as printed):", soft_wrap=True)
+    for command, comment in lines:
+        console.print(f"  {command}" + (f"    # {comment}" if comment else ""), soft_wrap=True, markup=False)
+
+
+def _command() -> str:
+    """How to call this lotline from any folder: ``lotline`` if that is what the PATH finds, else
+    the absolute path of the one beside this Python (the venv's), else ``python -m lotline``."""
+    beside = Path(sys.executable).parent / "lotline"
+    on_path = shutil.which("lotline")
+    if on_path is not None and beside.exists() and Path(on_path).resolve() == beside.resolve():
+        return "lotline"
+    if beside.exists():
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(sys.executable)} -m lotline"
+
+
+def _ingest_args(day: datetime) -> list[str]:
+    """``lotline ingest`` as the demo runs it, every argument spelled out (run in the demo folder)."""
+    return [
+        "ingest",
+        "-n",
+        NAMESPACE,
+        "--dataset",
+        "raw_logs",
+        "--landing",
+        "landing",
+        "--interval",
+        "PT5M",
+        "--time",
+        shlex.quote("path:" + TIME_PATTERN),
+        "--from",
+        f"{day:%Y-%m-%d}",
+        "--to",
+        f"{day + timedelta(days=1):%Y-%m-%d}",
+    ]
 
 
 def _prepare(directory: Path) -> Path:
@@ -147,9 +195,8 @@ def _ingest(lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path
         end=day + timedelta(days=1),
     )
     report = lineage.ingest.ingest(request)
+    console.print("   lotline " + " ".join(_ingest_args(day)), soft_wrap=True, markup=False)
     console.print(
-        f"   lotline ingest --dataset raw_logs --landing landing --interval PT5M --time 'path:…' "
-        f"--from {day:%Y-%m-%d} --to {day + timedelta(days=1):%Y-%m-%d}\n"
         f"   {len(report.registered)} lots registered with their files, {len(report.empty)} closed as "
         f"empty, {len(report.reversioned)} given a new version, {report.unchanged} unchanged"
     )

@@ -9,9 +9,8 @@ from typing import Annotated
 
 import typer
 
+from lotline.cli.context import load_settings, namespace_in, open_existing
 from lotline.domain.manifests import LotEvent
-from lotline.services import open_configured
-from lotline.services.config import load_settings
 
 
 def events(
@@ -19,7 +18,10 @@ def events(
     namespace: Annotated[
         str | None,
         typer.Option(
-            "--namespace", "-n", help="Only this namespace's events (and the namespace of --dataset)."
+            "--namespace",
+            "-n",
+            help="Only this namespace's events (default: `namespace` in lotline.toml; with --dataset, "
+            "else the only namespace in the database; otherwise every namespace).",
         ),
     ] = None,
     dataset: Annotated[
@@ -32,10 +34,12 @@ def events(
 ) -> None:
     """Print lot events (READY, REOPENED) in order; with --follow, wait for new ones (woken by
     LISTEN/NOTIFY on PostgreSQL, polling on SQLite) until SIGINT or SIGTERM."""
-    lineage = open_configured(load_settings())
+    lineage = open_existing()
     signal.signal(signal.SIGTERM, _stop)
     try:
         datasets = dataset or ()
+        if namespace is not None or datasets or load_settings().namespace is not None:
+            namespace = namespace_in(lineage, namespace)
         if follow:
             for event in lineage.lot_events.follow(after, namespace=namespace, datasets=datasets):
                 _print(event, as_json)

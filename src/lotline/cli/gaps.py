@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from lotline.cli.lots import DEFAULT_NAMESPACE, Namespace, lineage_from_settings, table
+from lotline.cli.context import Namespace, namespace_in, open_existing
+from lotline.cli.lots import table
 from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json, report_json
 
 From = Annotated[str, typer.Option("--from", help="Start: an RFC 3339 instant or a date (midnight UTC).")]
@@ -49,12 +50,13 @@ def gaps(
     job: Annotated[str | None, typer.Option(help="Report the lots this job produces.")] = None,
     dataset: Annotated[str | None, typer.Option(help="Report the lots of this dataset.")] = None,
     interval: IntervalOption = None,
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every run).")] = False,
 ) -> None:
     """Lots of a time range by state, and the runs of lots missing, failed, running, held or blocked."""
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         report = lineage.gaps.report(
             namespace, job=job, dataset=dataset, start=start, end=end, interval=interval
         )
@@ -100,12 +102,13 @@ def backfill(
         bool, typer.Option("--dry-run", help="Print what would change; change nothing.")
     ] = False,
     interval: IntervalOption = None,
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Reopen the job's READY lots of the range (downstream too) and hint its missing and failed ones."""
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         done = lineage.gaps.backfill(
             namespace,
             job,

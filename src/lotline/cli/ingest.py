@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
+import sys
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
 
+from lotline.cli.context import Namespace, load_settings, namespace_in
 from lotline.domain.errors import InvalidInput
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
-from lotline.services import open_configured
-from lotline.services.config import load_settings
+from lotline.services import Lineage, open_configured
 from lotline.services.ingest import DEFAULT_LATENESS, IngestReport, IngestRequest
 
 LATE_CHOICES = ("reprocess", "reject")
@@ -24,13 +26,18 @@ def ingest(
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset the lots belong to.")],
     landing: Annotated[str, typer.Option(help="Landing folder or s3://bucket/prefix to scan.")],
     interval: Annotated[str, typer.Option(help="Lot interval: PT5M, PT1H, P1D …")],
-    namespace: Annotated[
-        str, typer.Option("--namespace", "-n", help="Namespace of the dataset.")
-    ] = "default",
+    namespace: Namespace = None,
     time: Annotated[
         str, typer.Option("--time", help="A file's time: 'mtime', or 'path:REGEX' with named groups.")
     ] = "mtime",
-    file_format: Annotated[str, typer.Option("--format", help="How readers read the files.")] = "text",
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="How readers read the files (default: the dataset's registered format, else the "
+            "files' extension: .csv csv, .json json, .parquet parquet, else text).",
+        ),
+    ] = None,
     copy: Annotated[
         bool, typer.Option("--copy", help="Copy files into the warehouse instead of referencing them.")
     ] = False,
@@ -53,7 +60,7 @@ def ingest(
     if late not in LATE_CHOICES:
         raise InvalidInput(f"--late must be one of {', '.join(LATE_CHOICES)}, got {late!r}.")
     request = IngestRequest(
-        namespace=namespace,
+        namespace=namespace or "",  # resolved below, once the database is open
         dataset=dataset,
         landing=landing,
         interval=Interval.parse(interval),
@@ -65,18 +72,34 @@ def ingest(
         lateness=_duration(lateness),
         reject_late=late == "reject",
     )
-    lineage = open_configured(load_settings())
+    settings = load_settings()
+    # Without a namespace to name, there must be a database to take it from: none is created.
+    lineage = open_configured(settings, create=namespace is not None or settings.namespace is not None)
+    try:
+        _scan(lineage, replace(request, namespace=namespace_in(lineage, namespace)), watch, every, as_json)
+    finally:
+        lineage.close()
+
+
+def _scan(lineage: Lineage, request: IngestRequest, watch: bool, every: float, as_json: bool) -> None:
+    """Scan once, or with ``--watch`` until stopped; files that the ``--time`` pattern places
+    nowhere (none of them: nothing was registered) are one line and exit code 1."""
     stop = threading.Event()
     if watch:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda _n, _f: stop.set())
-    try:
-        while True:
-            _print(lineage.ingest.ingest(request), as_json)
-            if not watch or stop.wait(every):
-                return
-    finally:
-        lineage.close()
+    while True:
+        report = lineage.ingest.ingest(request)
+        if report.unmatched:
+            print(
+                f"lotline: {report.files} files in {request.landing}, none matched the --time pattern "
+                f"(e.g. {report.skipped[0]}); nothing was registered",
+                file=sys.stderr,
+            )
+            raise typer.Exit(code=1)
+        _print(report, as_json)
+        if not watch or stop.wait(every):
+            return
 
 
 def _utc(value: datetime | None) -> datetime | None:

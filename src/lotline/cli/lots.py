@@ -9,19 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
+from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.coordination import LotStatus, Status
 from lotline.domain.errors import InvalidInput
-from lotline.services import Lineage, open_configured
-from lotline.services.config import load_settings
 
-DEFAULT_NAMESPACE = "default"
 STATUS_ORDER = [s.value for s in Status]
-
-Namespace = Annotated[str, typer.Option("--namespace", "-n", help="Namespace of the jobs and datasets.")]
-
-
-def lineage_from_settings() -> Lineage:
-    return open_configured(load_settings())
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -51,15 +43,16 @@ def _as_json(row: LotStatus) -> dict[str, Any]:
 
 
 def status(
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
     job: Annotated[str | None, typer.Option(help="Only the lots this job produces.")] = None,
     dataset: Annotated[str | None, typer.Option(help="Only the lots of this dataset.")] = None,
     lots: Annotated[bool, typer.Option("--lots", help="List every lot, not only the counts.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every lot).")] = False,
 ) -> None:
     """Lots by state: how many lots of each job are in each status (and, with --lots, which)."""
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         rows = lineage.lots.status(namespace, job=job, dataset=dataset)
     finally:
         lineage.close()
@@ -110,11 +103,12 @@ def status(
 def invalidate(
     dataset: Annotated[str, typer.Argument(help="Dataset whose lot is invalid.")],
     lot: Annotated[str, typer.Argument(help="The lot id.")],
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
 ) -> None:
     """Reopen a READY lot (RESUBMIT) and every lot made from it, transitively."""
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         reopened = lineage.lots.invalidate(namespace, dataset, lot)
     finally:
         lineage.close()
@@ -137,12 +131,13 @@ def hold(
     dataset: Annotated[str | None, typer.Argument(help="Dataset of the lot to hold.")] = None,
     lot: Annotated[str | None, typer.Argument(help="The lot id.")] = None,
     job: Annotated[str | None, typer.Option(help="Hold a whole job instead of one lot.")] = None,
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
 ) -> None:
     """Pause a lot (nobody produces or reads it) or a whole job (no new claims) until released."""
     target = _target(dataset, lot, job)
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         if isinstance(target, str):
             changed = lineage.lots.hold_job(namespace, target)
             print(f"job {target} {'is now' if changed else 'was already'} on hold")
@@ -157,12 +152,13 @@ def release(
     dataset: Annotated[str | None, typer.Argument(help="Dataset of the held lot.")] = None,
     lot: Annotated[str | None, typer.Argument(help="The lot id.")] = None,
     job: Annotated[str | None, typer.Option(help="Release a whole job.")] = None,
-    namespace: Namespace = DEFAULT_NAMESPACE,
+    namespace: Namespace = None,
 ) -> None:
     """End a hold on a lot (back to the status it paused) or on a job."""
     target = _target(dataset, lot, job)
-    lineage = lineage_from_settings()
+    lineage = open_existing()
     try:
+        namespace = namespace_in(lineage, namespace)
         if isinstance(target, str):
             lineage.lots.release_job(namespace, target)
             print(f"job {target} released")

@@ -7,15 +7,17 @@ import os
 import sys
 from collections.abc import Callable
 from functools import wraps
+from importlib import metadata
 from typing import ParamSpec, TypeVar
 
 import typer
 
-from lotline.cli import cleanup, demo, events, gaps, ingest, lots, run, webhooks, worker
+from lotline.cli import cleanup, context, demo, events, gaps, ingest, lots, run, webhooks, worker
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
 from lotline.services.config import LOOPBACK_HOSTS, load_settings
+from lotline.store.engine import shown_url
 
 app = typer.Typer(
     name="lotline",
@@ -25,6 +27,22 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="Manage the lotline database (LOTLINE_DB_URL).", no_args_is_help=True)
 app.add_typer(db_app, name="db")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"lotline {metadata.version('lotline')}")
+        raise typer.Exit
+
+
+@app.callback()
+def main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print lotline's version and exit."
+    ),
+) -> None:
+    """Run PySpark pipelines lot by lot, with Marquez/OpenLineage-compatible lineage."""
+
 
 #: Addresses that listen on every interface: clients reach them by names the server cannot guess.
 WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", "[::]"})
@@ -41,12 +59,20 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except DatabaseError as error:
-            print(f"lotline: error: cannot use the database: {error.detail}", file=sys.stderr)
+            print(f"lotline: error: cannot use the database{_url()}: {error.detail}", file=sys.stderr)
         except LotlineError as error:
             print(f"lotline: error: {error.message}", file=sys.stderr)
         raise typer.Exit(code=2)
 
     return run
+
+
+def _url() -> str:
+    """`` at URL`` (password masked) for errors of the configured database."""
+    try:
+        return f" at {shown_url(load_settings().db_url)}"
+    except LotlineError:
+        return ""
 
 
 lots.register(app, one_line_errors)
@@ -57,6 +83,7 @@ app.command("events")(one_line_errors(events.events))
 app.command("worker")(one_line_errors(worker.worker))
 app.command("cleanup")(one_line_errors(cleanup.cleanup))
 app.command("webhooks")(one_line_errors(webhooks.webhooks))
+app.command("config")(one_line_errors(context.config))
 gaps.register(app, one_line_errors)
 
 
@@ -80,7 +107,7 @@ def project(
     Waits for the projector lock if a server's projector holds it, so that it drains for real.
     """
     settings = load_settings()
-    lineage = open_lineage(settings.db_url)
+    lineage = open_lineage(settings.db_url, create=False)
     try:
         drained = lineage.projection.drain(wait=True, max_events=max_events or None)
         status = lineage.projection.status()

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
@@ -77,6 +78,10 @@ def run(
             window=window,
             quiet=as_json,
         )
+    except NothingEligible as nothing:
+        document = {"pipeline": loaded.name, "namespace": loaded.namespace, "jobs": [], "errors": []}
+        print(json.dumps({**document, "nothingEligible": str(nothing)}) if as_json else str(nothing))
+        return
     finally:
         lineage.close()
     print_summary(loaded, summary, as_json)
@@ -107,11 +112,35 @@ def _run(
     window: Window | None,
     quiet: bool,
 ) -> RunSummary:
-    """Register first (a bad registration fails fast), then start Spark, which takes seconds."""
-    register(lineage, pipeline)
+    """Register first (a bad registration fails fast), then start Spark, which takes seconds —
+    unless no job has an eligible lot: then ``NothingEligible`` says so without starting Spark."""
+    register(lineage, pipeline, require_lots=True)
+    lineage.lots.reap()  # a killed run's expired claim makes its lot eligible again
+    eligible = lineage.sources.eligible(pipeline.namespace, [j.name for j in jobs])
+    claimed = any(lineage.lots.counts(pipeline.namespace, j.name).get(Status.RUNNING) for j in jobs)
+    if not claimed and all(count == 0 for count in eligible.values()):  # held lots: the run reports them
+        raise NothingEligible(_nothing_eligible(lineage, pipeline, jobs))
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
         runner = LotRunner(lineage, pipeline, spark, lease=lease)
         return run_with_progress(runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet)
+
+
+class NothingEligible(Exception):
+    """No job of the run has a lot to claim: Spark was not started (the reason is the message)."""
+
+
+def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec]) -> str:
+    """``no eligible lots for parse, hourly: 72 READY, 1 ERROR`` — the jobs' output lots by status."""
+    totals: dict[str, int] = {}
+    for job in jobs:
+        for status, count in lineage.lots.counts(pipeline.namespace, job.name).items():
+            totals[status.value] = totals.get(status.value, 0) + count
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(totals.items(), key=lambda item: -item[1]))
+    return (
+        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}; "
+        "Spark was not started (new input lots, `lotline invalidate` or `lotline backfill` make "
+        "lots eligible)"
+    )
 
 
 def run_with_progress(

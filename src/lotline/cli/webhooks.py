@@ -27,7 +27,7 @@ def webhooks(
     settings = load_settings()
     if not settings.webhook_urls:
         raise InvalidInput("no webhook configured: set LOTLINE_WEBHOOK_URLS (comma-separated URLs).")
-    lineage = open_configured(settings)
+    lineage = open_configured(settings, create=False)
     stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:

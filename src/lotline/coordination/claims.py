@@ -130,6 +130,18 @@ def _hinted(lot_job: LotJob, hints: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(lot for lot in lots if lot is not None))
 
 
+def eligible_now(connection: Connection, lot_job: LotJob, limit: int) -> int | None:
+    """Read only: how many lots the job's first ``limit`` hints stand for are eligible now (None:
+    there are more hints than that and none of the first is, so it cannot tell)."""
+    if lot_job.held or not lot_job.inputs:
+        return 0
+    hints = frontier.hints(connection, lot_job.job_id, limit)
+    lots = _hinted(lot_job, hints)
+    rows = _Rows(connection, lot_job, lots)
+    eligible = sum(1 for lot in lots if rows.blocker(lot) is None)
+    return None if eligible == 0 and len(hints) == limit else eligible
+
+
 def next_candidate(
     connection: Connection,
     lot_job: LotJob,

@@ -62,6 +62,20 @@ class NotFound(LotlineError):
         self.key = key
 
 
+class NoDatabase(LotlineError):
+    """There is no database at the configured URL, and the command creates none (it only reads)."""
+
+    code = "no_database"
+    http_status = 404
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"no lotline database at {url} (LOTLINE_DB_URL); commands that only read create none: "
+            "run `lotline ingest`, `lotline run` or `lotline db upgrade` first, or run this where "
+            "lotline.toml or LOTLINE_DB_URL names the database."
+        )
+
+
 class Conflict(LotlineError):
     """The request contradicts the current state; ``allowed`` lists what would be accepted."""
 

@@ -23,6 +23,29 @@ from lotline.domain.lots import Interval, IntervalLot, lot_at, lots_between
 #: Named groups a ``path:`` pattern may use; year, month and day are required unless ``ts`` is used.
 TIME_GROUPS = ("year", "month", "day", "hour", "minute", "second")
 DIGEST_PREFIX = "landing digest "
+#: The format a file's extension says (``lotline ingest`` without ``--format`` on a new dataset).
+EXTENSION_FORMATS = {
+    ".csv": "csv",
+    ".json": "json",
+    ".jsonl": "json",
+    ".ndjson": "json",
+    ".parquet": "parquet",
+}
+DEFAULT_FORMAT = "text"
+
+
+def format_of(paths: Iterable[str]) -> str:
+    """The format most of the files' extensions say (``.csv`` csv …), else text; a compression
+    suffix (``.gz``, ``.bz2``) is looked through, as Spark reads those files."""
+    counts: dict[str, int] = {}
+    for path in paths:
+        name = path.rsplit("/", 1)[-1].lower()
+        for suffix in (".gz", ".bz2", ".snappy", ".zst"):
+            name = name.removesuffix(suffix)
+        dot = name.rfind(".")
+        found = EXTENSION_FORMATS.get(name[dot:], DEFAULT_FORMAT) if dot > 0 else DEFAULT_FORMAT
+        counts[found] = counts.get(found, 0) + 1
+    return max(counts, key=lambda f: counts[f]) if counts else DEFAULT_FORMAT
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
 SERVER_BUSY_SHARE = 0.5
 LOAD_SAMPLE_SECONDS = 0.2
@@ -21,13 +22,15 @@ class ServerLoad:
     """Whether the server process that started the projector is busy (Linux: its CPU time in
     ``/proc``, sampled at most every ``LOAD_SAMPLE_SECONDS``; elsewhere never)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, monotonic: Callable[[], float] = time.monotonic) -> None:
+        """``monotonic``: where the windows' time comes from (tests pass a ``ManualClock``'s)."""
         self._pid = pid
-        self._sampled = (time.monotonic(), process_cpu_seconds(pid))
+        self._monotonic = monotonic
+        self._sampled = (monotonic(), process_cpu_seconds(pid))
         self._busy = False
 
     def busy(self) -> bool:
-        now = time.monotonic()
+        now = self._monotonic()
         then, cpu_then = self._sampled
         if now - then >= LOAD_SAMPLE_SECONDS:
             cpu = process_cpu_seconds(self._pid)

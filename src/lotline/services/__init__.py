@@ -22,6 +22,7 @@ from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.projection import ProjectionService
 from lotline.services.runs import RunService
+from lotline.services.sources import SourceService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
 from lotline.services.webhooks import WebhookService
@@ -50,6 +51,7 @@ class Lineage:
     cleanup: CleanupService
     gaps: GapService
     webhooks: WebhookService
+    sources: SourceService
 
     @property
     def storage(self) -> Storage:
@@ -74,6 +76,7 @@ class Lineage:
         lot_events = LotEventService(store)
         openlineage = OpenLineageService(store)
         emission = EmissionService(store, openlineage, consumer)
+        sources = SourceService(store)
         return cls(
             store,
             catalog,
@@ -89,10 +92,11 @@ class Lineage:
             manifests,
             lot_events,
             LotLineageService(store),
-            IngestService(catalog, lots, manifests, emission, storage_options),
+            IngestService(catalog, lots, manifests, sources, emission, storage_options),
             CleanupService(store, manifests),
             GapService(store, lots),
             WebhookService(store, lot_events),
+            sources,
         )
 
     def close(self) -> None:
@@ -104,16 +108,21 @@ def open_lineage(
     storage: Storage | None = None,
     storage_options: dict[str, Any] | None = None,
     consumer: Consumer | None = None,
+    *,
+    create: bool = True,
 ) -> Lineage:
-    """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
-    return Lineage.over(open_store(url), storage, storage_options, consumer=consumer)
+    """Open the store at ``url`` (creating and migrating a new SQLite file unless ``create`` is
+    False: then a missing one is ``NoDatabase``) and its use cases."""
+    return Lineage.over(open_store(url, create=create), storage, storage_options, consumer=consumer)
 
 
-def open_configured(settings: Settings) -> Lineage:
-    """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…)."""
+def open_configured(settings: Settings, *, create: bool = True) -> Lineage:
+    """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…);
+    ``create=False`` for commands that only read (SPEC §8: they never create a database)."""
     return open_lineage(
         settings.db_url,
         Storage(settings.warehouse, settings.storage_options()),
         settings.s3_options(),
         consumer_for(settings),
+        create=create,
     )

@@ -33,6 +33,8 @@ from lotline.store.types import utcnow
 
 DATASET_TYPES = ("DB_TABLE", "STREAM")
 JOB_TYPES = ("BATCH", "STREAM", "SERVICE")
+#: How many namespaces an error about choosing one lists.
+NAMESPACE_CHOICES = 20
 
 
 class CatalogService:
@@ -68,6 +70,25 @@ class CatalogService:
         _common.check_page(limit, offset)
         with self._store.read() as connection:
             return catalog.list_namespaces(connection, limit, offset)
+
+    def resolve_namespace(self, given: str | None, configured: str | None) -> str:
+        """The namespace a command works in (SPEC §8): the one it was given, else the configured
+        one (``namespace`` in lotline.toml), else the only namespace in the database; with none
+        or several, an error listing those that exist."""
+        chosen = given if given is not None else configured
+        if chosen is not None:
+            return validate_name("Namespace", chosen)
+        with self._store.read() as connection:
+            found = catalog.list_namespaces(connection, NAMESPACE_CHOICES, 0)
+        if found.total_count == 1:
+            return found.items[0].name
+        how = "name one with -n/--namespace or set namespace in lotline.toml"
+        if found.total_count == 0:
+            raise InvalidInput(f"no namespace exists yet: {how}.")
+        names = ", ".join(n.name for n in found.items) + (
+            ", …" if found.total_count > len(found.items) else ""
+        )
+        raise InvalidInput(f"{found.total_count} namespaces exist ({names}): {how}.")
 
     # -- sources ----------------------------------------------------------------------------
     def upsert_source(

@@ -8,7 +8,8 @@ they can leave is garbage and missing copies, which this repairs:
    removal): ``ManifestService.remove_partial``;
 2. objects that no manifest lists (died after writing, before committing; or a claim lost while
    Spark wrote), once they are older than the longest lease plus a grace — never in the folder
-   of a claim still being worked on, whatever their age;
+   of a claim still being worked on, nor in a published (complete or empty) attempt's folder,
+   where Spark's ``_SUCCESS`` and ``.crc`` files sit beside the listed objects, whatever their age;
 3. manifest copies that are missing or differ from the database (the authority), and complete or
    empty copies of lots that have no readable manifest any more (reopened lots).
 """
@@ -88,16 +89,18 @@ class CleanupService:
 
     def _delete_unlisted(self, older_than: datetime, report: CleanupReport) -> None:
         storage = self._manifests.storage
+        prefix = storage.root.rstrip("/") + "/"
         with self._store.read() as connection:
-            listed = q.listed_uris(connection, storage.root.rstrip("/") + "/")
+            listed = q.listed_uris(connection, prefix)
             attempts = [_placed(storage.attempt_uri, *attempt) for attempt in q.live_attempts(connection)]
-        live = [uri + "/" for uri in attempts if uri is not None]
+            # A claim's folder (in progress) and a published attempt's folder are never garbage.
+            kept = {uri for uri in attempts if uri is not None} | q.published_locations(connection, prefix)
         garbage: list[StoredObject] = []
         for found in storage.objects_under(storage.root):
             relative = found.uri[len(storage.root) + 1 :]
             if f"/{MANIFESTS_FOLDER}/" in f"/{relative}" or found.uri in listed:
                 continue
-            if any(found.uri.startswith(prefix) for prefix in live):
+            if _in_any(found.uri, kept):
                 continue
             if found.modified_at >= older_than:
                 report.unlisted_kept_young += 1
@@ -135,6 +138,16 @@ class CleanupService:
                 report.copies_deleted.append(found.uri)
                 if not report.dry_run:
                     storage.delete([found.uri])
+
+
+def _in_any(uri: str, folders: set[str]) -> bool:
+    """Whether ``uri`` lies in one of ``folders``: each of its parent folders is looked up once."""
+    parent = uri
+    while "/" in parent:
+        parent = parent.rsplit("/", 1)[0]
+        if parent in folders:
+            return True
+    return False
 
 
 def _placed(place: Callable[..., str], *args: Any) -> str | None:

@@ -1,4 +1,9 @@
-"""Configuration: environment variables first, then ``lotline.toml`` in the working directory."""
+"""Configuration: environment variables first, then ``lotline.toml`` in the working directory.
+
+Every value remembers where it came from (``lotline config`` shows it). ``lotline.toml`` uses the
+environment's keys (``LOTLINE_DB_URL = …``), and ``namespace`` (SPEC §8) for the default namespace
+of the commands that take ``-n``; ``LOTLINE_NAMESPACE`` is the same in the environment.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lotline.domain.errors import InvalidInput
+from lotline.domain.names import validate_name
 
 DEFAULT_DB_URL = "sqlite:///./lotline.db"
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -28,7 +34,13 @@ KEYS = (
     "LOTLINE_READ_TIMEOUT",
     "LOTLINE_ALLOWED_HOSTS",
     "LOTLINE_MAX_EVENT_WAITERS",
+    "LOTLINE_NAMESPACE",
 )
+#: ``lotline.toml`` keys that stand for an environment key (SPEC §8 names the file's ``namespace``).
+FILE_ALIASES = {"namespace": "LOTLINE_NAMESPACE"}
+#: What ``Setting.source`` says when neither the environment nor the file sets a key.
+DEFAULT_SOURCE = "default"
+ENV_SOURCE = "env"
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
 #: Requests that may wait for lot events at once in one server process (``?wait=``); more are a 429.
@@ -64,6 +76,9 @@ class Settings:
     #: Long polls of ``GET /lots/events`` that may wait at once, per server process (then 429).
     max_event_waiters: int = DEFAULT_MAX_EVENT_WAITERS
 
+    #: The namespace of commands run without ``-n`` (None: the only one in the database).
+    namespace: str | None = None
+
     def serving_on(self, host: str) -> Settings:
         """These settings for a server bound to ``host``: that address is a name it answers to."""
         if host_name(host) in self.allowed_hosts:
@@ -79,8 +94,17 @@ class Settings:
         return {"endpoint_url": self.s3_endpoint_url} if self.s3_endpoint_url else {}
 
 
-def load_settings(directory: Path | None = None) -> Settings:
-    """Read settings; ``lotline.toml`` uses the same keys as the environment (``LOTLINE_DB_URL = …``)."""
+@dataclass(frozen=True)
+class Setting:
+    """One configuration value as read, and where it came from: ``env``, the file, or ``default``."""
+
+    key: str
+    value: str | None
+    source: str
+
+
+def read_configuration(directory: Path | None = None) -> dict[str, Setting]:
+    """Each key's raw value and source: the environment first, then ``lotline.toml``."""
     path = (directory or Path.cwd()) / CONFIG_FILE
     from_file: dict[str, object] = {}
     if path.is_file():
@@ -88,30 +112,57 @@ def load_settings(directory: Path | None = None) -> Settings:
             from_file = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as error:
             raise InvalidInput(f"{path} is not valid TOML: {error}") from error
-        unknown = sorted(set(from_file) - set(KEYS))
+        known = (*KEYS, *FILE_ALIASES)
+        unknown = sorted(set(from_file) - set(known))
         if unknown:
-            raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(KEYS)}.")
+            raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(known)}.")
+        for alias, key in FILE_ALIASES.items():
+            if alias in from_file and key in from_file:
+                raise InvalidInput(f"{path} sets both {alias} and {key}; keep one.")
+            if alias in from_file:
+                from_file[key] = from_file.pop(alias)
 
-    def pick(key: str) -> str | None:
-        value = os.environ.get(key) or from_file.get(key)
+    def pick(key: str) -> Setting:
+        if os.environ.get(key):
+            return Setting(key, os.environ[key], ENV_SOURCE)
+        value = from_file.get(key)
         if value is not None and not isinstance(value, str):
             raise InvalidInput(f"{key} in {path} must be a string.")
-        return value or None
+        return Setting(key, value, str(path)) if value else Setting(key, None, DEFAULT_SOURCE)
 
+    return {key: pick(key) for key in KEYS}
+
+
+def load_settings(directory: Path | None = None) -> Settings:
+    """Read settings; ``lotline.toml`` uses the same keys as the environment (``LOTLINE_DB_URL = …``)."""
+    values = {key: setting.value for key, setting in read_configuration(directory).items()}
+    namespace = values["LOTLINE_NAMESPACE"]
     return Settings(
-        db_url=pick("LOTLINE_DB_URL") or DEFAULT_DB_URL,
-        warehouse=pick("LOTLINE_WAREHOUSE") or DEFAULT_WAREHOUSE,
-        api_token=pick("LOTLINE_API_TOKEN"),
-        s3_endpoint_url=pick("LOTLINE_S3_ENDPOINT_URL"),
-        spark_master=pick("LOTLINE_SPARK_MASTER") or DEFAULT_SPARK_MASTER,
-        spark_conf=parse_spark_conf(pick("LOTLINE_SPARK_CONF") or ""),
-        openlineage_url=pick("LOTLINE_OPENLINEAGE_URL"),
-        openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
-        webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
-        read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
-        allowed_hosts=parse_allowed_hosts(pick("LOTLINE_ALLOWED_HOSTS") or ""),
-        max_event_waiters=parse_max_event_waiters(pick("LOTLINE_MAX_EVENT_WAITERS")),
+        db_url=values["LOTLINE_DB_URL"] or DEFAULT_DB_URL,
+        warehouse=values["LOTLINE_WAREHOUSE"] or DEFAULT_WAREHOUSE,
+        api_token=values["LOTLINE_API_TOKEN"],
+        s3_endpoint_url=values["LOTLINE_S3_ENDPOINT_URL"],
+        spark_master=values["LOTLINE_SPARK_MASTER"] or DEFAULT_SPARK_MASTER,
+        spark_conf=parse_spark_conf(values["LOTLINE_SPARK_CONF"] or ""),
+        openlineage_url=values["LOTLINE_OPENLINEAGE_URL"],
+        openlineage_api_key=values["LOTLINE_OPENLINEAGE_API_KEY"],
+        webhook_urls=tuple(u.strip() for u in (values["LOTLINE_WEBHOOK_URLS"] or "").split(",") if u.strip()),
+        read_timeout=parse_read_timeout(values["LOTLINE_READ_TIMEOUT"]),
+        allowed_hosts=parse_allowed_hosts(values["LOTLINE_ALLOWED_HOSTS"] or ""),
+        max_event_waiters=parse_max_event_waiters(values["LOTLINE_MAX_EVENT_WAITERS"]),
+        namespace=validate_name("Namespace", namespace) if namespace else None,
     )
+
+
+#: What a key is when nothing sets it (shown by ``lotline config``).
+DEFAULTS = {
+    "LOTLINE_DB_URL": DEFAULT_DB_URL,
+    "LOTLINE_WAREHOUSE": DEFAULT_WAREHOUSE,
+    "LOTLINE_SPARK_MASTER": DEFAULT_SPARK_MASTER,
+    "LOTLINE_READ_TIMEOUT": str(DEFAULT_READ_TIMEOUT_S),
+    "LOTLINE_MAX_EVENT_WAITERS": str(DEFAULT_MAX_EVENT_WAITERS),
+    "LOTLINE_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+}
 
 
 def parse_max_event_waiters(text: str | None) -> int:

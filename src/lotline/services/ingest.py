@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,6 +27,7 @@ from lotline.domain.ingress import (
     LotPlan,
     TimeRule,
     check_range,
+    format_of,
     lot_range,
     plan_lots,
     sort_into_lots,
@@ -39,6 +40,7 @@ from lotline.services.catalog import CatalogService
 from lotline.services.emission import EmissionService
 from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
+from lotline.services.sources import SourceService
 from lotline.store.types import utcnow
 
 #: Default wait after an interval's end before it is closed (files may still be arriving).
@@ -59,7 +61,8 @@ class IngestRequest:
     landing: str
     interval: Interval
     time_rule: TimeRule = field(default_factory=TimeRule)
-    format: str = "text"
+    #: How readers read the files; None: the dataset's registered format, else the files' extension.
+    format: str | None = None
     copy: bool = False
     start: datetime | None = None
     end: datetime | None = None
@@ -80,6 +83,8 @@ class IngestReport:
     unchanged: int = 0
     files: int = 0
     skipped: list[str] = field(default_factory=list)
+    #: There were files and the ``--time`` pattern placed none of them: nothing was registered.
+    unmatched: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +97,7 @@ class IngestReport:
             "busy": self.busy,
             "unchanged": self.unchanged,
             "skipped": self.skipped,
+            "unmatched": self.unmatched,
         }
 
 
@@ -101,25 +107,31 @@ class IngestService:
         catalog: CatalogService,
         lots: LotService,
         manifests: ManifestService,
+        sources: SourceService,
         emission: EmissionService,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
-        self._catalog, self._lots, self._manifests = catalog, lots, manifests
+        self._catalog, self._lots, self._manifests, self._sources = catalog, lots, manifests, sources
         self._emission = emission
         self._storage_options = dict(storage_options or {})
         self._worker = f"ingest@{socket.gethostname()}:{os.getpid()}"
 
     def ingest(self, request: IngestRequest, now: datetime | None = None) -> IngestReport:
         """Scan the landing location once and register, close, re-version or report every lot."""
-        check_format(request.format)
+        if request.format is not None:
+            check_format(request.format)
         check_range(request.start, request.end)
         if request.lateness < timedelta(0):
             raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
         self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
+        self._check_interval(request)
         files = list(_landed(landing))  # a link that leaves the landing: refused, nothing declared
-        self._declare(request)
         scan = sort_into_lots(files, request.time_rule, request.interval)
+        if files and not scan.by_lot and request.time_rule.pattern is not None:
+            return IngestReport(files=len(files), skipped=scan.skipped, unmatched=True)
+        request = replace(request, format=request.format or self._format(request, files))
+        self._declare(request, landing)
         report = IngestReport(files=len(files), skipped=scan.skipped)
         lots = lot_range(scan, request.interval, request.start, request.end)
         registered = self._registered(request, [str(lot) for lot in lots])
@@ -128,6 +140,20 @@ class IngestService:
             self._apply(request, plan, landing, report, registered.get(plan.lot))
         return report
 
+    def _check_interval(self, request: IngestRequest) -> None:
+        """Lots of another interval than the dataset's are refused, naming both (SPEC §5)."""
+        existing = self._sources.lot_kind(request.namespace, request.dataset)
+        if existing is not None and existing != str(request.interval):
+            raise InvalidInput(
+                f"dataset {request.namespace}:{request.dataset} has {existing} lots; "
+                f"--interval {request.interval} would add lots of another interval: refused."
+            )
+
+    def _format(self, request: IngestRequest, files: list[LandedFile]) -> str:
+        """The dataset's registered format (its latest lot's objects'), else the files' extension."""
+        registered = self._sources.object_format(request.namespace, request.dataset)
+        return registered or format_of(f.relative_path for f in files)
+
     def _landing(self, location: str) -> Storage:
         options = self._storage_options if location.startswith("s3://") else {}
         landing = Storage(location, options)
@@ -135,16 +161,25 @@ class IngestService:
             raise InvalidInput(f"landing location {location} does not exist.")
         return landing
 
-    def _declare(self, request: IngestRequest) -> None:
-        """The namespace and dataset if new, and the ingest job as the dataset's producer."""
+    def _declare(self, request: IngestRequest, landing: Storage) -> None:
+        """The namespace and dataset if new, and the ingest job as the dataset's producer. The
+        dataset's ``physicalName`` is where its files are: the landing location's absolute URI, or
+        the warehouse's folder of the dataset when they are copied there."""
         try:
             self._catalog.get_namespace(request.namespace)
         except NotFound:
             self._catalog.upsert_namespace(request.namespace, owner_name="lotline")
+        where = (
+            self._manifests.storage.dataset_uri(request.namespace, request.dataset)
+            if request.copy
+            else landing.root
+        )
         try:
-            self._catalog.get_dataset(request.namespace, request.dataset)
+            known = self._catalog.get_dataset(request.namespace, request.dataset).physical_name
         except NotFound:
-            self._catalog.upsert_dataset(request.namespace, request.dataset, physical_name=request.landing)
+            known = None
+        if known != where:
+            self._catalog.upsert_dataset(request.namespace, request.dataset, physical_name=where)
         self._lots.register_job(request.namespace, ingest_job(request.dataset), output=request.dataset)
 
     def _registered(self, request: IngestRequest, lots: list[str]) -> dict[str, str | None]:
@@ -197,6 +232,7 @@ class IngestService:
         self._emission.started(claim)
         warehouse = self._manifests.storage
         location = landing.root
+        file_format = request.format or "text"
         objects: tuple[ManifestObject, ...] = ()
         run_facets = facets.lot_facets(plan.lot)
         try:
@@ -204,15 +240,14 @@ class IngestService:
                 location = warehouse.attempt_uri(request.namespace, request.dataset, plan.lot, claim.attempt)
                 for f in plan.files:
                     warehouse.write_bytes(f"{location}/{f.relative_path}", landing.read_bytes(f.uri))
-                objects = warehouse.describe_written(location, format=request.format)
+                objects = warehouse.describe_written(location, format=file_format)
             else:
-                objects = tuple(
-                    ManifestObject(f.uri, f.size, f.modified_at, request.format) for f in plan.files
-                )
-            draft = ManifestDraft(location, objects, comment=plan.digest)
+                objects = tuple(ManifestObject(f.uri, f.size, f.modified_at, file_format) for f in plan.files)
+            # An empty lot has no rows, as the runner reports it; a lot of files has an unknown count.
+            draft = ManifestDraft(location, objects, None if objects else 0, comment=plan.digest)
             self._lots.complete(claim, manifest=draft, facets=run_facets)
         except BaseException as error:
-            written = warehouse.describe_written(location, format=request.format) if request.copy else ()
+            written = warehouse.describe_written(location, format=file_format) if request.copy else ()
             self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error, facets=run_facets)
             self._emission.failed(claim, error)
             raise

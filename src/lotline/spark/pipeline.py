@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import sys
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -370,12 +371,19 @@ def load_pipeline(reference: str) -> Pipeline:
             module = importlib.import_module(reference)
     except LotlineError as error:
         raise PipelineError(f"pipeline {reference}: {error.message}") from None
-    except Exception as error:
+    except ModuleNotFoundError as error:
+        if error.name == reference:
+            raise PipelineError(
+                f"cannot load pipeline {reference}: no module {reference}{_file_hint(reference)}"
+            ) from None
         raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}") from None
+    except Exception as error:
+        raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}{_where(error)}") from None
     found = [v for v in vars(module).values() if isinstance(v, Pipeline)]
     if len(found) != 1:
         raise PipelineError(
-            f"pipeline {reference} must define exactly one Pipeline; it defines {len(found)}."
+            f"pipeline {reference} must define exactly one Pipeline; it defines {len(found)}"
+            f"{_file_hint(reference) if not found else '.'}"
         )
     pipeline = found[0]
     try:
@@ -400,6 +408,25 @@ def _import_file(path: Path) -> Any:
         del sys.modules[name]
         raise
     return module
+
+
+def _file_hint(reference: str) -> str:
+    """``; did you mean the file `seattle.py`?`` when a module name is also a file without ``.py``."""
+    if not reference.endswith(".py") and Path(f"{reference}.py").is_file():
+        return f"; did you mean the file `{reference}.py`?"
+    return "."
+
+
+def _where(error: BaseException) -> str:
+    """`` (weblogs.py, line 12)``: the innermost frame of the pipeline's own code that raised (a
+    SyntaxError names its place in its message already)."""
+    if isinstance(error, SyntaxError):
+        return ""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith("<frozen")]
+    own = [f for f in frames if Path(f.filename).resolve() != Path(__file__).resolve()]
+    if not own:
+        return ""
+    return f" ({own[-1].filename}, line {own[-1].lineno})"
 
 
 def _one_line(error: BaseException) -> str:

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError
+from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError, NotFound
 from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
@@ -31,6 +31,7 @@ from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
 from lotline.services.lots import DEFAULT_LEASE
+from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
@@ -81,16 +82,29 @@ class ClaimLost(Conflict):
     """The claim stopped being live while Spark worked (lease expired, or the lot was invalidated)."""
 
 
-def register(lineage: Lineage, pipeline: Pipeline) -> None:
-    """Declare the namespace, the datasets (at their storage place) and every job for coordination;
-    a job's version follows its code (``code_digest``)."""
+def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False) -> None:
+    """Check the pipeline against what exists (``SourceService.check``: intervals, typos, and with
+    ``require_lots`` sources nothing fills; a refusal registers nothing), then declare the namespace,
+    the datasets and every job for coordination; a job's version follows its code (``code_digest``).
+
+    A new dataset this pipeline writes is recorded at its storage place; an existing one keeps its
+    recorded location (the runner records where it writes when it writes), and a source keeps its
+    own: a run with another warehouse rewrites nothing it did not write."""
     catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
+    produced = {job.output.name for job in pipeline.jobs.values()}
+    declared = [
+        DeclaredDataset(d.name, str(d.interval) if d.interval else NAMED_LOTS, d.name in produced)
+        for d in pipeline.datasets.values()
+    ]
+    lineage.sources.check(namespace, declared, require_lots=require_lots)
     _check_storage(lineage, pipeline)
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
-        catalog.upsert_dataset(
-            namespace, dataset.name, physical_name=storage.dataset_uri(namespace, dataset.name)
-        )
+        try:
+            catalog.get_dataset(namespace, dataset.name)
+        except NotFound:
+            where = storage.dataset_uri(namespace, dataset.name) if dataset.name in produced else None
+            catalog.upsert_dataset(namespace, dataset.name, physical_name=where)
     for job in pipeline.ordered_jobs():
         lineage.lots.register_job(
             namespace,
@@ -241,6 +255,7 @@ class LotRunner:
         self.lineage.catalog.upsert_dataset(
             self.namespace,
             job.output.name,
+            physical_name=self.lineage.storage.dataset_uri(self.namespace, job.output.name),
             fields=fields,
             facets={"columnLineage": facet} if facet is not None else None,
         )
@@ -494,6 +509,7 @@ class _Heartbeat:
                 self._lineage.lots.heartbeat(self._claim, self._lease)
             except Conflict as lost:
                 self._lost = lost.message
+                log.warning("heartbeat of %s lot %s: %s", self._claim.job, self._claim.lot, lost.message)
                 return
             except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
                 log.warning(

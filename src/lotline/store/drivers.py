@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import Connection, Engine, TextClause, event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
-from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from lotline.domain.errors import ValueRefused
+from lotline.domain.errors import InvalidInput, ValueRefused
 from lotline.store.errors import translate
 
 #: Execution option that marks a connection whose transaction will write.
@@ -219,13 +219,31 @@ class PsycopgDriver(Driver):
         return Listener(connection, engine)
 
 
+#: The URLs lotline can use, for the error that refuses any other.
+URL_FORMS = "sqlite:///path/to/lotline.db or postgresql://user@host:5432/database"
+
+
+def parse_url(url: str) -> URL:
+    """A database URL lotline can use (SQLite, or PostgreSQL through psycopg 3), else InvalidInput
+    naming it: a file name or another database is one line, not SQLAlchemy's traceback."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise InvalidInput(f"database URL {url!r} is not a URL; use {URL_FORMS}.") from None
+    backend = parsed.drivername.partition("+")[0]
+    if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
+        return parsed
+    if backend in ("postgresql", "postgres"):
+        return parsed.set(drivername="postgresql+psycopg")
+    shown = parsed.render_as_string(hide_password=True)
+    raise InvalidInput(f"database URL {shown} is not one lotline can use; use {URL_FORMS}.")
+
+
 def driver_for(url: str) -> Driver:
     """The driver of a database URL; ``postgresql://…`` and ``postgres://…`` mean psycopg 3."""
-    parsed = make_url(url)
+    parsed = parse_url(url)
     if parsed.get_backend_name() == "sqlite":
         return SqliteDriver(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
     return PsycopgDriver(parsed.render_as_string(hide_password=False))
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from sqlalchemy import Connection, create_engine
-from sqlalchemy.engine import make_url
 
-from lotline.domain.errors import LotlineError
+from lotline.domain.errors import LotlineError, NoDatabase
 from lotline.store import errors, migrate
 from lotline.store.drivers import (
     WRITE_OPTION,
@@ -17,9 +17,18 @@ from lotline.store.drivers import (
     EventLoopConnections,
     Listener,
     driver_for,
+    parse_url,
 )
 
-__all__ = ["EventLoopConnections", "Listener", "SchemaNotCurrent", "Store", "open_store"]
+__all__ = [
+    "EventLoopConnections",
+    "Listener",
+    "SchemaNotCurrent",
+    "Store",
+    "open_store",
+    "shown_url",
+    "sqlite_file",
+]
 
 
 class SchemaNotCurrent(LotlineError):
@@ -98,13 +107,33 @@ class Store:
         self.engine.dispose()
 
 
-def open_store(url: str) -> Store:
+def shown_url(url: str) -> str:
+    """The URL as lotline may print it: the password masked (a URL it cannot parse, as it is)."""
+    try:
+        return parse_url(url).render_as_string(hide_password=True)
+    except LotlineError:
+        return url
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None: another database, or SQLite in memory)."""
+    parsed = parse_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def open_store(url: str, *, create: bool = True) -> Store:
     """Open a store ready for use.
 
     SQLite databases are created and migrated on first use (the embedded default needs no set-up
-    step); a server database must be migrated explicitly with ``lotline db upgrade``, because
-    schema changes on a shared database are an operator's decision.
+    step) unless ``create`` is False, as for commands that only read: a missing file is then
+    ``NoDatabase``. A server database must be migrated explicitly with ``lotline db upgrade``,
+    because schema changes on a shared database are an operator's decision.
     """
+    file = sqlite_file(url)
+    if not create and file is not None and not file.exists():
+        raise NoDatabase(shown_url(url))
     store = Store(url)
     if store.backend == "sqlite":
         store.upgrade()
@@ -112,9 +141,8 @@ def open_store(url: str) -> Store:
     revision = store.schema_revision()
     if revision != migrate.head_revision():
         store.dispose()
-        shown = make_url(store.url).render_as_string(hide_password=True)
         raise SchemaNotCurrent(
-            f"database {shown} is at schema revision {revision or 'none'}, "
+            f"database {shown_url(store.url)} is at schema revision {revision or 'none'}, "
             f"this lotline needs {migrate.head_revision()}: run `lotline db upgrade`"
         )
     return store

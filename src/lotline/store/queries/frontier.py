@@ -180,6 +180,12 @@ def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None
 
 
 _ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job()).limit(1)
+_HINTS = select(ft.c.lot).where(ft.c.job_id == _job()).order_by(ft.c.lot).limit(bindparam("b_limit"))
+
+
+def hints(connection: Connection, job_id: uuid.UUID, limit: int) -> list[str]:
+    """The job's first ``limit`` hints in lot order, read only (``pop`` takes them)."""
+    return list(connection.execute(_HINTS, {"b_job": job_id, "b_limit": limit}).scalars())
 
 
 def has_hints(connection: Connection, job_id: uuid.UUID) -> bool:

@@ -150,6 +150,18 @@ def listed_uris(connection: Connection, location_prefix: str) -> set[str]:
     return {o["uri"] for (objects,) in rows for o in objects}
 
 
+def published_locations(connection: Connection, location_prefix: str) -> set[str]:
+    """The folders of complete and empty manifests under the prefix: what else a published
+    attempt's writer left there (Spark's ``_SUCCESS`` and ``.crc`` files) is part of it, not garbage."""
+    rows = connection.execute(
+        select(manifests.c.location).where(
+            manifests.c.state.in_([ManifestState.COMPLETE.value, ManifestState.EMPTY.value]),
+            manifests.c.location.startswith(location_prefix, autoescape=True),
+        )
+    )
+    return {location.rstrip("/") for (location,) in rows}
+
+
 def live_attempts(connection: Connection) -> list[tuple[str, str, str, int]]:
     """(namespace, dataset, lot, attempt) of every claim being worked on: their folders are not
     cleanup's, whatever the age of what is in them."""
