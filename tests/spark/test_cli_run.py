@@ -143,3 +143,35 @@ def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
         assert [r.job for r in lineage.lots.status("weblogs")] == ["ingest_raw_logs"]
     finally:
         lineage.close()
+
+
+def test_lotline_logs_prints_what_a_lot_logged(
+    cli: CliRunner, backend_url: str, tmp_path: Path, spark: SparkSession
+) -> None:
+    from lotline.spark.pipeline import load_pipeline
+    from lotline.spark.run import run_pipeline
+    from lotline.spark.runner import LotRunner, register
+    from support.spark import ingest_files
+
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        pipeline = load_pipeline(str(PIPELINES / "failing.py"))
+        register(lineage, pipeline)
+        ingest_files(lineage, "failing", "rows", "20230101PT1H000", {"rows.csv": ["1,2"]})
+        run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.select(["parse"]), worker="test")
+        [row] = lineage.lots.status("failing", job="parse")
+    finally:
+        lineage.close()
+    result = cli.invoke(app, ["logs", str(row.run_id)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "… 6 earlier lines not kept"
+    assert lines[1].endswith(" INFO step 6 of lot 20230101PT1H000")
+    assert lines[-1].endswith(" WARNING about to write")
+    assert len(lines) == 1001
+    # Bad input: one line, exit 2.
+    bad = cli.invoke(app, ["logs", "not-a-run"])
+    assert (bad.exit_code, bad.stderr.strip()) == (2, "lotline: error: 'not-a-run' is not a run id (a UUID).")
+    unknown = cli.invoke(app, ["logs", "00000000-0000-0000-0000-000000000000"])
+    assert unknown.exit_code == 2
+    assert unknown.stderr.startswith("lotline: error: ")

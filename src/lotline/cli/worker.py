@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from lotline.cli.run import DEFAULT_LEASE_S, JobsOption, LeaseOption, PipelineArgument
+from lotline.cli.run import (
+    DEFAULT_LEASE_S,
+    QUIET_LEVELS,
+    JobsOption,
+    LeaseOption,
+    PipelineArgument,
+    VerboseOption,
+    with_verbosity,
+)
 from lotline.services import open_configured
 from lotline.services.config import load_settings
 from lotline.spark.emit import emitter_for
@@ -32,12 +40,13 @@ def worker(
     idle_exit: Annotated[
         float | None, typer.Option(min=0, help="Exit after this many seconds without eligible lots.")
     ] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run the pipeline's lots as they become eligible, until SIGTERM or SIGINT: the lot in progress
     is finished first (a second signal fails it cleanly, nothing half-written visible), then exit 0."""
     loaded = load_pipeline(pipeline)
     jobs = loaded.select(job) if job else loaded.ordered_jobs()
-    settings = load_settings()
+    settings = with_verbosity(load_settings(), verbose)
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     stop = threading.Event()
@@ -55,7 +64,14 @@ def worker(
         register(lineage, loaded)
         with spark_session(settings, f"lotline worker {loaded.name}") as spark:
             emitter = emitter_for(settings, spark.version)
-            runner = LotRunner(lineage, loaded, spark, lease=timedelta(seconds=lease), emitter=emitter)
+            runner = LotRunner(
+                lineage,
+                loaded,
+                spark,
+                lease=timedelta(seconds=lease),
+                emitter=emitter,
+                quiet_on_interrupt=settings.log_level in QUIET_LEVELS,
+            )
             print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
             tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
             print(

@@ -25,7 +25,11 @@ KEYS = (
     "LOTLINE_OPENLINEAGE_API_KEY",
     "LOTLINE_WEBHOOK_URLS",
     "LOTLINE_READ_TIMEOUT",
+    "LOTLINE_LOG_LEVEL",
 )
+#: Spark's own log level for lotline's commands: errors only (``--verbose``: WARN, Spark's usual).
+DEFAULT_LOG_LEVEL = "ERROR"
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
 
@@ -49,6 +53,8 @@ class Settings:
     webhook_urls: tuple[str, ...] = ()
     #: Seconds the server waits for a request whose headers or body stopped arriving (then 408).
     read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    #: Spark's log level (``LOTLINE_LOG_LEVEL``; ``--verbose`` makes it WARN).
+    log_level: str = DEFAULT_LOG_LEVEL
 
     def storage_options(self) -> dict[str, object]:
         """fsspec options for the warehouse's file system."""
@@ -89,7 +95,18 @@ def load_settings(directory: Path | None = None) -> Settings:
         openlineage_api_key=pick("LOTLINE_OPENLINEAGE_API_KEY"),
         webhook_urls=tuple(u.strip() for u in (pick("LOTLINE_WEBHOOK_URLS") or "").split(",") if u.strip()),
         read_timeout=parse_read_timeout(pick("LOTLINE_READ_TIMEOUT")),
+        log_level=parse_log_level(pick("LOTLINE_LOG_LEVEL")),
     )
+
+
+def parse_log_level(text: str | None) -> str:
+    """``LOTLINE_LOG_LEVEL``: one of log4j's levels, any case (default ERROR)."""
+    if text is None or not text.strip():
+        return DEFAULT_LOG_LEVEL
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise InvalidInput(f"LOTLINE_LOG_LEVEL {text!r} is not one of {', '.join(LOG_LEVELS)}.")
+    return level
 
 
 def parse_read_timeout(text: str | None) -> float:
