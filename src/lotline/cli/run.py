@@ -135,8 +135,8 @@ def _run(
     register(lineage, pipeline)
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
         emitter = emitter_for(settings, spark.version)
-        quiet = settings.log_level in QUIET_LEVELS
-        runner = LotRunner(lineage, pipeline, spark, lease=lease, emitter=emitter, quiet_on_interrupt=quiet)
+        silence = settings.log_level in QUIET_LEVELS
+        runner = LotRunner(lineage, pipeline, spark, lease=lease, emitter=emitter, quiet_on_interrupt=silence)
         with interrupting(runner):
             return run_with_progress(
                 runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet
@@ -157,6 +157,16 @@ def interrupting(runner: LotRunner) -> Iterator[None]:
         yield
         return
     previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        with quiet_py4j():
+            yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def quiet_py4j() -> Iterator[None]:
+    """Without py4j's log records (an interrupted call, the connections it then closes)."""
     root, py4j = logging.getLogger(), logging.getLogger("py4j")
     level = py4j.level
     root.addFilter(_not_py4j)
@@ -166,7 +176,6 @@ def interrupting(runner: LotRunner) -> Iterator[None]:
     finally:
         py4j.setLevel(level)
         root.removeFilter(_not_py4j)
-        signal.signal(signal.SIGINT, previous)
 
 
 def _not_py4j(record: logging.LogRecord) -> bool:

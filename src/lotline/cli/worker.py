@@ -19,6 +19,7 @@ from lotline.cli.run import (
     LeaseOption,
     PipelineArgument,
     VerboseOption,
+    quiet_py4j,
     with_verbosity,
 )
 from lotline.services import open_configured
@@ -50,19 +51,23 @@ def worker(
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     stop = threading.Event()
+    runner: LotRunner | None = None
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt  # second signal: the runner fails the lot in progress, then we end
+        if stop.is_set():  # second signal: fail the lot in progress cleanly, then end
+            if runner is not None:
+                runner.interrupt()
+            raise KeyboardInterrupt
         stop.set()
         print("lotline worker: stopping after the lot in progress (signal again to fail it now)", flush=True)
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
     name = f"{socket.gethostname()}:{os.getpid()}"
     try:
         register(lineage, loaded)
-        with spark_session(settings, f"lotline worker {loaded.name}") as spark:
+        with spark_session(settings, f"lotline worker {loaded.name}") as spark, quiet_py4j():
+            # After the session: PySpark's own SIGINT handler would only cancel Spark's jobs.
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, on_signal)
             emitter = emitter_for(settings, spark.version)
             runner = LotRunner(
                 lineage,
