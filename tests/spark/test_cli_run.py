@@ -175,3 +175,39 @@ def test_lotline_logs_prints_what_a_lot_logged(
     unknown = cli.invoke(app, ["logs", "00000000-0000-0000-0000-000000000000"])
     assert unknown.exit_code == 2
     assert unknown.stderr.startswith("lotline: error: ")
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_a_failed_lot_is_one_line_on_stderr_and_verbose_brings_spark_s_log_back(
+    backend_url: str, tmp_path: Path
+) -> None:
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        from lotline.spark.pipeline import load_pipeline
+        from lotline.spark.runner import register
+
+        register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
+        ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:03:00 /x 599"]])
+    finally:
+        lineage.close()
+    env = {
+        **os.environ,
+        "LOTLINE_DB_URL": backend_url,
+        "LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "LOTLINE_SPARK_MASTER": "local[1]",
+    }
+    command = [sys.executable, "-m", "lotline", "run", str(PIPELINES / "weblogs.py")]
+    done = subprocess.run(
+        command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, done.stderr
+    # Spark's own lines are gone (the JVM's own module warning aside): the failure is said once.
+    said = [line for line in done.stderr.splitlines() if line.strip() and "incubator modules" not in line]
+    assert said == ["failed: job parse lot 20230101PT30M000 (attempt 1): unparseable line"], done.stderr
+    assert "left failed: job parse lot 20230101PT30M000 (attempt 1): unparseable line" in done.stdout
+    # --verbose: Spark's log from WARN up is back (the retry, attempt 2, passes).
+    verbose = subprocess.run(
+        [*command, "--verbose"], check=False, env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert verbose.returncode == 0, verbose.stderr
+    assert " WARN " in verbose.stderr

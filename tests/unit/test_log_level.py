@@ -44,7 +44,8 @@ def test_a_bad_level_is_one_line_before_anything_runs(
 def test_the_driver_gets_lotline_s_log4j_configuration_after_the_user_s_options() -> None:
     options = log_options("WARN", "-Xss4m")
     assert options.startswith("-Xss4m -Dlog4j2.configurationFile=file:")
-    assert options.endswith("-Dlotline.log.level=warn")
+    assert options.endswith("-Dlotline.log.level=warn -Dlotline.task.log.level=warn")
+    assert log_options("ERROR").endswith("-Dlotline.log.level=error -Dlotline.task.log.level=fatal")
     path = Path(options.split("configurationFile=file:", 1)[1].split()[0])
     assert "${sys:lotline.log.level:-error}" in path.read_text()
     mine = "-Dlog4j2.configurationFile=file:/etc/my-log4j2.properties"

@@ -48,6 +48,18 @@ rootLogger.appenderRef.stderr.ref = stderr
 # does not announce "Setting default log level to WARN" (and set it).
 logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
 logger.shell.level = ${sys:lotline.log.level:-error}
+# What the tasks of a failed lot log, each with its Java stack: lotline reports every failure once
+# itself (its stack kept in the run's errorMessage facet); shown from WARN (--verbose) down.
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = ${sys:lotline.task.log.level:-fatal}
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = ${sys:lotline.task.log.level:-fatal}
+logger.writer.name = org.apache.spark.sql.execution.datasources.FileFormatWriter
+logger.writer.level = ${sys:lotline.task.log.level:-fatal}
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = ${sys:lotline.task.log.level:-fatal}
+logger.python.name = org.apache.spark.api.python.PythonRunner
+logger.python.level = ${sys:lotline.task.log.level:-fatal}
 appender.console.type = Console
 appender.console.name = stderr
 appender.console.target = SYSTEM_ERR
@@ -66,7 +78,11 @@ def log_options(level: str, given: str | None = None) -> str:
     path = Path(tempfile.gettempdir()) / f"lotline-log4j2-{digest}.properties"
     if not path.exists():
         path.write_text(_LOG4J2, encoding="utf-8")
-    ours = f"-Dlog4j2.configurationFile={path.as_uri()} -Dlotline.log.level={level.lower()}"
+    tasks = "fatal" if level in ("OFF", "FATAL", "ERROR") else level.lower()
+    ours = (
+        f"-Dlog4j2.configurationFile={path.as_uri()} -Dlotline.log.level={level.lower()} "
+        f"-Dlotline.task.log.level={tasks}"
+    )
     return f"{given} {ours}" if given else ours
 
 
