@@ -24,7 +24,6 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.failures import INTERRUPTED
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
-from lotline.spark.emit import emitter_for
 from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
@@ -134,9 +133,8 @@ def _run(
     """Register first (a bad registration fails fast), then start Spark, which takes seconds."""
     register(lineage, pipeline)
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
-        emitter = emitter_for(settings, spark.version)
         silence = settings.log_level in QUIET_LEVELS
-        runner = LotRunner(lineage, pipeline, spark, lease=lease, emitter=emitter, quiet_on_interrupt=silence)
+        runner = LotRunner(lineage, pipeline, spark, lease=lease, quiet_on_interrupt=silence)
         with interrupting(runner):
             return run_with_progress(
                 runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet

@@ -24,7 +24,6 @@ from lotline.cli.run import (
 )
 from lotline.services import open_configured
 from lotline.services.config import load_settings
-from lotline.spark.emit import emitter_for
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotResult, LotRunner, register
 from lotline.spark.session import check_master, spark_session
@@ -68,13 +67,11 @@ def worker(
             # After the session: PySpark's own SIGINT handler would only cancel Spark's jobs.
             for signum in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(signum, on_signal)
-            emitter = emitter_for(settings, spark.version)
             runner = LotRunner(
                 lineage,
                 loaded,
                 spark,
                 lease=timedelta(seconds=lease),
-                emitter=emitter,
                 quiet_on_interrupt=settings.log_level in QUIET_LEVELS,
             )
             print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
