@@ -390,6 +390,11 @@ def _import_file(path: Path) -> Any:
     except BaseException:
         del sys.modules[name]
         raise
+    # Spark's Python workers cannot import a file under this made-up name: the functions a
+    # transform hands them (UDFs) travel by value, not as a reference to the module.
+    from pyspark import cloudpickle
+
+    cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
     return module
 
 
