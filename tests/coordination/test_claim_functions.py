@@ -11,6 +11,7 @@ wall-clock times left out.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from collections import Counter
@@ -128,7 +129,7 @@ def _snapshot(store: Store) -> dict[str, Any]:
             "runs": rows(
                 "SELECT id, job_version_id IS NULL, lot, state, started_at IS NULL, ended_at IS NULL, "
                 "args, facets, parent_run_id FROM runs",
-                lambda i, *rest: (run(i), *rest),
+                lambda i, *rest: (run(i), *rest[:-2], _timeless(rest[-2]), rest[-1]),
             ),
             "transitions": rows(
                 "SELECT run_id, state, count(*) FROM run_transitions GROUP BY run_id, state",
@@ -158,6 +159,15 @@ def _snapshot(store: Store) -> dict[str, Any]:
             ),
             "frontier": rows("SELECT job_id, lot FROM lot_frontier", lambda j, lot: (jobs[j], lot)),
         }
+
+
+def _timeless(facets: dict[str, Any]) -> dict[str, Any]:
+    """A reaped run's error message names the wall-clock time of its claim's last heartbeat."""
+    error = facets.get("errorMessage")
+    if error is None:
+        return facets
+    message = re.sub(r"at \d{4}-\S+", "at <time>", error["message"])
+    return {**facets, "errorMessage": {**error, "message": message}}
 
 
 def _run(new_database: Callable[[str], str], *, in_database: bool) -> tuple[dict[str, Any], Counter[str]]:
