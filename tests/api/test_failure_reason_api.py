@@ -1,5 +1,6 @@
 """A failed lot's one-line reason over HTTP: the REST run's ``errorMessage`` facet (message: the
-line; stackTrace: the whole stack) and the web UI's run page (the line first, the stack folded)."""
+line; stackTrace: the whole stack) and the web UI's run page (the line first, the stack folded, the
+run's log)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from urllib.parse import quote
 import requests
 
 from api.conftest import ApiServer
+from lotline.domain.runs import LOG_FACET
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
@@ -30,7 +32,8 @@ def test_the_rest_run_and_the_run_page_show_the_reason_and_keep_the_stack(
         try:
             _raise()
         except ValueError as error:
-            world.lots.fail(claim, error=error)
+            log = {"lines": ["2023-01-01T00:00:00.000000Z INFO read <3> files"], "dropped": 2}
+            world.lots.fail(claim, error=error, facets={LOG_FACET: log})
     finally:
         lineage.close()
     answer = http.get(api_server.api(f"/jobs/runs/{claim.run_id}"), timeout=10)
@@ -44,3 +47,6 @@ def test_the_rest_run_and_the_run_page_show_the_reason_and_keep_the_stack(
     stack = page.text.split('<details id="run-stack">', 1)[1].split("</details>", 1)[0]
     assert "<summary>stack trace</summary>" in stack
     assert "while parsing row 3" in html.unescape(stack)
+    # What the transform logged (lot.log), kept with the run, on its page.
+    assert '<pre id="run-log">2023-01-01T00:00:00.000000Z INFO read &lt;3&gt; files</pre>' in page.text
+    assert "2 earlier lines not kept" in page.text

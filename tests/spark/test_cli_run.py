@@ -154,6 +154,74 @@ def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
         lineage.close()
 
 
+def test_lotline_logs_prints_what_a_lot_logged(
+    cli: CliRunner, backend_url: str, tmp_path: Path, spark: SparkSession
+) -> None:
+    from lotline.spark.pipeline import load_pipeline
+    from lotline.spark.run import run_pipeline
+    from lotline.spark.runner import LotRunner, register
+    from support.spark import ingest_files
+
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        pipeline = load_pipeline(str(PIPELINES / "failing.py"))
+        register(lineage, pipeline)
+        ingest_files(lineage, "failing", "rows", "20230101PT1H000", {"rows.csv": ["1,2"]})
+        run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.select(["parse"]), worker="test")
+        [row] = lineage.lots.status("failing", job="parse")
+    finally:
+        lineage.close()
+    result = cli.invoke(app, ["logs", str(row.run_id)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "… 6 earlier lines not kept"
+    assert lines[1].endswith(" INFO step 6 of lot 20230101PT1H000")
+    assert lines[-1].endswith(" WARNING about to write")
+    assert len(lines) == 1001
+    # Bad input: one line, exit 2.
+    bad = cli.invoke(app, ["logs", "not-a-run"])
+    assert (bad.exit_code, bad.stderr.strip()) == (2, "lotline: error: 'not-a-run' is not a run id (a UUID).")
+    unknown = cli.invoke(app, ["logs", "00000000-0000-0000-0000-000000000000"])
+    assert unknown.exit_code == 2
+    assert unknown.stderr.startswith("lotline: error: ")
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_a_failed_lot_is_one_line_on_stderr_and_verbose_brings_spark_s_log_back(
+    backend_url: str, tmp_path: Path
+) -> None:
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        from lotline.spark.pipeline import load_pipeline
+        from lotline.spark.runner import register
+
+        register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
+        ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:03:00 /x 599"]])
+    finally:
+        lineage.close()
+    env = {
+        **os.environ,
+        "LOTLINE_DB_URL": backend_url,
+        "LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "LOTLINE_SPARK_MASTER": "local[1]",
+    }
+    command = [sys.executable, "-m", "lotline", "run", str(PIPELINES / "weblogs.py")]
+    done = subprocess.run(
+        command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 1, done.stderr
+    # Spark's own lines are gone (the JVM's own module warning aside): the failure is said once.
+    said = [line for line in done.stderr.splitlines() if line.strip() and "incubator modules" not in line]
+    assert said == ["failed: job parse lot 20230101PT30M000 (attempt 1): unparseable line"], done.stderr
+    assert "left failed: job parse lot 20230101PT30M000 (attempt 1): unparseable line" in done.stdout
+    # --verbose: Spark's log from WARN up is back (the retry, attempt 2, passes).
+    verbose = subprocess.run(
+        [*command, "--verbose"], check=False, env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert verbose.returncode == 0, verbose.stderr
+    assert " WARN " in verbose.stderr
+
+
 #: A worker that claims two lots and is killed: one claim's lease runs out in a second, the other's
 #: in an hour.
 _KILLED_WORKER = """

@@ -64,6 +64,13 @@ def test_a_malformed_file_names_spark_s_error_class_the_cause_and_the_file(
     assert "rows_malformed.csv" in line
     _clean(line)
     assert _recorded(lineage, "parse") == line
+    # What the transform logged is kept with its run: the last 1,000 lines.
+    [row] = lineage.lots.status(NS, job="parse")
+    assert row.run_id is not None
+    kept = lineage.runs.get_run(row.run_id).facets["lotline_log"]
+    assert (len(kept["lines"]), kept["dropped"]) == (1000, 6)
+    assert kept["lines"][0].endswith(f" INFO step 6 of lot {LOT}")
+    assert kept["lines"][-1].endswith(" WARNING about to write")
 
 
 def test_a_python_udf_s_exception_reads_as_the_user_s_message(lineage: Lineage, runner: LotRunner) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +24,7 @@ from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotResult, LotRunner, register
 from lotline.spark.worker import Backoff, Worker
 from lotline.store.engine import Store
 from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
@@ -195,3 +196,20 @@ def test_two_worker_processes_on_postgresql_never_run_a_lot_twice(backend_url: s
         assert sum(done) == 12  # every lot done once, by one of the two
     finally:
         lineage.close()
+
+
+def test_the_worker_logs_a_failure_as_its_one_line_reason(capsys: pytest.CaptureFixture[str]) -> None:
+    from lotline.cli.worker import _print
+
+    failed = LotResult(
+        "parse",
+        "20230101PT30M001",
+        2,
+        uuid.uuid4(),
+        ok=False,
+        seconds=1.25,
+        error="job parse lot 20230101PT30M001 (attempt 2): unparseable line",
+        reason="unparseable line",
+    )
+    _print(failed)
+    assert capsys.readouterr().out == "parse 20230101PT30M001 attempt 2: FAILED: unparseable line (1.2 s)\n"

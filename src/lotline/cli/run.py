@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from typing import Annotated, Any
 
 import typer
@@ -15,6 +22,7 @@ from rich.table import Table
 
 from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
+from lotline.domain.failures import INTERRUPTED
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
@@ -30,6 +38,13 @@ JobsOption = Annotated[
     list[str] | None, typer.Option("--job", "-j", help="Only this job (repeatable); default: all.")
 ]
 DEFAULT_LEASE_S = RUNNER_LEASE.total_seconds()
+#: Log levels at which Ctrl-C also silences Spark (which logs each task it cancels as an ERROR).
+QUIET_LEVELS = ("OFF", "FATAL", "ERROR")
+#: A run stopped by Ctrl-C exits as a shell's interrupted command does (128 + SIGINT).
+INTERRUPTED_EXIT = 130
+VerboseOption = Annotated[
+    bool, typer.Option("--verbose", "-v", help="Show Spark's own log from WARN up (default: errors only).")
+]
 LeaseOption = Annotated[
     float, typer.Option(min=1, help="Seconds a claim lives without a heartbeat (beaten every third).")
 ]
@@ -51,6 +66,7 @@ def run(
     retries: Annotated[int, typer.Option(min=0, help="Run a failed lot again up to N times.")] = 0,
     lease: LeaseOption = DEFAULT_LEASE_S,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    verbose: VerboseOption = False,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Load and check the pipeline, print its jobs; touch nothing.")
     ] = False,
@@ -63,7 +79,7 @@ def run(
     if dry_run:
         _print_plan(loaded, jobs, as_json)
         return
-    settings = load_settings()
+    settings = with_verbosity(load_settings(), verbose)
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     try:
@@ -85,8 +101,15 @@ def run(
     finally:
         lineage.close()
     print_summary(loaded, summary, as_json)
+    if summary.interrupted:
+        raise typer.Exit(code=INTERRUPTED_EXIT)
     if summary.failed:
         raise typer.Exit(code=1)
+
+
+def with_verbosity(settings: Settings, verbose: bool) -> Settings:
+    """``--verbose``: Spark's log from WARN up, whatever LOTLINE_LOG_LEVEL says."""
+    return replace(settings, log_level="WARN") if verbose else settings
 
 
 def _window(start: datetime | None, end: datetime | None) -> Window | None:
@@ -121,8 +144,53 @@ def _run(
     if not claimed and all(count == 0 for count in eligible.values()):  # held lots: the run reports them
         raise NothingEligible(_nothing_eligible(lineage, pipeline, jobs))
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
-        runner = LotRunner(lineage, pipeline, spark, lease=lease)
-        return run_with_progress(runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet)
+        silence = settings.log_level in QUIET_LEVELS
+        runner = LotRunner(lineage, pipeline, spark, lease=lease, quiet_on_interrupt=silence)
+        with interrupting(runner):
+            return run_with_progress(
+                runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet
+            )
+
+
+@contextmanager
+def interrupting(runner: LotRunner) -> Iterator[None]:
+    """Ctrl-C (SIGINT) interrupts the runner first (its lots in progress fail as ``interrupted by
+    the user``, not as Spark's cancelled jobs), then the main thread. Replaces PySpark's handler,
+    which only cancels the jobs."""
+
+    def on_interrupt(_signum: int, _frame: FrameType | None) -> None:
+        runner.interrupt()
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        with quiet_py4j():
+            yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def quiet_py4j() -> Iterator[None]:
+    """Without py4j's log records (an interrupted call, the connections it then closes)."""
+    root, py4j = logging.getLogger(), logging.getLogger("py4j")
+    level = py4j.level
+    root.addFilter(_not_py4j)
+    py4j.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        py4j.setLevel(level)
+        root.removeFilter(_not_py4j)
+
+
+def _not_py4j(record: logging.LogRecord) -> bool:
+    """py4j logs an interrupted call and the connections it then closes, with their tracebacks
+    (some on the root logger): the run reports the interruption itself, once."""
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 class NothingEligible(Exception):
@@ -170,7 +238,7 @@ def run_with_progress(
         def show(result: LotResult) -> None:
             if result.ok:
                 progress.advance(tasks[result.job])
-            else:
+            elif result.reason != INTERRUPTED:  # the summary lists the lots Ctrl-C stopped
                 failed[result.job] += 1
                 progress.update(tasks[result.job], failed=failed[result.job])
                 progress.console.print(f"failed: {result.error}", style="red", highlight=False)
@@ -217,7 +285,12 @@ def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> Non
         for name, t in summary.tallies.items()
     ]
     if as_json:
-        document = {"pipeline": pipeline.name, "namespace": pipeline.namespace, "jobs": rows}
+        document = {
+            "pipeline": pipeline.name,
+            "namespace": pipeline.namespace,
+            "jobs": rows,
+            "interrupted": summary.interrupted,
+        }
         print(json.dumps({**document, "errors": summary.errors, "held": summary.held}, indent=2))
         return
     table = Table(title=f"lotline run {pipeline.name}")
@@ -232,3 +305,5 @@ def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> Non
         console.print(f"[red]left failed:[/red] {error}", highlight=False)
     for held in summary.held:
         console.print(f"[yellow]not taken:[/yellow] {held}", highlight=False, soft_wrap=True)
+    if summary.interrupted:
+        console.print("[red]interrupted[/red]: the run stopped at Ctrl-C", highlight=False)

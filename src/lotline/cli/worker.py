@@ -12,7 +12,16 @@ from typing import Annotated
 
 import typer
 
-from lotline.cli.run import DEFAULT_LEASE_S, JobsOption, LeaseOption, PipelineArgument
+from lotline.cli.run import (
+    DEFAULT_LEASE_S,
+    QUIET_LEVELS,
+    JobsOption,
+    LeaseOption,
+    PipelineArgument,
+    VerboseOption,
+    quiet_py4j,
+    with_verbosity,
+)
 from lotline.services import open_configured
 from lotline.services.config import load_settings
 from lotline.spark.pipeline import load_pipeline
@@ -31,29 +40,40 @@ def worker(
     idle_exit: Annotated[
         float | None, typer.Option(min=0, help="Exit after this many seconds without eligible lots.")
     ] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Run the pipeline's lots as they become eligible, until SIGTERM or SIGINT: the lot in progress
     is finished first (a second signal fails it cleanly, nothing half-written visible), then exit 0."""
     loaded = load_pipeline(pipeline)
     jobs = loaded.select(job) if job else loaded.ordered_jobs()
-    settings = load_settings()
+    settings = with_verbosity(load_settings(), verbose)
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     stop = threading.Event()
+    runner: LotRunner | None = None
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt  # second signal: the runner fails the lot in progress, then we end
+        if stop.is_set():  # second signal: fail the lot in progress cleanly, then end
+            if runner is not None:
+                runner.interrupt()
+            raise KeyboardInterrupt
         stop.set()
         print("lotline worker: stopping after the lot in progress (signal again to fail it now)", flush=True)
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
     name = f"{socket.gethostname()}:{os.getpid()}"
     try:
         register(lineage, loaded)
-        with spark_session(settings, f"lotline worker {loaded.name}") as spark:
-            runner = LotRunner(lineage, loaded, spark, lease=timedelta(seconds=lease))
+        with spark_session(settings, f"lotline worker {loaded.name}") as spark, quiet_py4j():
+            # After the session: PySpark's own SIGINT handler would only cancel Spark's jobs.
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(signum, on_signal)
+            runner = LotRunner(
+                lineage,
+                loaded,
+                spark,
+                lease=timedelta(seconds=lease),
+                quiet_on_interrupt=settings.log_level in QUIET_LEVELS,
+            )
             print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
             tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
             print(

@@ -74,3 +74,8 @@ def plan_transition(current: RunState, action: RunAction) -> TransitionPlan:
         current=current.value,
         allowed=allowed,
     )
+
+
+#: The run facet holding what a lot's transform logged (``lot.log``): ``{lines, dropped}``, the
+#: last lines kept (spark/runlog.py); read by ``lotline logs`` and the web UI's run page.
+LOG_FACET = "lotline_log"

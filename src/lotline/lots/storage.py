@@ -26,6 +26,7 @@ from typing import Any
 
 import fsspec
 
+from lotline.domain import failures
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import validate_lot_id
 from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, check_format, manifest_document
@@ -165,9 +166,20 @@ class Storage:
         return StoredObject(uri, int(info["size"]), _modified(info))
 
     def root_exists(self) -> bool:
-        """A local root is a folder that must exist; an S3 root needs its bucket (keys make folders)."""
+        """A local root is a folder that must exist; an S3 root needs its bucket (keys make folders).
+        S3 that cannot be asked (no credentials, no endpoint) is an InvalidInput saying so: s3fs's
+        ``exists`` answers False for any failure, which read as "does not exist"."""
         path = self._path(self.root)
-        return bool(self.fs.exists(path if self.protocol == "file" else path.split("/", 1)[0]))
+        if self.protocol != "s3":
+            return bool(self.fs.exists(path if self.protocol == "file" else path.split("/", 1)[0]))
+        bucket = path.split("/", 1)[0]
+        try:
+            self.fs.call_s3("head_bucket", Bucket=bucket)
+        except FileNotFoundError:
+            return False
+        except Exception as error:
+            raise InvalidInput(f"cannot use s3://{bucket}: {_s3_problem(error, self.fs)}") from None
+        return True
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs.exists(self._path(uri)))
@@ -225,6 +237,26 @@ class Storage:
     def read_manifest_copy(self, uri: str) -> dict[str, Any]:
         document: dict[str, Any] = json.loads(self.read_bytes(uri))
         return document
+
+
+def _s3_problem(error: Exception, fs: Any) -> str:
+    """What keeps lotline from S3, in the operator's terms (docs/deploy.md "Object storage")."""
+    kinds = {kind.__name__ for kind in type(error).__mro__}
+    endpoint = getattr(fs, "endpoint_url", None) or (getattr(fs, "client_kwargs", None) or {}).get(
+        "endpoint_url"
+    )
+    if kinds & {"NoCredentialsError", "PartialCredentialsError"}:
+        return (
+            "no S3 credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, or "
+            "run with an instance role)"
+        )
+    if isinstance(error, PermissionError):
+        return "access denied with these credentials"
+    if kinds & {"EndpointConnectionError", "ConnectTimeoutError", "ConnectionError", "OSError"}:
+        if endpoint:
+            return f"the S3 endpoint {endpoint} (LOTLINE_S3_ENDPOINT_URL) cannot be reached"
+        return "AWS S3 cannot be reached, and no LOTLINE_S3_ENDPOINT_URL is set for an S3-compatible service"
+    return failures.one_line(error)
 
 
 def _modified(info: Mapping[str, Any]) -> datetime:

@@ -35,12 +35,16 @@ KEYS = (
     "LOTLINE_ALLOWED_HOSTS",
     "LOTLINE_MAX_EVENT_WAITERS",
     "LOTLINE_NAMESPACE",
+    "LOTLINE_LOG_LEVEL",
 )
 #: ``lotline.toml`` keys that stand for an environment key (SPEC §8 names the file's ``namespace``).
 FILE_ALIASES = {"namespace": "LOTLINE_NAMESPACE"}
 #: What ``Setting.source`` says when neither the environment nor the file sets a key.
 DEFAULT_SOURCE = "default"
 ENV_SOURCE = "env"
+#: Spark's own log level for lotline's commands: errors only (``--verbose``: WARN, Spark's usual).
+DEFAULT_LOG_LEVEL = "ERROR"
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE", "ALL")
 #: Seconds the server waits for a request that stopped arriving (headers or body) before a 408.
 DEFAULT_READ_TIMEOUT_S = 30.0
 #: Requests that may wait for lot events at once in one server process (``?wait=``); more are a 429.
@@ -76,6 +80,8 @@ class Settings:
     #: Long polls of ``GET /lots/events`` that may wait at once, per server process (then 429).
     max_event_waiters: int = DEFAULT_MAX_EVENT_WAITERS
 
+    #: Spark's log level (``LOTLINE_LOG_LEVEL``; ``--verbose`` makes it WARN).
+    log_level: str = DEFAULT_LOG_LEVEL
     #: The namespace of commands run without ``-n`` (None: the only one in the database).
     namespace: str | None = None
 
@@ -151,6 +157,7 @@ def load_settings(directory: Path | None = None) -> Settings:
         allowed_hosts=parse_allowed_hosts(values["LOTLINE_ALLOWED_HOSTS"] or ""),
         max_event_waiters=parse_max_event_waiters(values["LOTLINE_MAX_EVENT_WAITERS"]),
         namespace=validate_name("Namespace", namespace) if namespace else None,
+        log_level=parse_log_level(values["LOTLINE_LOG_LEVEL"]),
     )
 
 
@@ -162,6 +169,7 @@ DEFAULTS = {
     "LOTLINE_READ_TIMEOUT": str(DEFAULT_READ_TIMEOUT_S),
     "LOTLINE_MAX_EVENT_WAITERS": str(DEFAULT_MAX_EVENT_WAITERS),
     "LOTLINE_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
+    "LOTLINE_LOG_LEVEL": DEFAULT_LOG_LEVEL,
 }
 
 
@@ -212,6 +220,16 @@ def _is_host(item: str) -> bool:
             return False
         return True
     return all(c.isalnum() or c in "-._" for c in bare) and bare.strip(".") != ""
+
+
+def parse_log_level(text: str | None) -> str:
+    """``LOTLINE_LOG_LEVEL``: one of log4j's levels, any case (default ERROR)."""
+    if text is None or not text.strip():
+        return DEFAULT_LOG_LEVEL
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise InvalidInput(f"LOTLINE_LOG_LEVEL {text!r} is not one of {', '.join(LOG_LEVELS)}.")
+    return level
 
 
 def parse_read_timeout(text: str | None) -> float:

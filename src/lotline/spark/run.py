@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from lotline.domain.coordination import LotClaim, LotMapping, LotStatus, Status
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.spark.pipeline import JobSpec
-from lotline.spark.runner import LotResult, LotRunner
+from lotline.spark.runner import Interrupted, LotResult, LotRunner
 
 
 @dataclass
@@ -43,6 +43,8 @@ class RunSummary:
     errors: list[str] = field(default_factory=list)
     #: Per job and owner, the lots another worker's claim held: "job J: 2 lots held by a live claim …".
     held: list[str] = field(default_factory=list)
+    #: Ctrl-C stopped the run (its lots in progress failed as "interrupted by the user").
+    interrupted: bool = False
 
     @property
     def failed(self) -> bool:
@@ -86,17 +88,24 @@ class _Run:
         self.pass_over = {j.name: _PassOver(window) for j in jobs}
         self.failures: Counter[tuple[str, str]] = Counter()
         self.errors: dict[tuple[str, str], str] = {}
+        self.interrupted = False
 
     def loop(self, worker: str, on_result: Callable[[LotResult], None]) -> None:
-        """Reap, then visit the jobs in order, until a whole visit claims nothing."""
+        """Reap, then visit the jobs in order, until a whole visit claims nothing, or Ctrl-C."""
         progressed = True
-        while progressed:
+        while progressed and not self.runner.interrupted:
             progressed = False
             self.runner.lineage.lots.reap()
             for job in self.jobs:
-                while (claim := self._claim(worker, job)) is not None:
+                while not self.runner.interrupted and (claim := self._claim(worker, job)) is not None:
                     progressed = True
-                    result = self.runner.execute(job, claim)
+                    try:
+                        result = self.runner.execute(job, claim)
+                    except Interrupted as stopped:
+                        self.interrupted = True
+                        self.record(job, stopped.result)
+                        on_result(stopped.result)
+                        return
                     self.record(job, result)
                     on_result(result)
 
@@ -132,7 +141,8 @@ class _Run:
             claims = [c for c in self._held(spec) if c.owner not in ours]
             self.tallies[spec.name].held = len(claims)
             held += _held_lines(spec.name, claims)
-        return RunSummary(self.tallies, [self.errors[k] for k in sorted(self.errors)], held)
+        errors = [self.errors[k] for k in sorted(self.errors)]
+        return RunSummary(self.tallies, errors, held, self.interrupted or self.runner.interrupted)
 
     def _held(self, job: JobSpec) -> list[LotStatus]:
         """The job's lots still RUNNING (at most the first 1,000) within the run's window."""
@@ -194,10 +204,15 @@ def run_pipeline(
     window: Window | None = None,
     on_result: Callable[[LotResult], None] = lambda _: None,
 ) -> RunSummary:
-    """Process every eligible lot of ``jobs`` (in dependency order), then return what happened."""
+    """Process every eligible lot of ``jobs`` (in dependency order), then return what happened. Ctrl-C
+    fails the lots in progress (``interrupted by the user``) and ends the run early: the summary says
+    ``interrupted``."""
     run = _Run(runner, jobs, retries, window)
     if workers == 1:
-        run.loop(worker, on_result)
+        try:
+            run.loop(worker, on_result)
+        except KeyboardInterrupt:  # between lots: nothing was in progress
+            run.interrupted = True
         return run.summary({worker})
     errors: list[BaseException] = []
 
@@ -210,8 +225,13 @@ def run_pipeline(
     threads = [threading.Thread(target=loop, args=(i,), name=f"claim loop {i}") for i in range(workers)]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        thread.join()
+    try:
+        for thread in threads:
+            thread.join()
+    except KeyboardInterrupt:  # the main thread only waits: stop the loops, let them fail their lots
+        runner.interrupt()
+        for thread in threads:
+            thread.join()
     if errors:
         raise errors[0]
     return run.summary({f"{worker}-{i}" for i in range(workers)})

@@ -27,6 +27,7 @@ from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
 from lotline.domain.model import FieldSpec
+from lotline.domain.runs import LOG_FACET
 from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
@@ -38,6 +39,8 @@ from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
+from lotline.spark.runlog import RunLog
+from lotline.spark.session import check_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
 RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
+#: How long Ctrl-C waits for Spark to take the cancellation before stopping anyway.
+_CANCEL_WAIT_S = 10
 
 
 @dataclass(frozen=True)
@@ -153,11 +158,16 @@ class LotRunner:
         spark: SparkSession,
         *,
         lease: timedelta = RUNNER_LEASE,
+        quiet_on_interrupt: bool = True,
     ) -> None:
+        """``quiet_on_interrupt``: silence Spark's log at Ctrl-C (``--verbose`` keeps it). A warehouse
+        Spark cannot write (``s3://`` without hadoop-aws) is refused here, before any claim."""
+        check_storage(spark, lineage.storage.root)
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
+        self.quiet_on_interrupt = quiet_on_interrupt
         self._capture = WriteCapture.for_session(spark)
         _ship_code(pipeline)
         self._lock = threading.Lock()
@@ -175,9 +185,20 @@ class LotRunner:
 
     def interrupt(self) -> None:
         """Ctrl-C: cancel Spark's jobs; the lots they belonged to fail as ``interrupted by the user``
-        (not as Spark's "job cancelled") and raise ``Interrupted``, so every claim loop stops."""
+        (not as Spark's "job cancelled") and raise ``Interrupted``, so every claim loop stops. Safe in
+        a signal handler: Spark is called from a thread of its own (this one may be inside py4j).
+        Spark's log is silenced first, unless asked for (it logs every cancelled task as an ERROR)."""
         self._interrupted.set()
-        self.spark.sparkContext.cancelAllJobs()
+        context = self.spark.sparkContext
+
+        def cancel() -> None:
+            if self.quiet_on_interrupt:
+                context.setLogLevel("OFF")
+            context.cancelAllJobs()
+
+        thread = threading.Thread(target=cancel, name="lotline interrupt", daemon=True)
+        thread.start()
+        thread.join(timeout=_CANCEL_WAIT_S)
 
     def claim(self, worker: str, job: JobSpec, skip: Container[str] = ()) -> LotClaim | None:
         return self.lineage.lots.claim(worker, self.namespace, job.name, lease=self.lease, skip=skip)
@@ -188,6 +209,7 @@ class LotRunner:
         facets = self._facets(claim)
         location: str | None = None
         fields: tuple[FieldSpec, ...] = ()
+        run_log = RunLog(job.name)
         emission = self.lineage.emission
         emission.started(
             claim, {"processing_engine": ol.processing_engine("spark", self.spark.version), **facets}
@@ -195,14 +217,16 @@ class LotRunner:
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
                 objects = self._input_objects(job, claim)
+                context = self._context(job, claim, run_log.logger)
                 if not any(objects.values()):  # every input lot is empty: so is the output lot
                     draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
                 elif job.partition_by is None:
                     location = self._attempt_uri(job, claim)
-                    draft, fields = self._write(job, claim, objects, location, self._context(job, claim))
+                    draft, fields = self._write(job, claim, objects, location, context)
                 else:
-                    draft, fields = self._write_parts(job, claim, objects, facets)
+                    draft, fields = self._write_parts(job, claim, objects, facets, context)
                 beat.check()
+                _add_log(facets, run_log)
                 statistics = {
                     "rowCount": draft.row_count,
                     "fileCount": len(draft.objects),
@@ -213,6 +237,7 @@ class LotRunner:
                     claim, manifest=draft, facets=facets, output_facets=ol.version_facets(draft, fields)
                 )
         except BaseException as error:
+            _add_log(facets, run_log)
             stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
             failure = failure_of(error)
             if stopped:
@@ -347,6 +372,7 @@ class LotRunner:
         claim: LotClaim,
         objects: dict[str, list[ManifestObject]],
         facets: dict[str, Any],
+        lot: Lot,
     ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
         """Child work: each part of the first input not kept from an earlier attempt is a child run
         writing under ``<attempt>/<part>/`` (``parallel_parts`` at a time); the lot's draft lists
@@ -365,7 +391,7 @@ class LotRunner:
             values, part_objects = parts[name]
             child = self.lineage.children.start(claim, name)
             location = posixpath.join(base, name)
-            context = replace(self._context(job, claim), part=name, part_values=values, child_run_id=child)
+            context = replace(lot, part=name, part_values=values, child_run_id=child)
             try:
                 draft, fields = self._write(job, claim, {**objects, first: part_objects}, location, context)
             except Exception as error:
@@ -406,7 +432,7 @@ class LotRunner:
         rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
         return ManifestDraft(base, listed, rows), fields
 
-    def _context(self, job: JobSpec, claim: LotClaim) -> Lot:
+    def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)
         window = (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else (None, None)
         return Lot(
@@ -417,7 +443,7 @@ class LotRunner:
             run_id=claim.run_id,
             attempt=claim.attempt,
             spark=self.spark,
-            log=logging.getLogger(f"lotline.job.{job.name}"),
+            log=log,
         )
 
     def _facets(self, claim: LotClaim) -> dict[str, Any]:
@@ -468,6 +494,12 @@ class LotRunner:
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
+
+
+def _add_log(facets: dict[str, Any], run_log: RunLog) -> None:
+    kept = run_log.facet()
+    if kept is not None:
+        facets[LOG_FACET] = ol.custom(**kept)
 
 
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterator
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from lotline.domain import failures
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import Settings
 
@@ -33,6 +38,89 @@ def check_master(master: str) -> str:
     return master
 
 
+#: log4j2's configuration for the driver JVM of lotline's commands: Spark's messages at
+#: ``-Dlotline.log.level`` (``LOTLINE_LOG_LEVEL``) on stderr. Given at launch, so even the start-up
+#: lines (``Using Spark's default log4j profile``, the WARN banner) follow it.
+_LOG4J2 = """\
+rootLogger.level = ${sys:lotline.log.level:-error}
+rootLogger.appenderRef.stderr.ref = stderr
+# The logger Spark takes PySpark's "shell" level from (its log's first user): the same, so it
+# does not announce "Setting default log level to WARN" (and set it).
+logger.shell.name = org.apache.spark.api.python.PythonGatewayServer
+logger.shell.level = ${sys:lotline.log.level:-error}
+# What the tasks of a failed lot log, each with its Java stack: lotline reports every failure once
+# itself (its stack kept in the run's errorMessage facet); shown from WARN (--verbose) down.
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = ${sys:lotline.task.log.level:-fatal}
+logger.tasks.name = org.apache.spark.scheduler.TaskSetManager
+logger.tasks.level = ${sys:lotline.task.log.level:-fatal}
+logger.writer.name = org.apache.spark.sql.execution.datasources.FileFormatWriter
+logger.writer.level = ${sys:lotline.task.log.level:-fatal}
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = ${sys:lotline.task.log.level:-fatal}
+logger.python.name = org.apache.spark.api.python.PythonRunner
+logger.python.level = ${sys:lotline.task.log.level:-fatal}
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+def log_options(level: str, given: str | None = None) -> str:
+    """The driver's Java options with lotline's log4j2 configuration at ``level`` (after the
+    user's own options; a user's ``log4j2.configurationFile`` is kept instead)."""
+    if given and "log4j2.configurationFile" in given:
+        return given
+    digest = hashlib.sha256(_LOG4J2.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"lotline-log4j2-{digest}.properties"
+    if not path.exists():
+        path.write_text(_LOG4J2, encoding="utf-8")
+    tasks = "fatal" if level in ("OFF", "FATAL", "ERROR") else level.lower()
+    ours = (
+        f"-Dlog4j2.configurationFile={path.as_uri()} -Dlotline.log.level={level.lower()} "
+        f"-Dlotline.task.log.level={tasks}"
+    )
+    return f"{given} {ours}" if given else ours
+
+
+#: Where the deploy guide explains what Spark needs for object storage.
+_STORAGE_DOCS = 'docs/deploy.md "Object storage"'
+
+
+def check_storage(spark: SparkSession, root: str) -> None:
+    """Refuse, before any lot is claimed, a warehouse Spark cannot write: Hadoop must have a file
+    system for its scheme (``s3://`` needs the hadoop-aws jar and ``fs.s3.impl``). Spark would
+    otherwise fail every lot, each with a Java stack."""
+    scheme = root.split("://", 1)[0] if "://" in root else "file"
+    if scheme == "file":
+        return
+    context: Any = spark.sparkContext
+    jvm, conf = context._jvm, context._jsc.hadoopConfiguration()
+    try:
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        return
+    except Exception as error:
+        text = str(getattr(error, "java_exception", error))
+    impl = conf.get(f"fs.{scheme}.impl")
+    if impl is None:
+        needs = (
+            f'Hadoop has no file system for "{scheme}://": add the hadoop-aws jar (and the AWS SDK '
+            f"bundle) to Spark and set spark.hadoop.fs.{scheme}.impl=org.apache.hadoop.fs.s3a.S3AFileSystem"
+            if scheme == "s3"
+            else f'Hadoop has no file system for "{scheme}://" (spark.hadoop.fs.{scheme}.impl)'
+        )
+    elif "ClassNotFound" in text or "not found" in text:
+        needs = f"spark.hadoop.fs.{scheme}.impl is {impl}, whose jar is not on Spark's classpath" + (
+            " (hadoop-aws, with the AWS SDK bundle)" if scheme == "s3" else ""
+        )
+    else:
+        needs = f"Hadoop cannot use {scheme}:// ({failures.first_line(text)})"
+    raise InvalidInput(f"Spark cannot write the warehouse {root}: {needs}; see {_STORAGE_DOCS}.")
+
+
 @contextmanager
 def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
     """A session on ``LOTLINE_SPARK_MASTER`` with ``LOTLINE_SPARK_CONF``, stopped at the end; a
@@ -44,7 +132,9 @@ def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
         yield existing
         return
     builder = SparkSession.builder.master(check_master(settings.spark_master)).appName(app_name)
-    for key, value in {**DEFAULTS, **dict(settings.spark_conf)}.items():
+    conf = {**DEFAULTS, **dict(settings.spark_conf)}
+    conf[_JAVA_OPTIONS] = log_options(settings.log_level, conf.get(_JAVA_OPTIONS))
+    for key, value in conf.items():
         builder = builder.config(key, value)
     try:
         spark = builder.getOrCreate()
@@ -52,7 +142,17 @@ def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         reason = lines[0] if lines else type(error).__name__
         raise InvalidInput(f"cannot start Spark on master {settings.spark_master!r}: {reason}") from None
+    spark.sparkContext.setLogLevel(settings.log_level)  # where the launch options were not used
     try:
         yield spark
     finally:
-        spark.stop()
+        in_fresh_thread(spark.stop)
+
+
+def in_fresh_thread(call: Callable[[], object]) -> None:
+    """Call into Spark from a thread of its own: Ctrl-C may have interrupted this thread in the
+    middle of a py4j call, leaving its connection with an answer nobody read (the next call on it
+    would read that answer, or fail with a traceback py4j logs)."""
+    thread = threading.Thread(target=call, name="lotline spark call", daemon=True)
+    thread.start()
+    thread.join()

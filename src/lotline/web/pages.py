@@ -14,7 +14,7 @@ from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
 from lotline.domain.grid import Health
-from lotline.domain.runs import RunState
+from lotline.domain.runs import LOG_FACET, RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
 from lotline.services.gaps import MAX_NAMESPACE_JOBS
@@ -197,6 +197,7 @@ async def run_page(request: Request, run_id: str) -> HTMLResponse:
             "ns": found.namespace,
             "run": found,
             "error": found.facets.get("errorMessage"),
+            "log": found.facets.get(LOG_FACET),
             "children": lineage.runs.child_runs(found.id),
             "manifests": lineage.manifests.of_run(found.id),
             "events": lineage.openlineage.list_events(limit=50, run_id=found.id).items,
