@@ -20,6 +20,7 @@ from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from lotline.store.types import utcnow
+from support import crash
 from support.lots import LotWorld
 from support.storage import s3_options
 
@@ -78,11 +79,11 @@ def _publish(world: LotWorld, name: str) -> ManifestDraft:
 
 
 def _reap_after_lease(lineage: Lineage) -> None:
-    """The dead worker took its one-second lease on the real clock, after the services' clock
-    was made: move that clock past it instead of waiting."""
+    """The dead worker took its lease on the real clock, after the services' clock was made: move
+    that clock past it instead of waiting."""
     clock = _CLOCKS[id(lineage)]
     assert lineage.lots.reap() == 0  # its lease still runs
-    clock.advance(utcnow() - clock.now() + timedelta(seconds=1, milliseconds=100))
+    clock.advance(utcnow() - clock.now() + crash.LEASE + timedelta(milliseconds=100))
     assert lineage.lots.reap() == 1
 
 

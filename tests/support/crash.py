@@ -20,11 +20,14 @@ from lotline.services import Lineage
 from lotline.services.manifests import ManifestService
 from lotline.store.engine import Store
 
+#: Long enough for a loaded machine to write and fail within it: the tests move their clock past it.
+LEASE = timedelta(seconds=60)
+
 
 def main() -> None:
     db_url, root, options, namespace, job, lot, point = sys.argv[1:]
     lineage = Lineage.over(Store(db_url), Storage(root, json.loads(options)))
-    claim = lineage.lots.claim("doomed", namespace, job, lot=lot, lease=timedelta(seconds=1))
+    claim = lineage.lots.claim("doomed", namespace, job, lot=lot, lease=LEASE)
     assert claim is not None
     location = lineage.storage.attempt_uri(namespace, claim.dataset, lot, claim.attempt)
     for name in ("part-0.txt", "part-1.txt"):

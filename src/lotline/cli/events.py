@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from lotline.domain.manifests import LotEvent
+from lotline.domain.manifests import LotEvent, LotEventKind
 from lotline.services import open_configured
 from lotline.services.config import load_settings
 
@@ -55,9 +55,12 @@ def _print(event: LotEvent, as_json: bool) -> None:
     if as_json:
         print(json.dumps(event.to_json()), flush=True)
         return
-    manifest = f"manifest {event.manifest_id}" if event.manifest_id else ""
+    if event.kind is LotEventKind.FAILED:
+        detail = f"job {event.job} attempt {event.attempt}: {event.reason or 'no reason recorded'}"
+    else:
+        detail = f"manifest {event.manifest_id}" if event.manifest_id else ""
     print(
         f"{event.position:>8}  {event.created_at:%Y-%m-%dT%H:%M:%S}Z  {event.kind.value:<8}  "
-        f"{event.namespace}:{event.dataset}  {event.lot}  {manifest}".rstrip(),
+        f"{event.namespace}:{event.dataset}  {event.lot}  {detail}".rstrip(),
         flush=True,
     )

@@ -40,7 +40,7 @@ from lotline.services.claiming.python_path import fail_children, fence_of
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, jobs, lot_events, registry, reporting
+from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting
 
 DEFAULT_LEASE = timedelta(seconds=30)
 #: The ``_producer`` of the facets lotline writes itself.
@@ -273,6 +273,14 @@ class LotService:
             lot_job = lot_job_named(connection, namespace, job)
             if not registry.set_job_held(connection, lot_job.job_id, False, self._clock.now()):
                 raise Conflict(f"Job {namespace}:{job} is not on hold.")
+
+    def retry_now(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
+        """Take the job's failed lots (``lots``, or all) off their back-off: the next claim may take
+        them at once (``lotline run`` asks this of every lot it runs). Returns how many were waiting."""
+        wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
+        with self._store.write() as connection:
+            lot_job = lot_job_named(connection, namespace, job)
+            return frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now())
 
     def clean(self, namespace: str, job: str, lot: str) -> None:
         """Record that the failed attempt's partial data was removed: arc partial -> missing."""

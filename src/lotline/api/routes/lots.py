@@ -126,7 +126,7 @@ def lot_events(
         float, Query(ge=0, le=MAX_EVENT_WAIT_S, description="Seconds to wait for an event if none is there.")
     ] = 0,
 ) -> Json:
-    """The lot availability log (SPEC §5) from a position: READY and REOPENED events in commit
+    """The lot availability log (SPEC §5) from a position: READY, REOPENED and FAILED events in commit
     order. ``lastPosition`` is where the next request should start (``after``)."""
     deadline = time.monotonic() + wait
     while True:

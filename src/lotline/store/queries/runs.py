@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
-from lotline.domain.runs import RunState
+from lotline.domain.runs import RunState, reason_line
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
@@ -613,3 +613,24 @@ def running_children(connection: Connection, parent_run_id: uuid.UUID) -> list[u
         .order_by(runs.c.id)
     )
     return [run_id for (run_id,) in rows]
+
+
+#: The recorded failure message of a run: the ``errorMessage`` facet's message.
+_FAILURE_MESSAGE = runs.c.facets[("errorMessage", "message")].as_string()
+_FAILURE_MESSAGES = select(runs.c.id, _FAILURE_MESSAGE).where(
+    runs.c.id.in_(bindparam("b_runs", expanding=True)), _FAILURE_MESSAGE.is_not(None)
+)
+
+
+def failure_reasons(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The one-line reason each of these runs failed with (runs without a recorded one are absent),
+    in one statement per thousand runs. The one place a failure's reason is read from."""
+    found: dict[uuid.UUID, str] = {}
+    wanted = list(dict.fromkeys(run_ids))
+    for start in range(0, len(wanted), 1000):
+        rows = connection.execute(_FAILURE_MESSAGES, {"b_runs": wanted[start : start + 1000]})
+        for run_id, message in rows:
+            line = reason_line(message)
+            if line is not None:
+                found[run_id] = line
+    return found
