@@ -1,5 +1,5 @@
 """The lot grid through ``GapService.grid`` and ``GapService.span``, on SQLite and PostgreSQL: the
-colour of each cell is the state seeded through the services (complete, running, partial, missing,
+colour of each cell is the state seeded through the services (complete, running, failed, missing,
 empty, held, blocked), aggregated cells count them, and bad input is a clear error."""
 
 from __future__ import annotations
@@ -43,16 +43,16 @@ def _expected(states: dict[int, str]) -> list[str]:
 
 
 #: raw (job land): 0 and 5 published empty, 3 reopened by invalidation, 22 failed, 23 never made.
-EXPECTED_RAW = _expected({0: "empty", 3: "missing", 5: "empty", 22: "partial", 23: "missing"})
+EXPECTED_RAW = _expected({0: "empty", 3: "missing", 5: "empty", 22: "failed", 23: "missing"})
 #: cleaned (job clean): 1 empty, 3 reopened by the cascade and blocked by raw 3, 10 running,
-#: 11 failed, 12 failed then cleaned, 13 held, 14-21 missing, 22 and 23 blocked by raw.
+#: 11 failed, 12 failed then cleaned (failed all the same), 13 held, 14-21 missing, 22 and 23 blocked by raw.
 EXPECTED_CLEANED = _expected(
     {
         1: "empty",
         3: "blocked",
         10: "running",
-        11: "partial",
-        12: "missing",
+        11: "failed",
+        12: "failed",
         13: "held",
         **dict.fromkeys(range(14, 22), "missing"),
         22: "blocked",
@@ -110,20 +110,20 @@ def test_a_day_cell_counts_every_state_and_takes_the_most_urgent(day: LotWorld) 
     assert {s.value: n for s, n in cell.counts.items()} == {
         "blocked": 3,
         "running": 1,
-        "partial": 1,
-        "missing": 9,
+        "failed": 2,
+        "missing": 8,
         "held": 1,
         "empty": 1,
         "complete": 8,
     }
     assert (cell.state.value, cell.lot, cell.start) == (
-        "partial",
+        "failed",
         None,
         datetime.datetime(2023, 1, 1, tzinfo=UTC),
     )
     [raw] = gaps.grid(day.ns, job="land", start=DAY, end=NEXT_DAY, resolution="day").cells
     assert {s.value: n for s, n in raw.counts.items()} == {
-        "partial": 1,
+        "failed": 1,
         "missing": 2,
         "empty": 2,
         "complete": 19,
@@ -138,7 +138,7 @@ def test_hour_cells_of_hour_lots_are_the_lots(day: LotWorld) -> None:
     assert [(c.lot, c.state.value) for c in grid.cells] == [
         (hour(9), "complete"),
         (hour(10), "running"),
-        (hour(11), "partial"),
+        (hour(11), "failed"),
     ]
 
 
@@ -151,16 +151,16 @@ def test_five_minute_lots_per_hour_and_auto_resolution(world: LotWorld) -> None:
     grid = gaps.grid(world.ns, job="land", start=DAY, end="2023-01-01T03:00:00Z", resolution="hour")
     assert [{s.value: n for s, n in c.counts.items()} for c in grid.cells] == [
         {"missing": 1, "empty": 1, "complete": 10},
-        {"partial": 1, "missing": 8, "complete": 3},
+        {"failed": 1, "missing": 8, "complete": 3},
         {"missing": 12},
     ]
-    assert _states(grid) == ["missing", "partial", "missing"]
+    assert _states(grid) == ["missing", "failed", "missing"]
     auto = gaps.grid(world.ns, job="land", start=DAY, end="2023-01-01T03:00:00Z")
     assert (auto.resolution, len(auto.cells)) == (Resolution.LOT, 36)
     year = gaps.grid(world.ns, job="land", start=DAY, end="2024-01-01")
     assert (year.resolution, year.lots_per_cell, len(year.cells)) == (Resolution.DAY, 288, 365)
     assert {s.value: n for s, n in year.cells[0].counts.items()} == {
-        "partial": 1,
+        "failed": 1,
         "missing": 273,
         "empty": 1,
         "complete": 13,

@@ -70,9 +70,9 @@ def counts(grid: Grid) -> list[dict[str, int]]:
     return [{s.value: n for s, n in cell.counts.items()} for cell in grid.cells]
 
 
-def test_urgency_runs_from_partial_to_complete() -> None:
+def test_urgency_runs_from_failed_to_complete() -> None:
     assert [s.value for s in URGENCY] == [
-        "partial",
+        "failed",
         "blocked",
         "missing",
         "held",
@@ -106,7 +106,7 @@ def test_one_cell_per_lot_in_each_state_and_empty_told_apart_from_complete() -> 
     )
     assert states(grid) == [
         "empty",
-        "partial",
+        "failed",
         "blocked",
         "missing",
         "missing",  # listed empty, but inside the missing run
@@ -121,7 +121,7 @@ def test_one_cell_per_lot_in_each_state_and_empty_told_apart_from_complete() -> 
     assert [(cell.first, cell.stop) for cell in grid.cells] == [(first + n, first + n + 1) for n in range(24)]
     assert all(sum(cell.counts.values()) == 1 for cell in grid.cells)
     assert {s.value: n for s, n in grid.totals().items()} == {
-        "partial": 1,
+        "failed": 1,
         "blocked": 1,
         "missing": 2,
         "held": 1,
@@ -150,17 +150,17 @@ def test_hour_cells_take_the_most_urgent_state_and_count_every_lot() -> None:
     assert counts(grid)[:5] == [
         {"missing": 3, "running": 1, "empty": 2, "complete": 6},
         {"held": 2, "blocked": 1, "complete": 9},
-        {"partial": 6, "complete": 6},
-        {"partial": 4, "empty": 1, "complete": 7},
+        {"failed": 6, "complete": 6},
+        {"failed": 4, "empty": 1, "complete": 7},
         {"complete": 12},
     ]
-    assert states(grid)[:5] == ["missing", "blocked", "partial", "partial", "complete"]
+    assert states(grid)[:5] == ["missing", "blocked", "failed", "failed", "complete"]
     assert states(grid)[5:] == ["complete"] * 19
     assert [cell.start for cell in grid.cells] == [at(n) for n in range(24)]
     assert all(cell.lot is None for cell in grid.cells)
     assert sum(sum(cell.counts.values()) for cell in grid.cells) == 288
     assert {s.value: n for s, n in grid.totals().items()} == {
-        "partial": 10,
+        "failed": 10,
         "blocked": 1,
         "missing": 3,
         "held": 2,

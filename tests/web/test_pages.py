@@ -131,7 +131,7 @@ def test_grid_colours_are_the_states_in_the_database(
 
     page.goto(f"/jobs/{NS}/{job}/lots{DAY_RANGE}&res=day")  # aggregated: the most urgent state wins
     [cell] = page.locator("#grid a.c").all()
-    assert cell.get_attribute("data-state") == ("partial" if "partial" in expected.values() else "blocked")
+    assert cell.get_attribute("data-state") == ("failed" if "failed" in expected.values() else "blocked")
     cell.click()  # zooms into the day, per hour
     expect(page.locator("#grid a.c[data-lot]")).to_have_count(24)
 

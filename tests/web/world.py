@@ -23,14 +23,14 @@ def _expected(states: dict[int, str], default: str = "complete") -> dict[str, st
 
 
 #: Per lot of ``raw`` (job ``land``): 0 published empty, 3 reopened by invalidation, 22 failed, 23 never made.
-EXPECTED_LAND = _expected({0: "empty", 3: "missing", 22: "partial", 23: "missing"})
+EXPECTED_LAND = _expected({0: "empty", 3: "missing", 22: "failed", 23: "missing"})
 #: Per lot of ``cleaned`` (job ``clean``).
 EXPECTED_CLEAN = _expected(
     {
         3: "blocked",  # reopened by the cascade, and raw 03 is not ready
         10: "running",
-        11: "partial",
-        12: "missing",  # failed, then cleaned
+        11: "failed",
+        12: "failed",  # failed, then cleaned: failed all the same
         13: "held",
         **dict.fromkeys(range(14, 22), "missing"),
         22: "blocked",

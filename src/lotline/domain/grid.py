@@ -25,10 +25,10 @@ AUTO_CELLS = 2_500
 
 
 class CellState(StrEnum):
-    """A lot's arc state as the grid colours it (SPEC §5): the gap report's states, with an
-    empty lot told apart from a complete one and a failed one shown as its arc, partial."""
+    """A lot's state as the grid colours it: the gap report's states (a failed lot is failed,
+    whether or not its attempt's data is removed), with an empty lot told apart from a complete one."""
 
-    PARTIAL = "partial"
+    FAILED = "failed"
     BLOCKED = "blocked"
     MISSING = "missing"
     HELD = "held"
@@ -43,7 +43,7 @@ URGENCY = tuple(CellState)
 _FROM_GAP = {
     GapState.COMPLETE: CellState.COMPLETE,
     GapState.RUNNING: CellState.RUNNING,
-    GapState.FAILED: CellState.PARTIAL,
+    GapState.FAILED: CellState.FAILED,
     GapState.MISSING: CellState.MISSING,
     GapState.HELD: CellState.HELD,
     GapState.BLOCKED: CellState.BLOCKED,
