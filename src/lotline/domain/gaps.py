@@ -92,7 +92,7 @@ def state_of(status: str | None) -> GapState:
 
 
 @dataclass(frozen=True)
-class Failure:
+class LastAttempt:
     """Why a failed lot failed: its last attempt and that attempt's one-line reason (None: none
     recorded)."""
 
@@ -118,7 +118,7 @@ class Segment:
     stop: int
     state: GapState
     cause: Cause | None = None
-    failure: Failure | None = None
+    failure: LastAttempt | None = None
 
 
 def index_of(lot: str, interval: Interval) -> int:
@@ -157,7 +157,7 @@ def segments(
     stop: int,
     ready: Sequence[tuple[int, int]],
     other: Mapping[int, GapState],
-    failures: Mapping[int, Failure] | None = None,
+    failures: Mapping[int, LastAttempt] | None = None,
 ) -> list[Segment]:
     """The lots of ``[first, stop)`` that are not complete, as coalesced segments: outside the
     ``ready`` runs, a lot is in the state of its row (``other``, with its ``failures``) or missing."""
@@ -284,7 +284,7 @@ class LotRun:
     count: int
     cause: Cause | None = None
     #: Failed lots: their last attempt and its reason (the same for every lot of the run).
-    failure: Failure | None = None
+    failure: LastAttempt | None = None
 
 
 def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:

@@ -319,11 +319,13 @@ def _segments(
     return g.segments(first, stop, ready, other, failures)
 
 
-def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.Failure]:
+def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:
     """Each failed lot's last attempt and its one-line reason, the reasons in one read."""
     failed = [r for r in rows if g.state_of(r.status) is GapState.FAILED]
     reasons = runs.failure_reasons(connection, [r.run_id for r in failed if r.run_id is not None])
-    return {r.lot: g.Failure(r.attempt, None if r.run_id is None else reasons.get(r.run_id)) for r in failed}
+    return {
+        r.lot: g.LastAttempt(r.attempt, None if r.run_id is None else reasons.get(r.run_id)) for r in failed
+    }
 
 
 def _named_report(connection: Connection, namespace: str, target: _Target, span: TimeRange) -> GapReport:
