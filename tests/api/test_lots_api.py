@@ -30,7 +30,7 @@ def world(api_server: ApiServer, fresh_ns: str) -> Iterator[LotWorld]:
         world.lots.complete(claim)
     failed = world.claim("clean", DAYS[2])
     assert failed is not None
-    world.lots.fail(failed)
+    world.lots.fail(failed, error="disk full")
     assert world.claim("clean", DAYS[3], worker="busy-worker") is not None
     yield world
     lineage.close()
@@ -54,11 +54,11 @@ def test_job_lots_with_arc_states_filters_and_paging(
     everything = _lots(http, url)
     rows = everything["lots"]
     assert isinstance(rows, list)
-    assert [(r["lot"], r["status"], r["arcState"]) for r in rows] == [
-        (DAYS[0], "READY", "complete"),
-        (DAYS[1], "READY", "complete"),
-        (DAYS[2], "ERROR", "partial"),
-        (DAYS[3], "RUNNING", "running"),
+    assert [(r["lot"], r["status"], r["arcState"], r["error"]) for r in rows] == [
+        (DAYS[0], "READY", "complete", None),
+        (DAYS[1], "READY", "complete", None),
+        (DAYS[2], "ERROR", "partial", "disk full"),  # why it failed, in one line
+        (DAYS[3], "RUNNING", "running", None),
     ]
     assert everything["totalCount"] == 4
     assert rows[3]["owner"] == "busy-worker" and rows[3]["leaseExpiresAt"].endswith("Z")
@@ -102,7 +102,8 @@ def test_invalidate_needs_the_token_then_cascades(
 def test_hold_and_release_a_lot_and_a_job(
     api_server: ApiServer, world: LotWorld, http: requests.Session
 ) -> None:
-    retry = world.claim("clean", None)  # the failed lot is eligible again; finish it first
+    # The failed lot is eligible again (by name at once; its retry hint waits for the back-off).
+    retry = world.claim("clean", DAYS[2])
     assert retry is not None and retry.lot == DAYS[2]
     world.lots.complete(retry)
     lot = _url(api_server, "namespaces", world.ns, "datasets", "raw", "lots", DAYS[4])

@@ -65,7 +65,7 @@ def test_a_failed_lot_is_printed_with_its_job_attempt_and_reason(backend_url: st
         world.job("ingest", output="raw")
         claim = world.claim("ingest", "d1")
         assert claim is not None
-        lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv\nat …")
+        lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv")
     finally:
         lineage.close()
     once = lotline("events", cwd=tmp_path, db_url=backend_url)

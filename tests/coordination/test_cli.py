@@ -28,7 +28,7 @@ def chain(world: LotWorld) -> LotWorld:
     world.lots.complete(claim)
     failed = world.claim("JobB")
     assert failed is not None
-    world.lots.fail(failed)
+    world.lots.fail(failed, error=ValueError("bad row 17\n  at line 3"))
     return world
 
 
@@ -51,9 +51,11 @@ def test_status_counts_lots_by_state(cli: CliRunner, chain: LotWorld) -> None:
     assert lines[1].split() == ["JobA", "DataA", "0", "3", "0", "0", "0", "0", "0", "3"]
     assert lines[2].split() == ["JobB", "DataB", "0", "1", "0", "1", "0", "0", "0", "2"]
     listed = cli.invoke(app, ["status", "-n", chain.ns, "--job", "JobB", "--lots"])
-    assert [line.split() for line in listed.output.splitlines()[-2:]] == [
+    assert [line.split() for line in listed.output.splitlines()[-3:]] == [
+        ["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER", "ERROR"],
         ["DataB", "1", "JobB", "READY", "complete", "1", "worker-1"],
-        ["DataB", "2", "JobB", "ERROR", "partial", "1", "worker-1"],
+        # An ERROR lot says why, in one line: its run's recorded reason.
+        ["DataB", "2", "JobB", "ERROR", "partial", "1", "worker-1", "ValueError:", "bad", "row", "17"],
     ]
 
 
@@ -62,9 +64,11 @@ def test_status_json(cli: CliRunner, chain: LotWorld) -> None:
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
     assert document["jobs"] == [{"job": "JobB", "dataset": "DataB", "counts": {"READY": 1, "ERROR": 1}}]
-    assert [(lot["lot"], lot["status"], lot["arc"]) for lot in document["lots"]] == [
-        ("1", "READY", "complete"),
-        ("2", "ERROR", "partial"),
+    assert [
+        (lot["lot"], lot["status"], lot["arc"], lot["attempt"], lot["error"]) for lot in document["lots"]
+    ] == [
+        ("1", "READY", "complete", 1, None),
+        ("2", "ERROR", "partial", 1, "ValueError: bad row 17"),
     ]
 
 

@@ -38,7 +38,7 @@ def test_a_failure_appends_a_failed_event_with_its_reason(world: LotWorld) -> No
     start = lineage.lot_events.last_position()
     claim = _next(world)
     assert claim is not None
-    lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv\nat line 3\n  stack …")
+    lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv")
 
     [event] = lineage.lot_events.after(start)
     assert event.kind is LotEventKind.FAILED
@@ -186,3 +186,26 @@ def test_two_worker_processes_fail_a_broken_lot_once_per_back_off(
     events = [e for e in world.lineage.lot_events.after(0) if e.kind is LotEventKind.FAILED]
     assert [e.attempt for e in events] == [1, 2, 3]
     assert {e.reason for e in events} == {"[MALFORMED_RECORD_IN_PARSING] bad.csv"}
+
+
+def test_a_reaped_claim_is_a_failed_event_and_is_due_again_at_once(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    world = _world(timed_world)
+    lineage = world.lineage
+    claim = world.lots.claim("doomed", world.ns, "parse", lease=timedelta(seconds=30))
+    assert claim is not None
+    start = lineage.lot_events.last_position()
+    clock.advance(timedelta(seconds=31))
+    assert world.lots.reap() == 1
+    [event] = lineage.lot_events.after(start)
+    assert (event.kind, event.lot, event.job, event.attempt, event.run_id) == (
+        LotEventKind.FAILED,
+        LOT,
+        "parse",
+        1,
+        claim.run_id,
+    )
+    assert event.reason is not None and event.reason.startswith("the lease expired: worker doomed")
+    again = _next(world)  # its worker died, which is not the lot's fault: no back-off
+    assert again is not None and again.attempt == 2

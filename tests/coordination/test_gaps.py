@@ -29,7 +29,7 @@ def _run(world: LotWorld, job: str, lot: str, *, ok: bool = True, worker: str = 
     if ok:
         world.lots.complete(claim)
     else:
-        world.lots.fail(claim, error=f"ValueError: bad line in {lot}\nTraceback (most recent call last): …")
+        world.lots.fail(claim, error=f"ValueError: bad line in {lot}")
 
 
 @pytest.fixture

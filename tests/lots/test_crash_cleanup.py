@@ -79,11 +79,11 @@ def _publish(world: LotWorld, name: str) -> ManifestDraft:
 
 
 def _reap_after_lease(lineage: Lineage) -> None:
-    """The dead worker took its lease on the real clock, after the services' clock was made: move
-    that clock past it instead of waiting."""
+    """The dead worker took its lease (``crash.LEASE``) on the real clock, after the services' clock
+    was made: move that clock past it instead of waiting."""
     clock = _CLOCKS[id(lineage)]
     assert lineage.lots.reap() == 0  # its lease still runs
-    clock.advance(utcnow() - clock.now() + crash.LEASE + timedelta(milliseconds=100))
+    clock.advance(utcnow() - clock.now() + crash.LEASE + timedelta(seconds=1))
     assert lineage.lots.reap() == 1
 
 

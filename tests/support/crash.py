@@ -20,8 +20,9 @@ from lotline.services import Lineage
 from lotline.services.manifests import ManifestService
 from lotline.store.engine import Store
 
-#: Long enough for a loaded machine to write and fail within it: the tests move their clock past it.
-LEASE = timedelta(seconds=60)
+#: Long enough that no loaded machine outlives it between the claim and the kill: the tests move
+#: their services' clock past it instead of waiting.
+LEASE = timedelta(hours=1)
 
 
 def main() -> None:

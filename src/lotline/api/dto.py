@@ -288,4 +288,5 @@ def lot_status_json(row: LotStatus) -> Json:
         "owner": row.owner,
         "leaseExpiresAt": time(row.lease_expires_at),
         "runId": str(row.run_id) if row.run_id else None,
+        "error": row.error,
     }

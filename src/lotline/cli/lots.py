@@ -46,6 +46,7 @@ def _as_json(row: LotStatus) -> dict[str, Any]:
         "leaseExpiresAt": row.lease_expires_at.isoformat() if row.lease_expires_at else None,
         "runId": str(row.run_id) if row.run_id else None,
         "lock": row.lock,
+        "error": row.error,
     }
 
 
@@ -99,10 +100,11 @@ def status(
                 r.arc.value if r.arc else "",
                 str(r.attempt),
                 r.owner or "",
+                r.error or "",
             ]
             for r in rows
         ]
-        print(table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER"], detail))
+        print(table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER", "ERROR"], detail))
 
 
 def invalidate(

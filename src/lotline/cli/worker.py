@@ -68,7 +68,7 @@ def worker(
 
 
 def _print(result: LotResult) -> None:
-    outcome = "done" if result.ok else f"FAILED: {result.error}"
+    outcome = "done" if result.ok else f"FAILED: {result.reason}"
     print(
         f"{result.job} {result.lot} attempt {result.attempt}: {outcome} ({result.seconds:.1f} s)", flush=True
     )

@@ -274,15 +274,15 @@ def announce(
     return retry_at
 
 
-def reap(connection: Connection, now: datetime, limit: int = 100) -> list[uuid.UUID]:
-    """Turn expired claims into ERROR (their INPUT rows too); returns their runs, to be failed."""
-    failed = []
-    for row in q.expired_claims(connection, now, limit):
+def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.StatusRow]:
+    """Turn expired claims into ERROR (their INPUT rows too); returns their OUTPUT rows as they were
+    (run, owner that let the lease run out, attempt), whose runs the caller fails. A reaped lot is
+    due again at once: its worker died, which is not the lot's fault (no back-off)."""
+    expired = q.expired_claims(connection, now, limit)
+    for row in expired:
         q.set_output_status(
             connection, row.dataset_id, row.lot, expected=Status.RUNNING, status=Status.ERROR, now=now
         )
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
         frontier.raise_for_job(connection, row.job_id, [row.lot], now)
-        if row.run_id is not None:
-            failed.append(row.run_id)
-    return failed
+    return expired

@@ -232,3 +232,5 @@ class LotStatus:
     run_id: uuid.UUID | None
     arc: ArcState | None
     lock: str
+    #: Why the row's run failed, in one line (``runs.error``): set for ERROR lots.
+    error: str | None = None

@@ -74,17 +74,3 @@ def plan_transition(current: RunState, action: RunAction) -> TransitionPlan:
         current=current.value,
         allowed=allowed,
     )
-
-
-#: The longest one-line reason kept for a failure (events, gap reports); the facet keeps it all.
-MAX_REASON = 500
-
-
-def reason_line(message: str | None) -> str | None:
-    """A failure message as one line: its first non-blank line, cut at ``MAX_REASON`` characters."""
-    if not message:
-        return None
-    line = next((text.strip() for text in message.splitlines() if text.strip()), "")
-    if not line:
-        return None
-    return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import uuid
 
+from lotline.domain import failures
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
+from lotline.domain.failures import Failure
 from lotline.domain.manifests import Manifest, ManifestDraft
 from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunAction, RunState
@@ -95,10 +97,11 @@ class ChildWork:
         claim: LotClaim,
         child_run_id: uuid.UUID,
         manifest: ManifestDraft,
-        error: BaseException | str | None = None,
+        error: BaseException | str | Failure | None = None,
     ) -> Manifest:
         """End a child run: COMPLETED with a complete (or empty) manifest of its part, or FAILED with
-        the error and a partial manifest of what it wrote, whose objects are then removed. A part
+        the error (its one-line reason in ``runs.error``) and a partial manifest of what it wrote,
+        whose objects are then removed. A part
         that succeeds after the lot's claim was lost is recorded as failed: its lot was given up."""
         if manifest.part is None:
             raise InvalidInput("a child's manifest names its part.")
@@ -110,11 +113,13 @@ class ChildWork:
             now = utcnow()
             apply_transition(connection, child_run_id, RunAction.COMPLETE if success else RunAction.FAIL)
             if error is not None:
+                failure = failures.failure_of(error)
                 child = runs.lock_run(connection, child_run_id)
                 if child is not None:
                     runs.merge_run_facets(
-                        connection, child, {"errorMessage": error_message_facet(error)}, now
+                        connection, child, {"errorMessage": error_message_facet(failure)}, now
                     )
+                    runs.set_error(connection, child_run_id, failure.reason, now)
             manifest_id = uuid.uuid4()
             manifest_rows.insert_manifest(
                 connection,

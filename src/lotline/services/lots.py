@@ -6,7 +6,6 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 
 from __future__ import annotations
 
-import traceback
 import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
 from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
+from lotline.domain import failures
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
     ArcState,
@@ -28,6 +28,7 @@ from lotline.domain.coordination import (
     lock_of,
 )
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.failures import Failure
 from lotline.domain.manifests import LotEventKind, ManifestDraft
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
@@ -40,7 +41,7 @@ from lotline.services.claiming.python_path import fail_children, fence_of
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting
+from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting, runs
 
 DEFAULT_LEASE = timedelta(seconds=30)
 #: The ``_producer`` of the facets lotline writes itself.
@@ -177,17 +178,20 @@ class LotService:
         at: datetime | None = None,
         *,
         manifest: ManifestDraft | None = None,
-        error: BaseException | str | None = None,
+        error: BaseException | str | Failure | None = None,
         facets: dict[str, Any] | None = None,
     ) -> uuid.UUID | None:
-        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it (the
-        OpenLineage ``errorMessage`` facet): the lot may be retried. What the attempt wrote is recorded
-        as a partial manifest in the same transaction, then its objects are removed (manifest removed,
-        arc missing). Returns the manifest's id."""
+        """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it: its
+        one-line reason (``failures.failure_of``) in ``runs.error`` and the OpenLineage
+        ``errorMessage`` facet, whose ``stackTrace`` keeps the rest. The lot may be retried. What the
+        attempt wrote is recorded as a partial manifest in the same transaction, then its objects are
+        removed (manifest removed, arc missing). Returns the manifest's id."""
         facets = dict(facets or {})
-        if error is not None:
-            facets["errorMessage"] = error_message_facet(error)
-        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets)
+        failure = None if error is None else failures.failure_of(error)
+        if failure is not None:
+            facets["errorMessage"] = error_message_facet(failure)
+        reason = None if failure is None else failure.reason
+        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets, error=reason)
 
     def _finish(
         self,
@@ -198,10 +202,11 @@ class LotService:
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
+        error: str | None = None,
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets)
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error)
         manifest_id = self._claims.finish(claim, end)
         if manifest_id is not None:
             self._manifests.publish_copy(manifest_id)
@@ -210,14 +215,26 @@ class LotService:
         return manifest_id
 
     def reap(self, limit: int = 100) -> int:
-        """Fail claims whose lease expired (ERROR, run FAILED) so their lots become eligible again."""
+        """Fail claims whose lease expired (ERROR, run FAILED, a FAILED lot event) so their lots become
+        eligible again."""
         now = self._clock.now()
         with self._store.write() as connection:
-            failed = claims.reap(connection, now, limit)
-            for run_id in failed:
+            reaped = [(row, row.run_id) for row in claims.reap(connection, now, limit) if row.run_id]
+            for row, run_id in reaped:
                 apply_transition(connection, run_id, RunAction.FAIL, now)
+                runs.set_error(connection, run_id, failures.lease_expired(row.owner), now)
                 fail_children(connection, run_id, now)
-        return len(failed)
+            for row, run_id in reaped:  # appends come last in the transaction (positions in commit order)
+                entry = (row.dataset_id, row.lot, None, None, run_id)
+                lot_events.append(
+                    connection,
+                    LotEventKind.FAILED,
+                    [entry],
+                    now,
+                    attempt=row.attempt,
+                    reason=failures.lease_expired(row.owner),
+                )
+        return len(reaped)
 
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
@@ -382,6 +399,7 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
         run_id=r.run_id,
         arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
         lock=lock_of(row_role, status),
+        error=named.error if status is Status.ERROR else None,
     )
 
 
@@ -394,16 +412,16 @@ def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     return lot_job
 
 
-def error_message_facet(error: BaseException | str) -> dict[str, Any]:
-    """OpenLineage's ``errorMessage`` run facet: the message, and the stack of an exception."""
+def error_message_facet(error: BaseException | str | Failure) -> dict[str, Any]:
+    """OpenLineage's ``errorMessage`` run facet: the one-line reason as its message and the whole
+    stack (a Java one included, for Spark's errors) as its ``stackTrace``."""
+    failure = failures.failure_of(error)
     facet: dict[str, Any] = {
         "_producer": PRODUCER,
         "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json",
+        "message": failure.reason,
         "programmingLanguage": "python",
     }
-    if isinstance(error, BaseException):
-        facet["message"] = f"{type(error).__name__}: {error}"
-        facet["stackTrace"] = "".join(traceback.format_exception(error))
-    else:
-        facet["message"] = str(error)
+    if failure.stack is not None:
+        facet["stackTrace"] = failure.stack
     return facet

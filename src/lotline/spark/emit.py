@@ -15,7 +15,6 @@ lot about two seconds, not the client's default of five retries).
 from __future__ import annotations
 
 import logging
-import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import FieldSpec
 from lotline.services.config import Settings
 from lotline.services.lots import PRODUCER
+from lotline.spark.failures import failure_of
 from lotline.spark.pipeline import JobSpec
 
 if TYPE_CHECKING:
@@ -89,12 +89,13 @@ class OpenLineageEmitter:
         error: BaseException | None = None,
     ) -> None:
         if error is not None:
+            failure = failure_of(error)
             facet = _facet(
                 "ErrorMessageRunFacet",
                 "1-0-1",
-                message=f"{type(error).__name__}: {error}",
+                message=failure.reason,
                 programmingLanguage="python",
-                stackTrace="".join(traceback.format_exception(error)),
+                stackTrace=failure.stack,
             )
             self._emit("FAIL", job, claim, run_facets={"errorMessage": facet})
             return

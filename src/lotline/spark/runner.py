@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, LotlineError
+from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
 from lotline.domain.model import FieldSpec
@@ -30,6 +31,7 @@ from lotline.services import Lineage
 from lotline.services.lots import DEFAULT_LEASE, PRODUCER
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.emit import OpenLineageEmitter
+from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline
@@ -57,7 +59,19 @@ class LotResult:
     seconds: float
     rows: int | None = None
     files: int = 0
+    #: A failure as "job J lot L (attempt N): <reason>" (the summary's line).
     error: str | None = None
+    #: A failure's one-line reason alone (``spark/failures.py``), as recorded in ``runs.error``.
+    reason: str | None = None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a lot: the lot was failed cleanly (``result``: ``interrupted by the user``);
+    the run stops."""
+
+    def __init__(self, result: LotResult) -> None:
+        super().__init__(result.error)
+        self.result = result
 
 
 class PartsFailed(LotlineError):
@@ -109,12 +123,23 @@ class LotRunner:
         self.emitter = emitter
         self._capture = WriteCapture.for_session(spark)
         self._lock = threading.Lock()
+        self._interrupted = threading.Event()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
         self._recorded: dict[str, tuple[tuple[FieldSpec, ...], dict[str, Any] | None]] = {}
 
     @property
     def namespace(self) -> str:
         return self.pipeline.namespace
+
+    @property
+    def interrupted(self) -> bool:
+        return self._interrupted.is_set()
+
+    def interrupt(self) -> None:
+        """Ctrl-C: cancel Spark's jobs; the lots they belonged to fail as ``interrupted by the user``
+        (not as Spark's "job cancelled") and raise ``Interrupted``, so every claim loop stops."""
+        self._interrupted.set()
+        self.spark.sparkContext.cancelAllJobs()
 
     def claim(self, worker: str, job: JobSpec, skip: Container[str] = ()) -> LotClaim | None:
         return self.lineage.lots.claim(worker, self.namespace, job.name, lease=self.lease, skip=skip)
@@ -148,13 +173,20 @@ class LotRunner:
                     claim, manifest=draft, facets=facets, output_facets=_output_facets(statistics, fields)
                 )
         except BaseException as error:
-            self._fail(job, claim, location, error, facets)
+            stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
+            failure = failure_of(error)
+            if stopped:
+                failure = replace(failure, reason=INTERRUPTED)
+            self._fail(job, claim, location, failure, facets)
             if self.emitter is not None:
                 self.emitter.ended(job, claim, draft=None, error=error)
+            message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {failure.reason}"
+            result = _result(job, claim, started, ok=False, error=message, reason=failure.reason)
+            if stopped:
+                raise Interrupted(result) from None  # the lot is failed cleanly; the run stops
             if not isinstance(error, Exception):
-                raise  # Ctrl-C and exits: the lot is failed cleanly, then the run stops
-            message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {_one_line(error)}"
-            return _result(job, claim, started, ok=False, error=message)
+                raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
+            return result
         if self.emitter is not None:
             self.emitter.ended(job, claim, draft=draft, fields=fields)
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
@@ -264,7 +296,8 @@ class LotRunner:
                 draft, fields = self._write(job, claim, {**objects, first: part_objects}, location, context)
             except Exception as error:
                 written = self.lineage.storage.describe_written(location, format=job.output.format)
-                self.lineage.children.finish(claim, child, ManifestDraft(location, written, part=name), error)
+                draft = ManifestDraft(location, written, part=name)
+                self.lineage.children.finish(claim, child, draft, failure_of(error))
                 raise
             described = tuple(
                 replace(o, partition_values={**values, **o.partition_values}) for o in draft.objects
@@ -292,7 +325,7 @@ class LotRunner:
             first_failed = min(failed)
             raise PartsFailed(
                 f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
-                f"part {first_failed}: {_one_line(failed[first_failed])}"
+                f"part {first_failed}: {reason(failed[first_failed])}"
             )
         listed = tuple(o for name in parts for o in finished[name].objects)
         counts = [finished[name].row_count for name in parts]
@@ -335,10 +368,10 @@ class LotRunner:
         job: JobSpec,
         claim: LotClaim,
         location: str | None,
-        error: BaseException,
+        failure: Failure,
         facets: Mapping[str, Any],
     ) -> None:
-        """Fail the run with the error; what the attempt wrote is recorded, then removed."""
+        """Fail the run with the failure; what the attempt wrote is recorded, then removed."""
         written = (
             ()
             if location is None
@@ -346,7 +379,7 @@ class LotRunner:
         )
         draft = None if location is None else ManifestDraft(location, written)
         try:
-            self.lineage.lots.fail(claim, manifest=draft, error=error, facets=dict(facets))
+            self.lineage.lots.fail(claim, manifest=draft, error=failure, facets=dict(facets))
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
@@ -388,13 +421,6 @@ def _lost(claim: LotClaim, reason: str) -> str:
         f"the claim on lot {claim.lot} is no longer live ({reason}); "
         "its result was not committed and the lot will be run again"
     )
-
-
-def _one_line(error: BaseException) -> str:
-    if isinstance(error, LotlineError):
-        return error.message
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
 class _Heartbeat:

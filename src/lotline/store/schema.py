@@ -194,6 +194,9 @@ runs = Table(
     Column("ended_at", UtcDateTime),
     Column("args", JsonDocument),
     Column("facets", JsonDocument),
+    # Why a FAILED run failed, in one line (domain/failures.py): what status, gaps, lot events and
+    # the run summary show; the full stack stays in the ``errorMessage`` facet.
+    Column("error", Text),
     *_timestamps(),
     CheckConstraint(f"state IN ({RUN_STATES})", name="state"),
     Index(None, "job_id", "created_at"),

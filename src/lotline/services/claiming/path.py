@@ -39,6 +39,8 @@ class ClaimEnd:
     manifest: ManifestDraft | None = None
     facets: dict[str, Any] | None = None
     output_facets: dict[str, Any] | None = None
+    #: A failure's one-line reason, recorded as the run's ``error``.
+    error: str | None = None
 
 
 class ClaimPath(Protocol):

@@ -111,6 +111,8 @@ class PythonClaimPath:
             apply_transition(connection, claim.run_id, action, end.at or now)
             if not end.success:
                 fail_children(connection, claim.run_id, now)
+                if end.error is not None:
+                    runs.set_error(connection, claim.run_id, end.error, now)
             elif end.output_facets:
                 versions.merge_facets(connection, end.version_id, end.output_facets)
             if end.facets:
@@ -134,9 +136,8 @@ class PythonClaimPath:
             if end.success:
                 lot_events.append(connection, LotEventKind.READY, [entry], now)
             else:
-                reason = runs.failure_reasons(connection, [claim.run_id]).get(claim.run_id)
                 lot_events.append(
-                    connection, LotEventKind.FAILED, [entry], now, attempt=claim.attempt, reason=reason
+                    connection, LotEventKind.FAILED, [entry], now, attempt=claim.attempt, reason=end.error
                 )
         return manifest_id
 

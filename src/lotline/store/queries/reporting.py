@@ -11,7 +11,7 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from lotline.domain.coordination import Role, Status
 from lotline.store.queries.claims import StatusRow
-from lotline.store.schema import data_status, datasets, jobs, namespaces
+from lotline.store.schema import data_status, datasets, jobs, namespaces, runs
 
 ds = data_status
 
@@ -49,22 +49,29 @@ def _filtered(query: Any, where: StatusFilter) -> Any:
 
 _WITH_NAMES = (
     select(
-        ds, namespaces.c.name.label("namespace"), datasets.c.name.label("dataset"), jobs.c.name.label("job")
+        ds,
+        namespaces.c.name.label("namespace"),
+        datasets.c.name.label("dataset"),
+        jobs.c.name.label("job"),
+        runs.c.error,
     )
     .join(datasets, datasets.c.id == ds.c.dataset_id)
     .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
     .join(jobs, jobs.c.id == ds.c.job_id)
+    .outerjoin(runs, runs.c.id == ds.c.run_id)
 )
 
 
 @dataclass(frozen=True, slots=True)
 class NamedStatusRow:
-    """A data-status row with the names of its namespace, dataset and job."""
+    """A data-status row with the names of its namespace, dataset and job, and the one-line reason
+    its run failed (``runs.error``; None unless the run failed)."""
 
     row: StatusRow
     namespace: str
     dataset: str
     job: str
+    error: str | None
 
 
 _COLUMNS = len(ds.c)

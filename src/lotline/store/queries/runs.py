@@ -23,7 +23,7 @@ from sqlalchemy import (
 )
 
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
-from lotline.domain.runs import RunState, reason_line
+from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
@@ -546,6 +546,11 @@ def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject,
         connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
 
 
+def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
+    """Record why the run failed (one line, ``runs.error``)."""
+    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "error": error, "updated_at": now})
+
+
 _RUN_IO = union_all(
     *(
         select(table.c.dataset_id, literal(table is run_inputs).label("is_input")).where(
@@ -615,22 +620,17 @@ def running_children(connection: Connection, parent_run_id: uuid.UUID) -> list[u
     return [run_id for (run_id,) in rows]
 
 
-#: The recorded failure message of a run: the ``errorMessage`` facet's message.
-_FAILURE_MESSAGE = runs.c.facets[("errorMessage", "message")].as_string()
-_FAILURE_MESSAGES = select(runs.c.id, _FAILURE_MESSAGE).where(
-    runs.c.id.in_(bindparam("b_runs", expanding=True)), _FAILURE_MESSAGE.is_not(None)
+_FAILURE_REASONS = select(runs.c.id, runs.c.error).where(
+    runs.c.id.in_(bindparam("b_runs", expanding=True)), runs.c.error.is_not(None)
 )
 
 
 def failure_reasons(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-    """The one-line reason each of these runs failed with (runs without a recorded one are absent),
-    in one statement per thousand runs. The one place a failure's reason is read from."""
+    """The one-line reason each of these runs failed with (``runs.error``; runs without one are
+    absent), in one statement per thousand runs."""
     found: dict[uuid.UUID, str] = {}
     wanted = list(dict.fromkeys(run_ids))
     for start in range(0, len(wanted), 1000):
-        rows = connection.execute(_FAILURE_MESSAGES, {"b_runs": wanted[start : start + 1000]})
-        for run_id, message in rows:
-            line = reason_line(message)
-            if line is not None:
-                found[run_id] = line
+        rows = connection.execute(_FAILURE_REASONS, {"b_runs": wanted[start : start + 1000]})
+        found.update((run_id, error) for run_id, error in rows)
     return found

@@ -1,7 +1,7 @@
 """failures pushed: FAILED lot events with attempt and reason; a failed lot's back-off in its retry hint
 
 Revision ID: 0016
-Revises: 0012
+Revises: 0013
 Create Date: 2026-11-25
 
 - ``lot_events``: kind ``FAILED``, and the failed claim's ``attempt`` and one-line ``reason``.
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0012"
+down_revision = "0013"
 branch_labels = None
 depends_on = None
 
