@@ -85,11 +85,13 @@ def test_job_run_lifecycle_versions_outputs(client: MarquezClient, fresh_ns: str
         outputs=[DatasetId(fresh_ns, OUTPUT)],
         description="daily",
     )
-    assert (job["inputs"], job["outputs"]) == (
-        [{"namespace": fresh_ns, "name": DATASET}],
-        [{"namespace": fresh_ns, "name": OUTPUT}],
-    )
-    assert client.get_job(fresh_ns, "etl/daily:orders")["location"] == "git://repo@1"
+    # MarquezAppIntegrationTest.testApp_createJobAndMarkRunAsComplete: the PUT answers the
+    # declared inputs, no outputs and no latestRun before a run; reads show the declaration.
+    assert job["inputs"] == [{"namespace": fresh_ns, "name": DATASET}]
+    assert (job["outputs"], job["latestRun"]) == ([], None)
+    declared = client.get_job(fresh_ns, "etl/daily:orders")
+    assert declared["outputs"] == [{"namespace": fresh_ns, "name": OUTPUT}]
+    assert declared["location"] == "git://repo@1"
     assert client.list_jobs(fresh_ns)["totalCount"] == 1
 
     run_id = str(uuid.uuid4())

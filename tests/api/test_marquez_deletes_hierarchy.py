@@ -167,6 +167,27 @@ def test_a_parent_is_kept_when_a_later_event_has_none(rest: Rest) -> None:
     assert rest.job("the_dag.task1")["parentJobName"] == "the_dag"
 
 
+def test_a_parent_known_only_from_a_childs_start_is_started_by_it(rest: Rest) -> None:
+    """OpenLineageIntegrationTest.testOpenLineageJobHierarchyAirflowIntegrationWithParentOnStartEventOnly:
+    the DAG's run exists only through the task's START event's parent facet; it is RUNNING since
+    that event (Marquez: ``startedAt`` present). The COMPLETE event has no parent facet."""
+    run_id, dag_run = str(uuid.uuid4()), str(uuid.uuid4())
+    start = run_event(rest.ns, "the_dag.task1", run_id, "START", second=7)
+    start["run"]["facets"]["parent"] = {
+        "_producer": PRODUCER,
+        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ParentRunFacet.json",
+        "run": {"runId": dag_run},
+        "job": {"namespace": rest.ns, "name": "the_dag"},
+    }
+    rest.post(start)
+    rest.post(run_event(rest.ns, "the_dag.task1", run_id, "COMPLETE", second=9))
+    job = rest.job("the_dag.task1")
+    assert (job["parentJobName"], job["simpleName"]) == ("the_dag", "task1")
+    assert rest.job("the_dag")["parentJobName"] is None
+    (dag,) = rest.call("GET", f"/namespaces/{rest.q}/jobs/the_dag/runs")["runs"]
+    assert (dag["id"], dag["state"], dag["startedAt"]) == (dag_run, "RUNNING", "2026-01-01T00:00:07Z")
+
+
 def test_a_parent_arriving_late_is_set(rest: Rest) -> None:
     """OpenLineageIntegrationTest.testOpenLineageJobHierarchyAirflowAddParentForExistingJob and
     testOpenLineageJobHierarchyAirflowHandlesParentForEventsOutOfOrder."""

@@ -51,6 +51,30 @@ def test_a_version_carries_the_facets_of_the_event_that_made_it(rest: Rest) -> N
     assert rest.call("GET", f"/namespaces/{rest.q}/datasets/out")["description"] == "output documentation"
 
 
+def test_the_latest_version_also_carries_the_facets_of_events_that_read_it(rest: Rest) -> None:
+    """DatasetIntegrationTest.testApp_getTableVersions: a read-only job's event lists the dataset as
+    an input with one more dataset facet (``inputFacetKey``); the latest version's facets are the
+    union of the dataset facets of the events that wrote and read it."""
+    rest.setup()
+    output_facets = {
+        "schema": _facet(fields=[{"name": "firstname", "type": "string", "description": "the first name"}]),
+        "documentation": _facet(description="the dataset documentation"),
+        "outputFacetKey": "outputFacetValue",
+    }
+    writer = run_event(rest.ns, "writer", str(uuid.uuid4()), "COMPLETE", outputs=("table",))
+    writer["outputs"][0]["facets"] = output_facets
+    rest.post(writer)
+    reader = run_event(rest.ns, "aReadOnlyJob", str(uuid.uuid4()), "COMPLETE", second=1, inputs=("table",))
+    reader["inputs"][0]["facets"] = {**output_facets, "inputFacetKey": "inputFacetValue"}
+    rest.post(reader)
+    path = f"/namespaces/{rest.q}/datasets/table/versions"
+    latest = rest.call("GET", path)["versions"][0]
+    expected = {**output_facets, "inputFacetKey": "inputFacetValue"}
+    assert {name: latest["facets"].get(name) for name in expected} == expected
+    assert latest["createdByRun"]["id"] == writer["run"]["runId"]
+    assert rest.call("GET", f"{path}/{latest['version']}")["facets"] == latest["facets"]
+
+
 def test_a_version_keeps_its_facets_when_later_events_change_the_dataset(rest: Rest) -> None:
     """Each version holds what it was made with: a later run's facets go to the later version."""
     rest.setup()

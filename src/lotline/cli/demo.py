@@ -27,6 +27,7 @@ from lotline.domain.lots import Interval
 from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.services.config import Settings, load_settings
+from lotline.services.emission import consumer_for
 from lotline.services.ingest import IngestRequest
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import Pipeline, load_pipeline
@@ -79,7 +80,7 @@ def demo(
         f"{FIRST_HOUR:02d}:00-{FIRST_HOUR + HOURS:02d}:00 UTC: nothing for "
         f"{_window(day, EMPTY_WINDOW):%H:%M}, and a broken line in {broken.path.relative_to(folder)}."
     )
-    lineage = open_lineage(settings.db_url, Storage(settings.warehouse))
+    lineage = open_lineage(settings.db_url, Storage(settings.warehouse), consumer=consumer_for(settings))
     try:
         register(lineage, pipeline)
         console.print("2. Ingest the day into five-minute lots of raw_logs:")

@@ -16,7 +16,6 @@ from rich.table import Table
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
-from lotline.spark.emit import emitter_for
 from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
@@ -111,8 +110,7 @@ def _run(
     """Register first (a bad registration fails fast), then start Spark, which takes seconds."""
     register(lineage, pipeline)
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
-        emitter = emitter_for(settings, spark.version)
-        runner = LotRunner(lineage, pipeline, spark, lease=lease, emitter=emitter)
+        runner = LotRunner(lineage, pipeline, spark, lease=lease)
         return run_with_progress(runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet)
 
 

@@ -15,7 +15,6 @@ import typer
 from lotline.cli.run import DEFAULT_LEASE_S, JobsOption, LeaseOption, PipelineArgument
 from lotline.services import open_configured
 from lotline.services.config import load_settings
-from lotline.spark.emit import emitter_for
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotResult, LotRunner, register
 from lotline.spark.session import check_master, spark_session
@@ -54,8 +53,7 @@ def worker(
     try:
         register(lineage, loaded)
         with spark_session(settings, f"lotline worker {loaded.name}") as spark:
-            emitter = emitter_for(settings, spark.version)
-            runner = LotRunner(lineage, loaded, spark, lease=timedelta(seconds=lease), emitter=emitter)
+            runner = LotRunner(lineage, loaded, spark, lease=timedelta(seconds=lease))
             print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
             tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
             print(

@@ -22,6 +22,7 @@ import orjson
 
 from lotline.domain.errors import InvalidInput, SchemaViolation
 from lotline.domain.json_depth import check_depth
+from lotline.domain.lots import parse_lot
 from lotline.domain.model import FieldSpec, JsonObject
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction
@@ -65,6 +66,9 @@ class OlDataset:
     fields: tuple[FieldSpec, ...] | None
     #: (name, uri) from the dataSource facet.
     source: tuple[str, str | None] | None
+    #: The lots read or written, from the ``subset`` facet's partitions with a ``lot`` dimension
+    #: (as lotline emits them); empty: the dataset as a whole.
+    lots: tuple[str, ...] = ()
 
     @property
     def description(self) -> str | None:
@@ -230,7 +234,31 @@ def _fields(facets: JsonObject, where: str) -> tuple[FieldSpec, ...] | None:
     return tuple(found.values())
 
 
-def _dataset(value: Any, where: str) -> OlDataset:
+def _subset_lots(entry: JsonObject, side: str) -> tuple[str, ...]:
+    """The lots of a ``PartitionSubsetCondition`` whose partitions name a ``lot`` dimension (a
+    lotline lot id); anything else, or anything malformed, names none (never a refusal: the facet
+    is optional, and another producer's partitions are not lots)."""
+    facets = entry.get(f"{side}Facets")
+    subset = facets.get("subset") if isinstance(facets, dict) else None
+    condition = subset.get(f"{side}Condition") if isinstance(subset, dict) else None
+    if not isinstance(condition, dict) or condition.get("type") != "partition":
+        return ()
+    partitions = condition.get("partitions")
+    lots: list[str] = []
+    for partition in partitions if isinstance(partitions, list) else ():
+        dimensions = partition.get("dimensions") if isinstance(partition, dict) else None
+        lot = dimensions.get("lot") if isinstance(dimensions, dict) else None
+        if not isinstance(lot, str):
+            return ()
+        try:
+            parse_lot(lot)
+        except InvalidInput:
+            return ()
+        lots.append(lot)
+    return tuple(dict.fromkeys(lots))
+
+
+def _dataset(value: Any, where: str, side: str = "") -> OlDataset:
     entry = _object(value, where)
     namespace = validate_name("Namespace", _string(entry.get("namespace"), f"{where}.namespace"))
     name = validate_name("Dataset", _string(entry.get("name"), f"{where}.name"))
@@ -240,15 +268,16 @@ def _dataset(value: Any, where: str) -> OlDataset:
     if isinstance(data_source, dict) and isinstance(data_source.get("name"), str) and data_source["name"]:
         uri = data_source.get("uri")
         source = (validate_name("Source", data_source["name"]), uri if isinstance(uri, str) else None)
-    return OlDataset(namespace, name, facets, _fields(facets, where), source)
+    lots = _subset_lots(entry, side) if side else ()
+    return OlDataset(namespace, name, facets, _fields(facets, where), source, lots)
 
 
-def _datasets(value: Any, where: str) -> tuple[OlDataset, ...]:
+def _datasets(value: Any, where: str, side: str) -> tuple[OlDataset, ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
         raise SchemaViolation(f"{where} must be an array.")
-    return tuple(_dataset(item, f"{where}[{i}]") for i, item in enumerate(value))
+    return tuple(_dataset(item, f"{where}[{i}]", side) for i, item in enumerate(value))
 
 
 def _job(value: Any) -> OlJob:
@@ -325,8 +354,8 @@ def parse_event(payload: Any) -> OlEvent:
         run_id=run_id,
         run_facets=run_facets,
         job=_job(event["job"]) if kind is not EventKind.DATASET else None,
-        inputs=_datasets(event.get("inputs"), "inputs"),
-        outputs=_datasets(event.get("outputs"), "outputs"),
+        inputs=_datasets(event.get("inputs"), "inputs", "input"),
+        outputs=_datasets(event.get("outputs"), "outputs", "output"),
         dataset=_dataset(event["dataset"], "dataset") if kind is EventKind.DATASET else None,
         parent=parent,
         nominal_start=_optional_time(nominal.get("nominalStartTime"), "nominalTime.nominalStartTime"),

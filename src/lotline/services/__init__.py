@@ -11,6 +11,7 @@ from lotline.services.catalog import CatalogService
 from lotline.services.children import ChildWork
 from lotline.services.cleanup import CleanupService
 from lotline.services.config import DEFAULT_WAREHOUSE, Settings
+from lotline.services.emission import Consumer, EmissionService, consumer_for
 from lotline.services.gaps import GapService
 from lotline.services.graph import GraphService
 from lotline.services.ingest import IngestService
@@ -38,6 +39,7 @@ class Lineage:
     tags: TagService
     graph: GraphService
     openlineage: OpenLineageService
+    emission: EmissionService
     lots: LotService
     children: ChildWork
     projection: ProjectionService
@@ -61,13 +63,17 @@ class Lineage:
         storage_options: dict[str, Any] | None = None,
         *,
         clock: Clock = SYSTEM_CLOCK,
+        consumer: Consumer | None = None,
     ) -> Lineage:
         """``storage``: where lots' objects go (by default the local ``./warehouse``);
         ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing);
-        ``clock``: where lot coordination takes the time from (tests pass one they advance)."""
+        ``clock``: where lot coordination takes the time from (tests pass one they advance);
+        ``consumer``: where lotline's own runs are also sent as OpenLineage events."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
         catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
+        openlineage = OpenLineageService(store)
+        emission = EmissionService(store, openlineage, consumer)
         return cls(
             store,
             catalog,
@@ -75,14 +81,15 @@ class Lineage:
             VersionService(store),
             TagService(store),
             GraphService(store),
-            OpenLineageService(store),
+            openlineage,
+            emission,
             lots,
-            ChildWork(store, manifests),
+            ChildWork(store, manifests, emission),
             ProjectionService(store),
             manifests,
             lot_events,
             LotLineageService(store),
-            IngestService(catalog, lots, manifests, storage_options),
+            IngestService(catalog, lots, manifests, emission, storage_options),
             CleanupService(store, manifests),
             GapService(store, lots),
             WebhookService(store, lot_events),
@@ -93,10 +100,13 @@ class Lineage:
 
 
 def open_lineage(
-    url: str, storage: Storage | None = None, storage_options: dict[str, Any] | None = None
+    url: str,
+    storage: Storage | None = None,
+    storage_options: dict[str, Any] | None = None,
+    consumer: Consumer | None = None,
 ) -> Lineage:
     """Open the store at ``url`` (creating and migrating a new SQLite file) and its use cases."""
-    return Lineage.over(open_store(url), storage, storage_options)
+    return Lineage.over(open_store(url), storage, storage_options, consumer=consumer)
 
 
 def open_configured(settings: Settings) -> Lineage:
@@ -105,4 +115,5 @@ def open_configured(settings: Settings) -> Lineage:
         settings.db_url,
         Storage(settings.warehouse, settings.storage_options()),
         settings.s3_options(),
+        consumer_for(settings),
     )

@@ -21,7 +21,8 @@ from lotline.domain.failures import Failure
 from lotline.domain.manifests import Manifest, ManifestDraft
 from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunAction, RunState
-from lotline.services.lots import error_message_facet
+from lotline.services import facets
+from lotline.services.emission import EmissionService
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition, pin_inputs
 from lotline.store.engine import Store
@@ -31,9 +32,10 @@ from lotline.store.types import utcnow
 
 
 class ChildWork:
-    def __init__(self, store: Store, manifests: ManifestService) -> None:
+    def __init__(self, store: Store, manifests: ManifestService, emission: EmissionService) -> None:
         self._store = store
         self._manifests = manifests
+        self._emission = emission
 
     def kept(self, claim: LotClaim) -> dict[str, Manifest]:
         """The parts of the claimed lot that failed attempts since its last success completed, from
@@ -82,7 +84,10 @@ class ChildWork:
                 nominal_start_time=parent.nominal_start_time,
                 nominal_end_time=parent.nominal_end_time,
                 args={},
-                facets={"lotline_part": {"part": part, "attempt": claim.attempt}},
+                facets={
+                    "lotline_part": facets.custom(part=part, attempt=claim.attempt),
+                    **facets.lot_facets(claim.lot),
+                },
                 now=now,
                 transitions=[(RunState.NEW, now), (RunState.RUNNING, now)],
             )
@@ -90,6 +95,7 @@ class ChildWork:
             entries = sorted({(dataset_id, lot) for dataset_id, lot, _ in read})
             runs.add_io(connection, RunIoRole.INPUT, child_id, entries, now)
             pin_inputs(connection, child_id, now)
+        self._emission.part_started(claim, child_id, part)
         return child_id
 
     def finish(
@@ -117,7 +123,7 @@ class ChildWork:
                 child = runs.lock_run(connection, child_run_id)
                 if child is not None:
                     runs.merge_run_facets(
-                        connection, child, {"errorMessage": error_message_facet(failure)}, now
+                        connection, child, {"errorMessage": facets.error_message(failure)}, now
                     )
                     runs.set_error(connection, child_run_id, failure.reason, now)
             manifest_id = uuid.uuid4()
@@ -133,6 +139,7 @@ class ChildWork:
                 draft=manifest,
                 now=now,
             )
+        self._emission.part_ended(claim, child_run_id, manifest.part, error)
         if success:
             return self._manifests.get(manifest_id)
         self._manifests.publish_copy(manifest_id)

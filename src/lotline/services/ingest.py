@@ -34,7 +34,9 @@ from lotline.domain.ingress import (
 from lotline.domain.lots import Interval
 from lotline.domain.manifests import ManifestDraft, ManifestObject, check_format
 from lotline.lots.storage import Storage
+from lotline.services import facets
 from lotline.services.catalog import CatalogService
+from lotline.services.emission import EmissionService
 from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
 from lotline.store.types import utcnow
@@ -99,9 +101,11 @@ class IngestService:
         catalog: CatalogService,
         lots: LotService,
         manifests: ManifestService,
+        emission: EmissionService,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
         self._catalog, self._lots, self._manifests = catalog, lots, manifests
+        self._emission = emission
         self._storage_options = dict(storage_options or {})
         self._worker = f"ingest@{socket.gethostname()}:{os.getpid()}"
 
@@ -185,9 +189,11 @@ class IngestService:
         claim = self._lots.claim(self._worker, request.namespace, ingest_job(request.dataset), lot=plan.lot)
         if claim is None:
             raise Conflict(f"lot {plan.lot} is held")
+        self._emission.started(claim)
         warehouse = self._manifests.storage
         location = landing.root
         objects: tuple[ManifestObject, ...] = ()
+        run_facets = facets.lot_facets(plan.lot)
         try:
             if request.copy:
                 location = warehouse.attempt_uri(request.namespace, request.dataset, plan.lot, claim.attempt)
@@ -199,11 +205,13 @@ class IngestService:
                     ManifestObject(f.uri, f.size, f.modified_at, request.format) for f in plan.files
                 )
             draft = ManifestDraft(location, objects, comment=plan.digest)
-            self._lots.complete(claim, manifest=draft)
+            self._lots.complete(claim, manifest=draft, facets=run_facets)
         except BaseException as error:
             written = warehouse.describe_written(location, format=request.format) if request.copy else ()
-            self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error)
+            self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error, facets=run_facets)
+            self._emission.failed(claim, error)
             raise
+        self._emission.completed(claim, draft)
 
 
 def _landed(landing: Storage) -> Iterator[LandedFile]:

@@ -38,14 +38,13 @@ from lotline.services import _common, claiming
 from lotline.services.claiming.jobs import JobCache
 from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
 from lotline.services.claiming.python_path import fail_children, fence_of
+from lotline.services.facets import error_message
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting, runs
 
 DEFAULT_LEASE = timedelta(seconds=30)
-#: The ``_producer`` of the facets lotline writes itself.
-PRODUCER = "https://github.com/lotline/lotline"
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
 
@@ -189,7 +188,7 @@ class LotService:
         facets = dict(facets or {})
         failure = None if error is None else failures.failure_of(error)
         if failure is not None:
-            facets["errorMessage"] = error_message_facet(failure)
+            facets["errorMessage"] = error_message(failure)
         reason = None if failure is None else failure.reason
         return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets, error=reason)
 
@@ -410,18 +409,3 @@ def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:
     if lot_job is None:
         raise not_coordinated(namespace, job)
     return lot_job
-
-
-def error_message_facet(error: BaseException | str | Failure) -> dict[str, Any]:
-    """OpenLineage's ``errorMessage`` run facet: the one-line reason as its message and the whole
-    stack (a Java one included, for Spark's errors) as its ``stackTrace``."""
-    failure = failures.failure_of(error)
-    facet: dict[str, Any] = {
-        "_producer": PRODUCER,
-        "_schemaURL": "https://openlineage.io/spec/facets/1-0-1/ErrorMessageRunFacet.json",
-        "message": failure.reason,
-        "programmingLanguage": "python",
-    }
-    if failure.stack is not None:
-        facet["stackTrace"] = failure.stack
-    return facet

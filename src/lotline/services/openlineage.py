@@ -58,6 +58,13 @@ class OpenLineageService:
         batch = Batch.of(payloads)
         return batch.outcome(journal(self._store, batch.entries))
 
+    def record(self, payloads: Sequence[JsonObject]) -> None:
+        """Journal the events of lotline's own runs, which it recorded directly: stored as applied,
+        so the projector never applies them a second time (docs/api.md); listed like any event."""
+        entries = [journal_entry(payload) for payload in payloads]
+        with self._store.one_statement() as connection:
+            events.append(connection, entries, utcnow(), applied=True)
+
     def job_facets(self, namespace: str, job: str) -> JsonObject:
         """Facets OpenLineage events reported for the job, merged by facet name."""
         with self._store.read() as connection:

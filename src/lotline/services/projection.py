@@ -45,7 +45,7 @@ from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import job_version_id
 from lotline.services.recording import apply_transition, create_run, record_run_io
 from lotline.store.engine import Store
-from lotline.store.queries import catalog, datasets, events, jobs, runs
+from lotline.store.queries import catalog, datasets, events, jobs, runs, versions
 from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
@@ -455,14 +455,15 @@ def _run_event(
     if run is None:
         # No job version yet: the run's inputs and outputs are what its events report. An event that
         # starts the run creates it started (one write of the run, not two).
+        lot = _run_lot(event.outputs)
         run = create_run(
             connection,
             run_id=run_id,
             job_id=job.id,
             job_version_id=None,
-            lot="",
-            inputs=[(d, "") for d in inputs],
-            outputs=[(d, "") for d in outputs],
+            lot=lot,
+            inputs=_entries(event.inputs, inputs, lot),
+            outputs=_entries(event.outputs, outputs, lot),
             started_at=event.event_time if actions[:1] == (RunAction.START,) else None,
             nominal_start_time=event.nominal_start,
             nominal_end_time=event.nominal_end,
@@ -473,13 +474,15 @@ def _run_event(
     elif event.run_facets:
         runs.merge_run_facets(connection, run, event.run_facets, now)
     if event.parent is not None:
-        _link_parent(group, run.id, job.id, event.parent)
+        starts = actions[:1] == (RunAction.START,)
+        _link_parent(group, run.id, job.id, event.parent, event.event_time if starts else None)
     state = run.state
     if state.is_terminal:
         return  # a late event never reopens a finished run
     if not created:
-        record_run_io(connection, run, RunIoRole.INPUT, [(d, run.lot) for d in inputs], now)
-        record_run_io(connection, run, RunIoRole.OUTPUT, [(d, run.lot) for d in outputs], now)
+        record_run_io(connection, run, RunIoRole.INPUT, _entries(event.inputs, inputs, run.lot), now)
+        record_run_io(connection, run, RunIoRole.OUTPUT, _entries(event.outputs, outputs, run.lot), now)
+    _version_input_facets(connection, run.id, event.inputs, inputs)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
         all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
@@ -500,6 +503,32 @@ def _run_event(
         _stream_version(group, ol_job, job, run)
 
 
+def _run_lot(outputs: Sequence[OlDataset]) -> str:
+    """The lot a run writes, when its outputs name one (lotline's own events carry it in the
+    ``subset`` facet); ``''`` otherwise: the dataset as a whole."""
+    lots = {lot for d in outputs for lot in d.lots}
+    return lots.pop() if len(lots) == 1 else ""
+
+
+def _entries(found: Sequence[OlDataset], ids: Sequence[uuid.UUID], lot: str) -> list[tuple[uuid.UUID, str]]:
+    """(dataset, lot) of each input or output: the lots its ``subset`` facet names, else the run's."""
+    return [(d_id, named) for d, d_id in zip(found, ids, strict=True) for named in (d.lots or (lot,))]
+
+
+def _version_input_facets(
+    connection: Connection, run_id: uuid.UUID, found: Sequence[OlDataset], ids: Sequence[uuid.UUID]
+) -> None:
+    """An input's dataset facets go to the version the run reads, as Marquez keeps them
+    (DatasetIntegrationTest.testApp_getTableVersions): a version's facets are the union of the
+    dataset facets of the events that wrote and read it."""
+    facetted = {dataset_id: d.facets for d, dataset_id in zip(found, ids, strict=True) if d.facets}
+    if not facetted:
+        return
+    for dataset_id, _lot, version_id in runs.pinned_inputs(connection, [run_id])[run_id]:
+        if version_id is not None and dataset_id in facetted:
+            versions.merge_facets(connection, version_id, facetted[dataset_id])
+
+
 def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: StoredRun) -> None:
     """A streaming job's run may never end: its job version (and so the graph's edges) follows
     what the run has reported so far while it runs, as Marquez does. A repeat adds no version (the
@@ -511,9 +540,12 @@ def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: StoredRun
         runs.set_job_version(group.connection, run.id, version, group.now)
 
 
-def _link_parent(group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, parent: OlParent) -> None:
+def _link_parent(
+    group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, parent: OlParent, started_at: datetime | None
+) -> None:
     """The parent facet links child to parent, run and job (Marquez's ``parentJobName``, kept when
-    a later event has none); an unknown parent run (and job) is created for it."""
+    a later event has none); an unknown parent run (and job) is created for it, RUNNING since
+    ``started_at`` when the child's event starts it."""
     connection, now = group.connection, group.now
     parent_job = jobs.ensure_job(
         connection, group.namespace(parent.job_namespace), parent.job_name, "BATCH", now
@@ -521,18 +553,17 @@ def _link_parent(group: _Group, run_id: uuid.UUID, job_id: uuid.UUID, parent: Ol
     if parent_job != job_id:
         jobs.set_parent_job(connection, job_id, parent_job)
     if not runs.run_exists(connection, parent.run_id):
-        runs.insert_run(
+        # Known only from its child: started by a child's START, as Marquez records it
+        # (OpenLineageIntegrationTest...WithParentOnStartEventOnly); NEW otherwise.
+        create_run(
             connection,
             run_id=parent.run_id,
             job_id=parent_job,
             job_version_id=None,
-            parent_run_id=None,
             lot="",
-            nominal_start_time=None,
-            nominal_end_time=None,
-            args={},
-            facets={},
-            now=now,
+            inputs=(),
+            outputs=(),
+            started_at=started_at,
         )
     if run_id in runs.ancestors(connection, parent.run_id):
         raise Conflict(f"Run {parent.run_id} descends from run {run_id}: parents cannot form a cycle.")

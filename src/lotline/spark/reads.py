@@ -18,11 +18,10 @@ from urllib.parse import urlparse
 from lotline.domain.model import DatasetRead, DatasetRef, FieldSpec
 from lotline.domain.openlineage import dataset_for_uri
 from lotline.lots.storage import Storage
+from lotline.services import facets
 from lotline.spark.capture import path_key
 from lotline.spark.pipeline import Pipeline
-from lotline.spark.plans import FileRead, Transformation, WritePlan
-
-_COLUMN_LINEAGE = "https://openlineage.io/spec/facets/1-2-0/ColumnLineageDatasetFacet.json"
+from lotline.spark.plans import FileRead, WritePlan
 
 
 @dataclass(frozen=True)
@@ -64,27 +63,16 @@ def undeclared(named: Sequence[NamedRead]) -> list[DatasetRead]:
     return list(found.values())
 
 
-def column_lineage_facet(plan: WritePlan, named: Sequence[NamedRead], producer: str) -> dict[str, Any]:
+def column_lineage_facet(plan: WritePlan, named: Sequence[NamedRead]) -> dict[str, Any]:
     """OpenLineage's ``columnLineage`` dataset facet of the written dataset."""
-    fields = {}
-    for column, sources in plan.columns.items():
-        inputs = []
-        for source in sources:
-            ref = named[source.read].dataset
-            inputs.append(
-                {
-                    "namespace": ref.namespace,
-                    "name": ref.name,
-                    "field": source.field,
-                    "transformations": [_transformation(source.transformation)],
-                }
-            )
-        fields[column] = {"inputFields": inputs}
-    return {"_producer": producer, "_schemaURL": _COLUMN_LINEAGE, "fields": fields}
-
-
-def _transformation(kind: Transformation) -> dict[str, Any]:
-    return {"type": "DIRECT", "subtype": kind.value, "description": "", "masking": False}
+    columns = {
+        column: [
+            (named[s.read].dataset.namespace, named[s.read].dataset.name, s.field, s.transformation.value)
+            for s in sources
+        ]
+        for column, sources in plan.columns.items()
+    }
+    return facets.column_lineage(columns)
 
 
 def _home(key: str, homes: dict[str, str], namespace: str) -> DatasetRef | None:

@@ -28,9 +28,9 @@ from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
 from lotline.domain.model import FieldSpec
 from lotline.services import Lineage
-from lotline.services.lots import DEFAULT_LEASE, PRODUCER
+from lotline.services import facets as ol
+from lotline.services.lots import DEFAULT_LEASE
 from lotline.spark.capture import WriteCapture, WriteReport
-from lotline.spark.emit import OpenLineageEmitter
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
 RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
-_FACET_SCHEMA = "https://github.com/lotline/lotline/blob/main/docs/pipelines.md#run-facets"
-_OPENLINEAGE_FACETS = "https://openlineage.io/spec/facets/1-0-0/"
 
 
 @dataclass(frozen=True)
@@ -113,14 +111,11 @@ class LotRunner:
         spark: SparkSession,
         *,
         lease: timedelta = RUNNER_LEASE,
-        emitter: OpenLineageEmitter | None = None,
     ) -> None:
-        """``emitter``: also send each lot's run as OpenLineage events (``spark.emit``)."""
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
-        self.emitter = emitter
         self._capture = WriteCapture.for_session(spark)
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
@@ -150,8 +145,10 @@ class LotRunner:
         facets = self._facets(claim)
         location: str | None = None
         fields: tuple[FieldSpec, ...] = ()
-        if self.emitter is not None:
-            self.emitter.started(job, claim)
+        emission = self.lineage.emission
+        emission.started(
+            claim, {"processing_engine": ol.processing_engine("spark", self.spark.version), **facets}
+        )
         try:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
                 objects = self._input_objects(job, claim)
@@ -168,9 +165,9 @@ class LotRunner:
                     "fileCount": len(draft.objects),
                     "size": sum(o.size for o in draft.objects),
                 }
-                facets["lotline_output"] = _facet(**statistics, location=draft.location)
+                facets["lotline_output"] = ol.custom(**statistics, location=draft.location)
                 self.lineage.lots.complete(
-                    claim, manifest=draft, facets=facets, output_facets=_output_facets(statistics, fields)
+                    claim, manifest=draft, facets=facets, output_facets=ol.version_facets(draft, fields)
                 )
         except BaseException as error:
             stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
@@ -178,8 +175,7 @@ class LotRunner:
             if stopped:
                 failure = replace(failure, reason=INTERRUPTED)
             self._fail(job, claim, location, failure, facets)
-            if self.emitter is not None:
-                self.emitter.ended(job, claim, draft=None, error=error)
+            emission.failed(claim, failure, facets)
             message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {failure.reason}"
             result = _result(job, claim, started, ok=False, error=message, reason=failure.reason)
             if stopped:
@@ -187,8 +183,7 @@ class LotRunner:
             if not isinstance(error, Exception):
                 raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
             return result
-        if self.emitter is not None:
-            self.emitter.ended(job, claim, draft=draft, fields=fields)
+        emission.completed(claim, draft, run_facets=facets, dataset_facets=self._dataset_facets(job, fields))
         return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
 
     def _record_output(
@@ -209,7 +204,7 @@ class LotRunner:
             reads = undeclared(named)
             if reads:
                 self.lineage.catalog.record_reads(claim.run_id, reads)
-            facet = column_lineage_facet(report.plan, named, PRODUCER)
+            facet = column_lineage_facet(report.plan, named)
         with self._lock:
             if self._recorded.get(job.output.name) == (fields, facet):
                 return fields
@@ -221,6 +216,17 @@ class LotRunner:
             facets={"columnLineage": facet} if facet is not None else None,
         )
         return fields
+
+    def _dataset_facets(self, job: JobSpec, fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
+        """The output's ``schema`` and ``columnLineage``, as the COMPLETE event carries them."""
+        found = {}
+        if fields:
+            found["schema"] = ol.schema(fields)
+        with self._lock:
+            recorded = self._recorded.get(job.output.name)
+        if recorded is not None and recorded[1] is not None:
+            found["columnLineage"] = recorded[1]
+        return found
 
     def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
@@ -318,7 +324,7 @@ class LotRunner:
                     finished[name] = future.result()
                 except Exception as error:
                     failed[name] = error
-        facets["lotline_parts"] = _facet(
+        facets["lotline_parts"] = ol.custom(
             parts=list(parts), kept=sorted(kept), ran=todo, failed=sorted(failed)
         )
         if failed:
@@ -349,13 +355,14 @@ class LotRunner:
     def _facets(self, claim: LotClaim) -> dict[str, Any]:
         context = self.spark.sparkContext
         return {
-            "lotline_lot": _facet(
+            **ol.lot_facets(claim.lot),
+            "lotline_lot": ol.custom(
                 lot=claim.lot,
                 attempt=claim.attempt,
                 worker=claim.owner,
                 inputLots=[{"dataset": d, "lot": lot} for d, lot in claim.input_lots],
             ),
-            "spark_applicationDetails": _facet(
+            "spark_applicationDetails": ol.custom(
                 master=context.master,
                 appName=context.appName,
                 applicationId=context.applicationId,
@@ -388,32 +395,9 @@ class LotRunner:
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
 
 
-def _output_facets(statistics: dict[str, Any], fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
-    """OpenLineage's ``outputStatistics`` and (when the lot had data) ``schema`` of the version a
-    lot's run wrote."""
-    facets: dict[str, Any] = {
-        "outputStatistics": {
-            "_producer": PRODUCER,
-            "_schemaURL": f"{_OPENLINEAGE_FACETS}OutputStatisticsOutputDatasetFacet.json",
-            **statistics,
-        }
-    }
-    if fields:
-        facets["schema"] = {
-            "_producer": PRODUCER,
-            "_schemaURL": f"{_OPENLINEAGE_FACETS}SchemaDatasetFacet.json",
-            "fields": [{"name": f.name, "type": f.type} for f in fields],
-        }
-    return facets
-
-
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
     seconds = time.monotonic() - started
     return LotResult(job.name, claim.lot, claim.attempt, claim.run_id, ok=ok, seconds=seconds, **more)
-
-
-def _facet(**fields: Any) -> dict[str, Any]:
-    return {"_producer": PRODUCER, "_schemaURL": _FACET_SCHEMA, **fields}
 
 
 def _lost(claim: LotClaim, reason: str) -> str:

@@ -44,7 +44,8 @@ def get_job(namespace: str, job: str, lineage: Services) -> Json:
 
 @router.put(JOB)
 def put_job(namespace: str, job: str, body: JobIn, lineage: Services) -> Json:
-    """With ``runId`` (dynamic capture) the inputs and outputs also become that run's (seed 003)."""
+    """With ``runId`` (dynamic capture) the inputs and outputs also become that run's (seed 003).
+    Before the job has a run, the answer lists no outputs, as Marquez's does."""
     found = lineage.catalog.upsert_job(
         namespace,
         job,
@@ -55,7 +56,12 @@ def put_job(namespace: str, job: str, body: JobIn, lineage: Services) -> Json:
         description=body.description,
         run_id=body.runId,
     )
-    return present(lineage, found)
+    answer = present(lineage, found)
+    if answer["latestRun"] is None:
+        # As Marquez answers it (MarquezAppIntegrationTest.testApp_createJobAndMarkRunAsComplete):
+        # the declared inputs, and no outputs until a run writes them (docs/api.md).
+        answer["outputs"] = []
+    return answer
 
 
 @router.delete(JOB)

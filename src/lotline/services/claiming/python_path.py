@@ -12,6 +12,7 @@ from lotline.coordination import claims
 from lotline.domain.clock import Clock
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict
+from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import LotEventKind
 from lotline.domain.runs import RunAction
 from lotline.services import _common
@@ -118,6 +119,10 @@ class PythonClaimPath:
             if end.facets:
                 run_row = _common.require_run(connection, claim.run_id)
                 runs.merge_run_facets(connection, run_row, end.facets, now)
+                window = parse_lot(claim.lot)
+                if isinstance(window, IntervalLot) and run_row.nominal_start_time is None:
+                    # The lot's window, as its nominalTime facet says (the claim left it unset).
+                    runs.set_nominal_window(connection, claim.run_id, window.start, window.end)
             claims.announce(connection, fence, success=end.success, now=now, failures=claim.failures + 1)
             if end.manifest is not None and manifest_id is not None:
                 manifest_rows.insert_manifest(

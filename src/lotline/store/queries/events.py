@@ -50,11 +50,17 @@ class PendingEvent:
     payload: JsonObject
 
 
-def append(connection: Connection, entries: Sequence[JournalEntry], now: datetime) -> set[str]:
+def append(
+    connection: Connection, entries: Sequence[JournalEntry], now: datetime, *, applied: bool = False
+) -> set[str]:
     """Journal the events in one statement, in the order given; returns the keys of those that
     were new (an event identical to one already journaled, or to an earlier one of ``entries``,
-    is stored once)."""
-    return set(insert_new_rows(connection, lineage_events, _rows(entries, now), _KEYS, "event_key"))
+    is stored once). ``applied``: stored as already applied, never projected (lotline's own runs,
+    which it recorded directly)."""
+    rows = _rows(entries, now)
+    if applied:
+        rows = [{**row, "applied_at": now} for row in rows]
+    return set(insert_new_rows(connection, lineage_events, rows, _KEYS, "event_key"))
 
 
 def append_statement(dialect: Dialect, entries: Sequence[JournalEntry], now: datetime) -> tuple[Any, Any]:

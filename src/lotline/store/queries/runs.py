@@ -546,6 +546,13 @@ def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject,
         connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
 
 
+def set_nominal_window(connection: Connection, run_id: uuid.UUID, start: datetime, end: datetime) -> None:
+    """The run's nominal start and end: its lot's window."""
+    connection.execute(
+        _UPDATE_RUN, {"b_run_id": run_id, "nominal_start_time": start, "nominal_end_time": end}
+    )
+
+
 def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
     """Record why the run failed (one line, ``runs.error``)."""
     connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "error": error, "updated_at": now})

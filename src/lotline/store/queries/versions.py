@@ -64,9 +64,12 @@ def insert_version(
 
 
 def merge_facets(connection: Connection, version_id: uuid.UUID, facets: JsonObject) -> None:
-    """Add facets to a version (its writer's output facets, recorded with its outcome)."""
-    stored = connection.execute(_FACETS, {"b_id": version_id}).scalar()
-    connection.execute(_SET_FACETS, {"b_id": version_id, "facets": {**json_or_empty(stored), **facets}})
+    """Add facets to a version (its writer's output facets, recorded with its outcome; the facets
+    of events that read it); written only when that changes them."""
+    stored = json_or_empty(connection.execute(_FACETS, {"b_id": version_id}).scalar())
+    merged = {**stored, **facets}
+    if merged != stored:
+        connection.execute(_SET_FACETS, {"b_id": version_id, "facets": merged})
 
 
 def supersede_current(connection: Connection, dataset_id: uuid.UUID, lot: str) -> None:

@@ -1,0 +1,254 @@
+"""lotline's own runs as OpenLineage events: every lot's run (the runner's and ingest's) and every
+child run of child work, built here and only here.
+
+Each event is journaled in the local store, where it is listed like any event received
+(``GET /api/v1/events/lineage``, the Events page) but stored as already applied: it describes
+what lotline recorded directly, so the projector never applies it a second time. With
+``LOTLINE_OPENLINEAGE_URL`` the same event is also posted to that consumer (Marquez, DataHub,
+another lotline). Both are best effort: a failure is logged and never fails the lot (the client has
+a short timeout and one retry, so a dead consumer costs a lot about two seconds).
+
+One OpenLineage run per lot, with lotline's run id: START when it starts (its inputs, each with
+the input lots it reads as a ``subset`` facet, and its output with the lot it writes;
+``nominalTime``; ``jobDependencies``: the runs that produced those input lots), COMPLETE or FAIL at
+its end (the output with its lot as ``subset``; on COMPLETE ``outputStatistics``, ``schema``,
+``columnLineage``; ``errorMessage``). A lotline that receives them reads the lots back from the
+subset facets, so its runs and versions are per lot as the sender's (docs/api.md). Dataset names are
+lotline's, the same for every lot: the lot is in the subset facets, never in the name. A child
+run is a run of the same job with the ``parent`` facet naming the lot's run; it reads what its
+parent reads and writes no version of its own, so its events list the inputs only.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from lotline.domain.coordination import LotClaim
+from lotline.domain.failures import Failure
+from lotline.domain.manifests import ManifestDraft
+from lotline.domain.model import JsonObject, RunIoRole
+from lotline.services import facets
+from lotline.services.config import Settings
+from lotline.services.facets import Facet
+from lotline.services.openlineage import OpenLineageService
+from lotline.store.engine import Store
+from lotline.store.queries import lot_lineage
+from lotline.store.types import utcnow
+
+if TYPE_CHECKING:
+    from openlineage.client.event_v2 import RunEvent
+
+log = logging.getLogger(__name__)
+#: Seconds the consumer may take to answer one event.
+TIMEOUT_S = 2.0
+
+
+class Consumer(Protocol):
+    """Where events go besides the local journal."""
+
+    def emit(self, event: RunEvent) -> None: ...
+
+
+class HttpConsumer:
+    """openlineage-python's HTTP transport to ``url`` (``LOTLINE_OPENLINEAGE_URL``)."""
+
+    def __init__(self, url: str, api_key: str | None = None) -> None:
+        from openlineage.client import OpenLineageClient
+        from openlineage.client.transport.http import (
+            ApiKeyTokenProvider,
+            HttpConfig,
+            HttpTransport,
+            TokenProvider,
+        )
+
+        config = HttpConfig(
+            url=url,
+            timeout=TIMEOUT_S,
+            auth=ApiKeyTokenProvider({"apiKey": api_key}) if api_key else TokenProvider({}),
+            retry={"total": 1, "backoff_factor": 0.1, "status_forcelist": [502, 503, 504]},
+        )
+        self._client = OpenLineageClient(transport=HttpTransport(config))
+
+    def emit(self, event: RunEvent) -> None:
+        self._client.emit(event)
+
+
+def consumer_for(settings: Settings) -> Consumer | None:
+    """The consumer ``LOTLINE_OPENLINEAGE_URL`` names (and ``LOTLINE_OPENLINEAGE_API_KEY``), if any."""
+    if not settings.openlineage_url:
+        return None
+    return HttpConsumer(settings.openlineage_url, settings.openlineage_api_key)
+
+
+class EmissionService:
+    def __init__(
+        self, store: Store, openlineage: OpenLineageService, consumer: Consumer | None = None
+    ) -> None:
+        self._store, self._openlineage, self.consumer = store, openlineage, consumer
+
+    def started(self, claim: LotClaim, run_facets: Mapping[str, Facet] | None = None) -> None:
+        """START of a lot's run: its inputs, ``nominalTime``, ``jobDependencies`` and ``run_facets``."""
+        start = {**facets.lot_facets(claim.lot), **(run_facets or {})}
+        upstream = self._upstream(claim.run_id)
+        if upstream:
+            start["jobDependencies"] = facets.job_dependencies(upstream)
+        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim), outputs=[_output(claim)])
+
+    def completed(
+        self,
+        claim: LotClaim,
+        draft: ManifestDraft | None,
+        *,
+        run_facets: Mapping[str, Facet] | None = None,
+        dataset_facets: Mapping[str, Facet] | None = None,
+    ) -> None:
+        """COMPLETE of a lot's run: its output lot with the version's facets."""
+        output = _output(claim, dict(dataset_facets or {}))
+        if draft is not None:
+            output["outputFacets"]["outputStatistics"] = facets.statistics_of(draft)
+        ended = {**facets.lot_facets(claim.lot), **(run_facets or {})}
+        self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[output])
+
+    def failed(
+        self,
+        claim: LotClaim,
+        error: BaseException | str | Failure,
+        run_facets: Mapping[str, Facet] | None = None,
+    ) -> None:
+        """FAIL of a lot's run, with ``errorMessage``."""
+        ended = {
+            **facets.lot_facets(claim.lot),
+            **(run_facets or {}),
+            "errorMessage": facets.error_message(error),
+        }
+        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[_output(claim)])
+
+    def part_started(self, claim: LotClaim, run_id: uuid.UUID, part: str) -> None:
+        """START of a child run: one part of the claimed lot, under the lot's run."""
+        self._send("START", claim, run_id, self._part_facets(claim, part), inputs=_inputs(claim))
+
+    def part_ended(
+        self,
+        claim: LotClaim,
+        run_id: uuid.UUID,
+        part: str,
+        error: BaseException | str | Failure | None = None,
+    ) -> None:
+        run_facets = self._part_facets(claim, part)
+        if error is not None:
+            run_facets["errorMessage"] = facets.error_message(error)
+        self._send("COMPLETE" if error is None else "FAIL", claim, run_id, run_facets, inputs=_inputs(claim))
+
+    def _part_facets(self, claim: LotClaim, part: str) -> dict[str, Facet]:
+        return {
+            **facets.lot_facets(claim.lot),
+            "parent": facets.parent(claim.run_id, claim.namespace, claim.job),
+            "lotline_part": facets.custom(part=part, attempt=claim.attempt),
+        }
+
+    def _upstream(self, run_id: uuid.UUID) -> list[tuple[str, str, uuid.UUID]]:
+        """(namespace, job, run) of the runs that wrote the versions the run reads."""
+        try:
+            with self._store.read() as connection:
+                versions = [
+                    v.version_id
+                    for _, role, v in lot_lineage.io_of_runs(connection, [run_id])
+                    if role is RunIoRole.INPUT and v.version_id is not None
+                ]
+                found = lot_lineage.load_runs(connection, lot_lineage.producers(connection, versions))
+        except Exception:  # emission never fails a lot
+            log.exception("the upstream runs of run %s could not be read", run_id)
+            return []
+        return sorted((r.namespace, r.job, r.id) for r in found)
+
+    def _send(
+        self,
+        event_type: str,
+        claim: LotClaim,
+        run_id: uuid.UUID,
+        run_facets: Mapping[str, Facet],
+        *,
+        inputs: Sequence[JsonObject] = (),
+        outputs: Sequence[JsonObject] = (),
+    ) -> None:
+        """Journal the event locally (as applied), then post it to the consumer; never raises."""
+        try:
+            event = _event(event_type, claim, run_id, run_facets, inputs, outputs)
+            self._openlineage.record([_document(event)])
+        except Exception:
+            log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
+            return
+        if self.consumer is None:
+            return
+        try:
+            self.consumer.emit(event)
+        except Exception as failure:  # a consumer that is down never fails the lot
+            log.warning(
+                "OpenLineage %s of job %s lot %s not emitted: %s", event_type, claim.job, claim.lot, failure
+            )
+
+
+def _inputs(claim: LotClaim) -> list[JsonObject]:
+    """Each input dataset under its stable name, the lots read as its ``subset`` facet."""
+    lots: dict[str, list[str]] = {}
+    for dataset, lot in claim.input_lots:
+        lots.setdefault(dataset, []).append(lot)
+    found = []
+    for dataset, read in lots.items():
+        entry = _dataset(claim.namespace, dataset, {})
+        entry["inputFacets"] = {"subset": facets.input_subset(read)}
+        found.append(entry)
+    return found
+
+
+def _output(claim: LotClaim, dataset_facets: dict[str, Facet] | None = None) -> dict[str, Any]:
+    """The lot's output dataset under its stable name, the lot written as its ``subset`` facet."""
+    output = _dataset(claim.namespace, claim.dataset, dataset_facets or {})
+    output["outputFacets"] = {"subset": facets.output_subset([claim.lot])}
+    return output
+
+
+def _dataset(namespace: str, name: str, dataset_facets: dict[str, Facet]) -> dict[str, Any]:
+    return {"namespace": namespace, "name": name, "facets": dataset_facets}
+
+
+def _event(
+    event_type: str,
+    claim: LotClaim,
+    run_id: uuid.UUID,
+    run_facets: Mapping[str, Facet],
+    inputs: Sequence[JsonObject],
+    outputs: Sequence[JsonObject],
+) -> RunEvent:
+    """The client's typed event (facets stay the plain dicts built in ``facets``, which the client
+    serializes as they are)."""
+    from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+
+    plain_run_facets: Any = dict(run_facets)
+    job_facets: Any = {"jobType": facets.job_type()}
+    return RunEvent(
+        eventType=RunState(event_type),
+        eventTime=utcnow().isoformat(),
+        producer=facets.PRODUCER,
+        run=Run(runId=str(run_id), facets=plain_run_facets),
+        job=Job(namespace=claim.namespace, name=claim.job, facets=job_facets),
+        inputs=[
+            InputDataset(d["namespace"], d["name"], facets=d["facets"], inputFacets=d["inputFacets"])
+            for d in inputs
+        ],
+        outputs=[
+            OutputDataset(d["namespace"], d["name"], facets=d["facets"], outputFacets=d["outputFacets"])
+            for d in outputs
+        ],
+    )
+
+
+def _document(event: RunEvent) -> JsonObject:
+    """The event as JSON, exactly as the client posts it."""
+    from openlineage.client.serde import Serde
+
+    document: JsonObject = Serde.to_dict(event)
+    return document
