@@ -8,14 +8,11 @@ skips with its reason, unless ``LOTLINE_REQUIRE_PG=1`` (set by CI) turns that in
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,13 +22,12 @@ import sqlalchemy as sa
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
-from lotline.store.schema import metadata
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+from support.databases import PG_ADMIN_URL, PgDatabases, fresh_url
+from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.storage import new_s3_root, s3_options
-
-PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 
 def _pg_admin() -> sa.Engine:
@@ -42,28 +38,6 @@ def _unavailable(reason: str) -> None:
     if os.environ.get("LOTLINE_REQUIRE_PG") == "1":
         pytest.fail(f"LOTLINE_REQUIRE_PG=1 but PostgreSQL is unavailable: {reason}", pytrace=False)
     pytest.skip(f"PostgreSQL unavailable ({reason}); set LOTLINE_TEST_PG_URL to run these tests")
-
-
-class PgDatabases:
-    """Creates uniquely named databases on the test server and drops them all at the end."""
-
-    def __init__(self, admin: sa.Engine) -> None:
-        self.admin = admin
-        self.created: list[str] = []
-        self.run_tag = uuid.uuid4().hex[:8]
-
-    def create(self, label: str) -> str:
-        name = f"lotline_test_{self.run_tag}_{label}"
-        with self.admin.connect() as connection:
-            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-        self.created.append(name)
-        return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
-
-    def drop_all(self) -> None:
-        with self.admin.connect() as connection:
-            for name in self.created:
-                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        self.admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -98,39 +72,24 @@ def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _empty_pg(store: Store) -> None:
-    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
-    with store.write() as connection:
-        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
-
-
-def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
-    """URL of an empty, migrated database of kind ``backend`` ("sqlite" or "postgresql")."""
-    if backend == "sqlite":
-        directory: Path = request.getfixturevalue("tmp_path")
-        path = directory / f"lotline-{uuid.uuid4().hex[:8]}.db"
-        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
-        return f"sqlite:///{path}"
-    store: Store = request.getfixturevalue("pg_store")
-    _empty_pg(store)
-    return store.url
-
-
 @pytest.fixture
 def new_database(request: pytest.FixtureRequest) -> Callable[[str], str]:
     """``new_database(backend)``: ``fresh_url`` for tests that need several databases in turn."""
     return lambda backend: fresh_url(request, backend)
 
 
-@contextmanager
-def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
-    """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
-    warehouse = request.getfixturevalue("tmp_path") / "warehouse"
-    lineage = Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse)))
-    try:
-        yield lineage
-    finally:
-        lineage.close()
+@pytest.fixture
+def own_postgres() -> Iterator[ThrowawayPostgres]:
+    """A migrated PostgreSQL server of the test's own, to stop and start under lotline's processes
+    (never the shared one); its binaries missing: a skip, or a failure under LOTLINE_REQUIRE_PG=1."""
+    reason = unavailable_reason()
+    if reason is not None:
+        _unavailable(f"no throwaway PostgreSQL server: {reason}")
+    with throwaway_postgres() as server:
+        store = Store(server.url)
+        store.upgrade()
+        store.dispose()
+        yield server
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

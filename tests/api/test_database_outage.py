@@ -4,26 +4,11 @@ is back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import requests
 
 from api.conftest import AUTH, _serve
-from lotline.store.engine import Store
-from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[ThrowawayPostgres]:
-    reason = unavailable_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    with throwaway_postgres() as server:
-        store = Store(server.url)
-        store.upgrade()
-        store.dispose()
-        yield server
+from support.pg_cluster import ThrowawayPostgres
 
 
 @pytest.mark.postgres

@@ -39,6 +39,7 @@ def test_writes_need_the_token_reads_do_not(api_server: ApiServer, fresh_ns: str
         ("PUT", "/namespaces/ok", "{not json", 400),
         ("PUT", "/namespaces/ok", '{"ownerName": "half \\ud800 pair"}', 400),  # no Unicode text
         ("PUT", "/namespaces/ok", {"ownerName": ["not", "a", "string"]}, 422),
+        ("PUT", "/namespaces/ok", {"ownerName": "x", "description": "a\u0000b"}, 400),  # issue 29.12
         ("PUT", "/sources/s", {"connectionUrl": "x"}, 422),
         ("PUT", "/namespaces/missing-ns/datasets/d", {"type": "DB_TABLE"}, 404),
         ("PUT", "/namespaces/missing-ns/jobs/j", {"type": "BATCH"}, 404),

@@ -28,12 +28,15 @@ def test_events_from_a_position_filtered_by_dataset(
         world = LotWorld(lineage, fresh_ns)
         world.job("ingest", output="raw")
         world.job("clean", output="cleaned", inputs=["raw"])
+        elsewhere = LotWorld(lineage, f"{fresh_ns}-elsewhere")
+        elsewhere.job("ingest", output="raw")
         start = _events(http, api_server, after=0, limit=1000)
         while start["events"]:  # the session's server is shared: start after what is there
             start = _events(http, api_server, after=start["lastPosition"], limit=1000)
         position = start["lastPosition"]
         world.produce("ingest", "d1", "d2")
         world.produce("clean", "d1")
+        elsewhere.produce("ingest", "e1")
         lineage.lots.invalidate(fresh_ns, "raw", "d1")
         failing = world.claim("clean", "d2")
         assert failing is not None
@@ -41,7 +44,8 @@ def test_events_from_a_position_filtered_by_dataset(
     finally:
         lineage.close()
 
-    body = _events(http, api_server, after=position)
+    # Issue 29.12: the namespace filter applies without a dataset too.
+    body = _events(http, api_server, after=position, namespace=fresh_ns)
     kinds = [(e["kind"], e["dataset"], e["lot"]) for e in body["events"]]  # type: ignore[union-attr, index]
     assert kinds == [
         ("READY", "raw", "d1"),
@@ -61,6 +65,8 @@ def test_events_from_a_position_filtered_by_dataset(
     assert body["lastPosition"] == body["events"][-1]["position"]  # type: ignore[index]
     only = _events(http, api_server, after=position, namespace=fresh_ns, dataset="cleaned")
     assert [e["kind"] for e in only["events"]] == ["READY", "REOPENED", "FAILED"]  # type: ignore[union-attr, index]
+    everywhere = _events(http, api_server, after=position)
+    assert [e["lot"] for e in everywhere["events"]] == ["d1", "d2", "d1", "e1", "d1", "d1", "d2"]  # type: ignore[union-attr, index]
     paged = _events(http, api_server, after=position, limit=2)
     assert [e["lot"] for e in paged["events"]] == ["d1", "d2"]  # type: ignore[union-attr, index]
 
@@ -98,3 +104,5 @@ def test_bad_parameters_are_refused_and_unknown_datasets_404(
         api_server.api("/lots/events"), params={"namespace": fresh_ns, "dataset": "nope"}, timeout=10
     )
     assert answer.status_code == 404, answer.text
+    answer = http.get(api_server.api("/lots/events"), params={"namespace": fresh_ns}, timeout=10)
+    assert answer.status_code == 404 and set(answer.json()) == {"code", "message"}, answer.text

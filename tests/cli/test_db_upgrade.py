@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PgDatabases
 from lotline.store import migrate
 from lotline.store.engine import Store
+from support.databases import PgDatabases
 from support.processes import lotline
 
 

@@ -28,6 +28,9 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
     world = LotWorld(lineage, "ev")
     world.job("ingest", output="raw")
     world.produce("ingest", "d1")
+    elsewhere = LotWorld(lineage, "other")
+    elsewhere.job("ingest", output="raw")
+    elsewhere.produce("ingest", "o1")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
     env["LOTLINE_DB_URL"] = backend_url
     follower = subprocess.Popen(
@@ -53,7 +56,11 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
 
     once = lotline("events", cwd=tmp_path, db_url=backend_url)
     assert once.returncode == 0, once.stderr
-    assert [line.split()[-1] for line in once.stdout.splitlines()] == ["d1", "d2"]
+    assert [line.split()[-1] for line in once.stdout.splitlines()] == ["d1", "o1", "d2"]
+    # Issue 29.12: -n alone keeps one namespace's events.
+    ev = lotline("events", "-n", "ev", cwd=tmp_path, db_url=backend_url)
+    assert ev.returncode == 0, ev.stderr
+    assert [line.split()[-1] for line in ev.stdout.splitlines()] == ["d1", "d2"]
     bad = lotline("events", "-d", "raw", cwd=tmp_path, db_url=backend_url)
     assert bad.returncode == 2 and "namespace" in bad.stderr
 

@@ -40,6 +40,28 @@ def test_invalid_names_are_rejected_and_change_nothing(lineage: Lineage, bad: st
     assert lineage.catalog.list_jobs("ns").total_count == 0
 
 
+def test_a_nul_character_in_a_description_or_a_facet_is_refused_and_changes_nothing(lineage: Lineage) -> None:
+    """Issue 29.12: PostgreSQL refuses NUL in text and JSON; SQLite refuses it the same way."""
+    lineage.catalog.upsert_namespace("ns")
+    facet = {"_producer": "p", "_schemaURL": "s"}
+    attempts = [
+        lambda: lineage.catalog.upsert_namespace("ns", description="a\x00b"),
+        lambda: lineage.catalog.upsert_dataset("ns", "d", description="a\x00b"),
+        lambda: lineage.catalog.upsert_dataset("ns", "d", facets={"f": {**facet, "text": "a\x00b"}}),
+        lambda: lineage.catalog.upsert_dataset("ns", "d", facets={"f": {**facet, "list": [{"k\x00": 1}]}}),
+        lambda: lineage.catalog.upsert_job("ns", "j", description="a\x00b"),
+    ]
+    for attempt in attempts:
+        with pytest.raises(InvalidInput, match="rejected by the database"):
+            attempt()
+    assert lineage.catalog.get_namespace("ns").description is None
+    assert lineage.catalog.list_datasets("ns").total_count == 0
+    assert lineage.catalog.list_jobs("ns").total_count == 0
+    # A backslash followed by "u0000" is six ordinary characters.
+    kept = lineage.catalog.upsert_dataset("ns", "d", facets={"f": {**facet, "text": "\\u0000"}})
+    assert kept.facets["f"]["text"] == "\\u0000"
+
+
 def test_sources(lineage: Lineage) -> None:
     lineage.catalog.upsert_source("warehouse", "POSTGRESQL", "postgres://db:5432/wh")
     updated = lineage.catalog.upsert_source("warehouse", "POSTGRESQL", description="main")

@@ -119,6 +119,25 @@ def test_a_listener_whose_connection_died_fails_with_database_unavailable(own_st
         listener.close()
 
 
+def test_a_transaction_used_again_after_its_connection_was_lost_is_database_unavailable(
+    own_store: Store,
+) -> None:
+    """Issue 29.2: a savepoint's caller that catches the lost connection and goes on in the same
+    transaction (as the projector's second, careful pass did) got SQLAlchemy's PendingRollbackError,
+    a 500 on the REST side; it is the same outage: DatabaseUnavailable (503)."""
+    with pytest.raises(DatabaseUnavailable) as failure, own_store.write() as connection:
+        _terminate(own_store, connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+        try:
+            with connection.begin_nested():
+                connection.exec_driver_sql("SELECT 1")
+        except DatabaseUnavailable:
+            pass
+        connection.exec_driver_sql("SELECT 1")
+    assert failure.value.connection_lost and failure.value.http_status == 503
+    with own_store.read() as connection:  # and the next transaction has a new connection
+        assert connection.exec_driver_sql("SELECT 1").scalar_one() == 1
+
+
 def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> None:
     store = Store(pg_store.url)
     pid = _driver_backend_pid(_driver_connections(store))

@@ -266,6 +266,8 @@ def test_the_first_event_of_an_unknown_run_creates_it_in_the_state_the_event_imp
     assert run.state is state
     assert [t.state for t in run.transitions] == history
     assert [t.at for t in run.transitions[1:]] == [_at(5)] * (len(history) - 1)  # the event's time
+    times = [t.at for t in run.transitions]
+    assert times == sorted(times)  # issue 29.12: NEW is never stamped after the start
     assert run.started_at == (_at(5) if state is not RunState.NEW else None)
     assert run.ended_at == (_at(5) if state.is_terminal else None)
     assert run.facets["step"] == facets["step"]

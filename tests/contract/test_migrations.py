@@ -12,11 +12,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from conftest import PgDatabases
 from lotline.domain.errors import ConcurrentChange
 from lotline.store import migrate
 from lotline.store.engine import SchemaNotCurrent, Store, open_store
 from lotline.store.schema import metadata
+from support.databases import PgDatabases
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

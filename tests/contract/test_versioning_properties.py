@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import empty_database
 from lotline.domain.model import DatasetRef, DatasetVersion
 from lotline.domain.runs import RunAction
 from lotline.services import Lineage
+from support.databases import empty_database
 
 NS = "props"
 LOTS = (None, "2023-01-01", "2023-01-02")

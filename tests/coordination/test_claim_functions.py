@@ -12,6 +12,7 @@ wall-clock times left out.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from collections import Counter
@@ -132,7 +133,7 @@ def _snapshot(store: Store) -> dict[str, Any]:
             "runs": rows(
                 "SELECT id, job_version_id IS NULL, lot, state, started_at IS NULL, ended_at IS NULL, "
                 "args, facets, parent_run_id FROM runs",
-                lambda i, *rest: (run(i), *rest),
+                lambda i, *rest: (run(i), *rest[:-2], _timeless(rest[-2]), rest[-1]),
             ),
             "transitions": rows(
                 "SELECT run_id, state, count(*) FROM run_transitions GROUP BY run_id, state",
@@ -169,6 +170,15 @@ def _snapshot(store: Store) -> dict[str, Any]:
                 lambda d, lot, kind, v, r, *rest: (datasets[d], lot, kind, version(v), run(r), *rest),
             ),
         }
+
+
+def _timeless(facets: dict[str, Any]) -> dict[str, Any]:
+    """A reaped run's error message names the wall-clock time of its claim's last heartbeat."""
+    error = facets.get("errorMessage")
+    if error is None:
+        return facets
+    message = re.sub(r"at \d{4}-\S+", "at <time>", error["message"])
+    return {**facets, "errorMessage": {**error, "message": message}}
 
 
 def _run(new_database: Callable[[str], str], *, in_database: bool) -> tuple[dict[str, Any], Counter[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 import pytest
@@ -9,8 +10,9 @@ import pytest
 from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import ArcState, Role
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
-from lotline.domain.runs import RunState
+from lotline.domain.runs import RunAction, RunState
 from support.lots import LotWorld
+from support.ol import run_event
 
 SHORT = timedelta(milliseconds=50)
 
@@ -128,6 +130,7 @@ def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(
     world = timed_world
     _chain(world)
     world.produce("JobA", "1")
+    claimed_at = clock.now()
     dead = world.lots.claim("dead", world.ns, "JobB", lease=SHORT)
     assert dead is not None
     clock.advance(2 * SHORT)
@@ -139,7 +142,13 @@ def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(
     assert world.lots.reap() == 1
     assert world.status("DataB", "1", "JobB") == "ERROR"
     assert world.status("DataA", "1", "JobB", role=Role.INPUT) == "ERROR"
-    assert world.lineage.runs.get_run(dead.run_id).state is RunState.FAILED
+    reaped = world.lineage.runs.get_run(dead.run_id)
+    assert reaped.state is RunState.FAILED
+    # The run says why (issue 29.12): whose lease ran out, and when it last beat (here: the claim).
+    message = reaped.facets["errorMessage"]["message"]
+    assert message.startswith(
+        f"the lease expired: worker dead stopped heartbeating at {claimed_at.isoformat()}"
+    )
     alive = world.claim("JobB", worker="alive")
     assert alive is not None
     assert alive.attempt == 2
@@ -151,6 +160,107 @@ def test_an_expired_claim_is_reaped_and_its_late_completion_is_rejected(
     assert world.table() == before
     world.lots.complete(alive)
     assert world.current_version_run("DataB", "1") == alive.run_id
+
+
+def test_a_run_a_live_claim_owns_cannot_be_ended_from_outside(world: LotWorld) -> None:
+    """Issue 29.1 (a): the REST transitions refuse it (409 naming the claim) and change nothing."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB", worker="w-live")
+    assert claim is not None
+    before = world.table()
+    for action in (RunAction.COMPLETE, RunAction.FAIL, RunAction.ABORT):
+        with pytest.raises(Conflict, match="live claim") as refused:
+            world.lineage.runs.transition(claim.run_id, action)
+        message = refused.value.message
+        assert f"job {world.ns}:JobB lot 1" in message and "worker w-live" in message
+        assert claim.lease_expires_at.isoformat() in message and refused.value.http_status == 409
+    assert world.table() == before
+    assert world.lineage.runs.get_run(claim.run_id).state is RunState.RUNNING
+    world.lots.complete(claim)  # its worker still ends it
+    assert world.status("DataB", "1", "JobB") == "READY"
+
+
+def test_an_openlineage_end_of_a_claimed_run_is_recorded_but_fails_to_project(world: LotWorld) -> None:
+    """Issue 29.1 (a): the event is journaled; its projection fails with the claim as the reason, and
+    the next events still apply."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB", worker="w-live")
+    assert claim is not None
+    other = str(uuid.uuid4())
+    world.lineage.openlineage.accept_batch(
+        [
+            run_event(world.ns, "JobB", str(claim.run_id), "COMPLETE"),
+            run_event(world.ns, "elsewhere", other, "START"),
+        ]
+    )
+    drained = world.lineage.projection.drain()
+    assert (len(drained.applied), len(drained.failed)) == (1, 1)
+    [(_, reason)] = world.lineage.projection.failures()
+    assert "live claim" in reason and f"job {world.ns}:JobB lot 1" in reason and "w-live" in reason
+    assert world.lineage.runs.get_run(claim.run_id).state is RunState.RUNNING
+    assert world.status("DataB", "1", "JobB") == "RUNNING"
+    world.lots.complete(claim)
+    assert world.status("DataB", "1", "JobB") == "READY"
+
+
+def test_a_run_ended_from_outside_after_its_lease_ran_out_does_not_stop_the_reaper(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    """Issue 29.1 (b), the issue's scenario: the claim expired (its worker died), then someone completed
+    its run through the API. The reaper releases the lot without touching the run, the lot is
+    claimed again, and the input can be invalidated."""
+    world = timed_world
+    _chain(world)
+    world.produce("JobA", "1", "2")
+    dead = world.lots.claim("dead", world.ns, "JobB", lot="1", lease=SHORT)
+    failed = world.lots.claim("dead", world.ns, "JobB", lot="2", lease=SHORT)
+    assert dead is not None and failed is not None
+    clock.advance(2 * SHORT)
+    world.lineage.runs.transition(dead.run_id, RunAction.COMPLETE)  # no longer live: allowed
+    world.lineage.runs.transition(failed.run_id, RunAction.ABORT)
+
+    assert world.lots.reap() == 2
+    assert world.status("DataB", "1", "JobB") == "ERROR"
+    assert world.status("DataA", "1", "JobB", role=Role.INPUT) == "ERROR"  # released
+    assert world.lineage.runs.get_run(dead.run_id).state is RunState.COMPLETED  # left as it was
+    assert world.lineage.runs.get_run(failed.run_id).state is RunState.ABORTED
+    assert world.lots.reap() == 0
+    again = world.claim("JobB", "1", worker="alive")
+    assert again is not None and again.attempt == 2
+    world.lots.complete(again)
+    assert world.lots.invalidate(world.ns, "DataA", "2") != []
+    assert world.status("DataB", "2", "JobB") == "ERROR"
+
+
+def test_invalidating_an_input_of_a_claim_whose_run_was_ended_from_outside(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    """Issue 29.1 (b): an invalidation that revokes a claim whose run has ended leaves the run be."""
+    world = timed_world
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.lots.claim("dead", world.ns, "JobB", lease=SHORT)
+    assert claim is not None
+    clock.advance(2 * SHORT)
+    world.lineage.runs.transition(claim.run_id, RunAction.COMPLETE)
+    assert world.lots.invalidate(world.ns, "DataA", "1") != []
+    assert world.status("DataB", "1", "JobB") == "ERROR"
+    assert world.lineage.runs.get_run(claim.run_id).state is RunState.COMPLETED
+
+
+def test_a_claimed_run_s_transitions_are_in_time_order(world: LotWorld) -> None:
+    """Issue 29.12: the claim's start is taken before its run is written; NEW is not stamped after it."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB")
+    assert claim is not None
+    world.lots.complete(claim)
+    run = world.lineage.runs.get_run(claim.run_id)
+    assert [t.state for t in run.transitions] == [RunState.NEW, RunState.RUNNING, RunState.COMPLETED]
+    times = [t.at for t in run.transitions]
+    assert times == sorted(times)
 
 
 def test_a_worker_cannot_finish_another_workers_claim(world: LotWorld) -> None:

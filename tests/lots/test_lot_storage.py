@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from lotline.domain.errors import InvalidInput, InvalidName
-from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, UriType
+from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, UriType, object_change
 from lotline.lots.storage import Storage
 
 
@@ -135,3 +135,19 @@ def test_copy_in_brings_a_landing_file_into_storage(storage: Storage, tmp_path: 
     storage.copy_in(source, target)
     assert storage.read_bytes(target) == b"hello"
     assert storage.stat(target).size == 5
+
+
+def test_a_stat_agrees_with_what_describe_written_recorded(storage: Storage) -> None:
+    """Readers compare an object's stat with its manifest's record (issue 29 §10): an untouched object
+    must compare equal on each storage (S3 lists times in milliseconds, gives one in seconds)."""
+    location = storage.attempt_uri("shop", "orders", "2023-01-01", 1)
+    storage.write_bytes(f"{location}/part-0.txt", b"one\n")
+    [recorded] = storage.describe_written(location, format="text")
+    found = storage.stat(recorded.uri)
+    assert found is not None and object_change(recorded, found.size, found.modified_at) is None
+    storage.write_bytes(recorded.uri, b"one and two\n")
+    changed = storage.stat(recorded.uri)
+    assert changed is not None
+    assert object_change(recorded, changed.size, changed.modified_at) is not None
+    storage.delete([recorded.uri])
+    assert storage.stat(recorded.uri) is None

@@ -6,8 +6,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from lotline.cli.main import app
+from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
@@ -141,5 +145,64 @@ def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
         assert line.startswith("lotline: error: ")
         assert "legacy_parse" in line
         assert [r.job for r in lineage.lots.status("weblogs")] == ["ingest_raw_logs"]
+    finally:
+        lineage.close()
+
+
+#: A worker that claims two lots and is killed: one claim's lease runs out in a second, the other's
+#: in an hour.
+_KILLED_WORKER = """
+import os, signal, sys
+from datetime import timedelta
+from lotline.services import Lineage
+from lotline.store.engine import Store
+lineage = Lineage.over(Store(sys.argv[1]))
+for worker, lot, seconds in (("killed-worker", sys.argv[2], 1), ("other-worker", sys.argv[3], 3600)):
+    assert lineage.lots.claim(worker, "weblogs", "parse", lot=lot, lease=timedelta(seconds=seconds))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
+    cli: CliRunner, backend_url: str, tmp_path: Path, spark: SparkSession
+) -> None:
+    """Issue 29.3: the lot of a killed run (its lease ran out) is reaped and run; a lot that another
+    worker's live claim holds is reported, not counted as nothing."""
+    pipeline = str(PIPELINES / "weblogs.py")
+    lots = ["20230101PT30M000", "20230101PT30M001"]
+    lineage = _lineage(backend_url, tmp_path)
+    try:
+        assert cli.invoke(app, ["run", pipeline, "--json"]).exit_code == 0  # registers the datasets
+        for lot in lots:
+            ingest(lineage, "weblogs", "raw_logs", lot, [["2023-01-01T00:01:00 /a 200"]])
+        killed = subprocess.run(
+            [sys.executable, "-c", _KILLED_WORKER, backend_url, *lots], check=False, capture_output=True
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        [expiring] = [s for s in lineage.lots.status("weblogs", job="parse") if s.owner == "killed-worker"]
+        assert expiring.lease_expires_at is not None
+        deadline = time.monotonic() + 60
+        while datetime.now(UTC) <= expiring.lease_expires_at:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+
+        result = cli.invoke(app, ["run", pipeline, "--json"])
+        assert result.exit_code == 0, result.output
+        summary = json.loads(result.stdout)
+        jobs = {j["job"]: (j["done"], j["failed"], j["held"]) for j in summary["jobs"]}
+        assert jobs == {"parse": (1, 0, 1), "hourly_counts": (0, 0, 0)}
+        [held] = summary["held"]
+        assert held.startswith("job parse: 1 lot held by a live claim of worker other-worker (lease until ")
+        runs = sorted(
+            lineage.runs.list_runs("weblogs", "parse", lot=lots[0]).items, key=lambda r: r.created_at
+        )
+        assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
+        assert (
+            runs[0].facets["errorMessage"]["message"].startswith("the lease expired: worker killed-worker ")
+        )
+
+        result = cli.invoke(app, ["run", pipeline])  # the table says so too
+        assert result.exit_code == 0, result.output
+        assert "not taken: job parse: 1 lot held by a live claim of worker other-worker" in result.stdout
     finally:
         lineage.close()

@@ -309,3 +309,22 @@ def test_a_code_change_is_a_new_job_version(lineage: Lineage, spark: SparkSessio
     assert not run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), worker="t").failed
     [run] = lineage.runs.list_runs(NS, "hourly_counts").items
     assert run.job_version == second
+
+
+def test_a_missing_input_file_fails_the_lot_with_a_message_naming_it(
+    lineage: Lineage, runner: LotRunner
+) -> None:
+    """Issue 29.12: the failure of a lot whose input object is gone says which object (Spark's
+    PATH_NOT_FOUND names it); the run's errorMessage is not an empty ``AnalysisException: ``."""
+    _ingest_all(lineage, {HALF[0]: LOTS[HALF[0]]})
+    manifest = lineage.manifests.current(NS, "raw_logs", HALF[0])
+    assert manifest is not None
+    gone = manifest.objects[0].uri
+    Path(lineage.storage.local_path(gone)).unlink()
+    summary = _run(runner)
+    [error] = summary.errors
+    path = lineage.storage.local_path(gone)
+    assert error.startswith(f"job parse lot {HALF[0]} (attempt 1): ") and path in error, error
+    [run] = lineage.runs.list_runs(NS, "parse").items
+    message = run.facets["errorMessage"]["message"]
+    assert path in message and not message.rstrip().endswith(":"), message

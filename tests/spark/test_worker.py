@@ -9,11 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import requests
 
+from api.conftest import AUTH, _serve
 from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import FIRST_RETRY, Status
 from lotline.domain.manifests import ManifestState
@@ -115,6 +118,48 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
     finally:
+        lineage.close()
+
+
+def test_a_run_completed_through_the_api_after_its_claim_expired_stops_no_worker(
+    backend_url: str, tmp_path: Path
+) -> None:
+    """Issue 29.1, its scenario: a worker's claim expires (it died) and someone completes the run
+    through the REST API. A worker started then reaps the lot (leaving the run as it is), runs it
+    again and exits 0 (it used to exit 2 at every start). While the claim was live, the API refused."""
+    warehouse = tmp_path / "warehouse"
+    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
+    server, thread, url = _serve(backend_url)
+    try:
+        register(lineage, load_pipeline(str(PIPELINES / "slow.py")))
+        ingest(lineage, "slow", "events", HALF[0], [["a", "b", "c"]])
+        claim = lineage.lots.claim("dead-worker", "slow", "copy", lease=timedelta(hours=1))
+        assert claim is not None
+        complete = f"{url}/api/v1/jobs/runs/{claim.run_id}/complete"
+        refused = requests.post(complete, headers=AUTH, timeout=30)
+        assert refused.status_code == 409 and "live claim" in refused.json()["message"], refused.text
+        assert "dead-worker" in refused.json()["message"]
+        # The worker dies: its last heartbeat leaves a lease that runs out at once.
+        beaten = lineage.lots.heartbeat(claim, lease=timedelta(milliseconds=1))
+        _wait_for(lambda: datetime.now(UTC) > beaten.lease_expires_at, 30)
+        accepted = requests.post(complete, headers=AUTH, timeout=30)
+        assert accepted.status_code == 200, accepted.text
+
+        worker = _start_worker(tmp_path, backend_url, warehouse, "--idle-exit", "2")
+        try:
+            out, err = worker.communicate(timeout=300)
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        assert worker.returncode == 0, (out[-2000:], err[-2000:])
+        assert lineage.lots.counts("slow", "copy") == {Status.READY: 1}
+        manifest = lineage.manifests.current("slow", "copies", HALF[0])
+        assert manifest is not None and manifest.attempt == 2
+        runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
+        assert [r.state for r in runs] == [RunState.COMPLETED, RunState.COMPLETED]  # the first left as it was
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
         lineage.close()
 
 

@@ -17,7 +17,10 @@ from lotline.services.config import load_settings
 def events(
     after: Annotated[int, typer.Option(min=0, help="Start after this position (0: the beginning).")] = 0,
     namespace: Annotated[
-        str | None, typer.Option("--namespace", "-n", help="Namespace of --dataset.")
+        str | None,
+        typer.Option(
+            "--namespace", "-n", help="Only this namespace's events (and the namespace of --dataset)."
+        ),
     ] = None,
     dataset: Annotated[
         list[str] | None, typer.Option("--dataset", "-d", help="Only this dataset (repeatable).")

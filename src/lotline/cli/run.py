@@ -182,21 +182,24 @@ def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> Non
             "failed": t.failed,
             "retried": t.retried,
             "skipped": t.skipped,
+            "held": t.held,
             "seconds": round(t.seconds, 3),
         }
         for name, t in summary.tallies.items()
     ]
     if as_json:
         document = {"pipeline": pipeline.name, "namespace": pipeline.namespace, "jobs": rows}
-        print(json.dumps({**document, "errors": summary.errors}, indent=2))
+        print(json.dumps({**document, "errors": summary.errors, "held": summary.held}, indent=2))
         return
     table = Table(title=f"lotline run {pipeline.name}")
-    for column in ("job", "done", "failed", "retried", "skipped", "time"):
+    counts = ("job", "done", "failed", "retried", "skipped", "held")
+    for column in (*counts, "time"):
         table.add_column(column, justify="left" if column == "job" else "right")
     for row in rows:
-        seconds = f"{row['seconds']:.1f}s"
-        table.add_row(*(str(row[k]) for k in ("job", "done", "failed", "retried", "skipped")), seconds)
+        table.add_row(*(str(row[k]) for k in counts), f"{row['seconds']:.1f}s")
     console = Console()
     console.print(table)
     for error in summary.errors:
         console.print(f"[red]left failed:[/red] {error}", highlight=False)
+    for held in summary.held:
+        console.print(f"[yellow]not taken:[/yellow] {held}", highlight=False, soft_wrap=True)

@@ -9,9 +9,11 @@ from typing import Annotated
 
 import typer
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import DatabaseUnavailable, InvalidInput
 from lotline.services import open_configured
 from lotline.services.config import load_settings
+from lotline.services.outage import Outage
+from lotline.store.engine import Listener
 
 
 def webhooks(
@@ -32,17 +34,28 @@ def webhooks(
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
-    subscription = lineage.lot_events.subscribe()
+    outage = Outage(stop=stop)  # a database outage is waited out (docs/deploy.md)
+    subscription: Listener | None = None
     try:
         while not stop.is_set():
-            results = [lineage.webhooks.deliver(url) for url in settings.webhook_urls]
-            for result in results:
-                if result.sent:
-                    print(f"{result.url}: {result.sent} events, position {result.position}", flush=True)
-                elif result.error:
-                    print(f"{result.url}: failed ({result.error}); retrying later", flush=True)
-            if not any(r.sent for r in results):
-                subscription.wait(poll)
+            try:
+                if subscription is None:
+                    subscription = lineage.lot_events.subscribe()
+                results = [lineage.webhooks.deliver(url) for url in settings.webhook_urls]
+                outage.recovered()
+                for result in results:
+                    if result.sent:
+                        print(f"{result.url}: {result.sent} events, position {result.position}", flush=True)
+                    elif result.error:
+                        print(f"{result.url}: failed ({result.error}); retrying later", flush=True)
+                if not any(r.sent for r in results):
+                    subscription.wait(poll)
+            except DatabaseUnavailable as error:
+                if subscription is not None:
+                    subscription.close()
+                    subscription = None
+                outage.wait(error)
     finally:
-        subscription.close()
+        if subscription is not None:
+            subscription.close()
         lineage.close()

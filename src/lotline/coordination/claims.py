@@ -275,8 +275,8 @@ def announce(
 
 
 def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.StatusRow]:
-    """Turn expired claims into ERROR (their INPUT rows too); returns their OUTPUT rows as they were
-    (run, owner that let the lease run out, attempt), whose runs the caller fails. A reaped lot is
+    """Turn expired claims into ERROR (their INPUT rows too: released); returns their OUTPUT rows as
+    they were, whose runs the caller ends (whatever state those runs are in by now). A reaped lot is
     due again at once: its worker died, which is not the lot's fault (no back-off)."""
     expired = q.expired_claims(connection, now, limit)
     for row in expired:
@@ -286,3 +286,18 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.Stat
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
         frontier.raise_for_job(connection, row.job_id, [row.lot], now)
     return expired
+
+
+def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
+    """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
+    or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING
+    with an ended run. A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
+    claim = q.live_claim_of_run(connection, run_id, now)
+    if claim is not None:
+        raise Conflict(
+            f"Run {run_id} belongs to a live claim: job {claim.namespace}:{claim.job} lot {claim.lot}, "
+            f"attempt {claim.attempt} of worker {claim.owner}, lease until "
+            f"{claim.lease_expires_at.isoformat()}. It ends with its claim (its worker completes or "
+            "fails it, or the reaper once the lease runs out); invalidate an input lot to stop it.",
+            current="claimed",
+        )

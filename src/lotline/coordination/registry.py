@@ -11,6 +11,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import Conflict, InvalidInput
+from lotline.domain.storage_names import can_be_stored, check_apart
 from lotline.store.queries import datasets, frontier
 from lotline.store.queries import registry as q
 
@@ -36,8 +37,11 @@ def register(
     now: datetime,
     *,
     describe: dict[uuid.UUID, str],
+    output: tuple[str, str],
 ) -> None:
-    """Record a job's inputs and output; a second producer of a dataset is a Conflict."""
+    """Record a job's inputs and output; a second producer of a dataset is a Conflict, and so is an
+    output (``(namespace, dataset)``) whose storage folder would overlap another produced dataset's
+    (a name that is no path at all, ``postgres://db:5432``, is never stored: coordination only)."""
     if output_dataset_id in inputs:
         raise InvalidInput(f"Job cannot consume its own output {describe[output_dataset_id]}.")
     if len(set(inputs)) != len(inputs):
@@ -51,6 +55,9 @@ def register(
             f"Dataset {describe[output_dataset_id]} is already produced by job {other}; "
             "a dataset has exactly one producing job."
         )
+    if producer is None and can_be_stored(*output):
+        q.lock_storage(connection)
+        check_storage(connection, *output)
     q.upsert_lot_job(
         connection, job_id, output_dataset_id, list(inputs), None if mapping is None else str(mapping), now
     )
@@ -59,6 +66,12 @@ def register(
     for dataset_id in sorted(inputs):
         datasets.lock_dataset(connection, dataset_id)
     frontier.refill(connection, job_id, inputs, now)
+
+
+def check_storage(connection: Connection, namespace: str, dataset: str) -> None:
+    """A new output's folder must neither hold nor lie inside another produced dataset's (InvalidName
+    for a name the layout refuses, Conflict naming the other dataset)."""
+    check_apart(namespace, dataset, q.produced_datasets(connection))
 
 
 def not_coordinated(namespace: str, job: str) -> Conflict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
+from datetime import datetime
 
 from lotline.domain.errors import LotlineError
 
@@ -58,7 +59,9 @@ def bounded(text: str) -> str:
     return line if len(line) <= MAX_REASON else line[: MAX_REASON - 1] + "…"
 
 
-def lease_expired(owner: str | None) -> str:
-    """The reason of a run the reaper failed: its worker stopped renewing its claim."""
+def lease_expired(owner: str | None, last_beat: datetime | None = None) -> str:
+    """The reason of a run the reaper failed: its worker stopped renewing its claim (``last_beat``:
+    the claim's last sign of life, its start or last heartbeat)."""
     who = f"worker {owner}" if owner else "its worker"
-    return f"the lease expired: {who} stopped heartbeating (it died, hung or lost the database)"
+    when = "" if last_beat is None else f" at {last_beat.isoformat()}"
+    return f"the lease expired: {who} stopped heartbeating{when} (it died, hung or lost the database)"

@@ -99,6 +99,28 @@ class ManifestObject:
         )
 
 
+def object_change(recorded: ManifestObject, size: int | None, modified_at: datetime | None) -> str | None:
+    """How an object differs now (``size``, ``modified_at``; None: it is gone) from what its manifest
+    recorded, as a phrase for an error; None if it is unchanged. A lot read from other bytes than
+    those it was published with would be a silent lie, so readers check before they read."""
+    if size is None or modified_at is None:
+        return "it is gone"
+    changes = []
+    if size != recorded.size:
+        changes.append(f"size {recorded.size} → {size}")
+    if not _same_time(modified_at, recorded.modified_at):
+        changes.append(f"modified {recorded.modified_at.isoformat()} → {modified_at.isoformat()}")
+    return ", ".join(changes) or None
+
+
+def _same_time(now: datetime, then: datetime) -> bool:
+    """Equal, at whole seconds when either has none below (S3 lists times in milliseconds but gives
+    one object's in whole seconds)."""
+    if now.microsecond and then.microsecond:
+        return now == then
+    return now.replace(microsecond=0) == then.replace(microsecond=0)
+
+
 @dataclass(frozen=True)
 class ManifestDraft:
     """What a worker (or ingest) hands over when it finishes an attempt: the objects it wrote.

@@ -15,6 +15,7 @@ what cleanup may delete.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,33 +26,13 @@ from typing import Any
 
 import fsspec
 
-from lotline.domain.errors import InvalidInput, InvalidName
+from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import validate_lot_id
 from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, check_format, manifest_document
+from lotline.domain.storage_names import MANIFESTS_FOLDER, dataset_prefix, dataset_segments, storage_segments
 
-MANIFESTS_FOLDER = "_manifests"
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Files that writers (Spark, Hadoop) leave beside the data and that are not part of it.
 _NOT_DATA = re.compile(r"^(_SUCCESS|_committed_.*|_started_.*|.*\.crc)$|^[._]")
-
-
-def storage_segments(kind: str, name: str) -> list[str]:
-    """The path segments a name becomes under the root, or InvalidName if it could escape it.
-
-    Refused: absolute names, empty, ``.`` or ``..`` segments, backslashes and control characters.
-    """
-    if not isinstance(name, str) or not name:
-        raise InvalidName(f"{kind} name must not be empty.")
-    if _CONTROL.search(name) or "\\" in name:
-        raise InvalidName(f"{kind} name {name!r} contains a control character or a backslash.")
-    if name.startswith("/"):
-        raise InvalidName(f"{kind} name {name!r} is an absolute path; it cannot be stored under the root.")
-    segments = name.split("/")
-    if any(s in ("", ".", "..") for s in segments):
-        raise InvalidName(f"{kind} name {name!r} has an empty, '.' or '..' path segment.")
-    if segments[0] == MANIFESTS_FOLDER:
-        raise InvalidName(f"{kind} name {name!r} would collide with the {MANIFESTS_FOLDER} folder.")
-    return segments
 
 
 @dataclass(frozen=True)
@@ -61,6 +42,8 @@ class StoredObject:
     uri: str
     size: int
     modified_at: datetime
+    #: A symbolic link's fully resolved target (``file://…``), None for anything else.
+    link_target: str | None = None
 
 
 class Storage:
@@ -88,8 +71,7 @@ class Storage:
 
     # -- where things go ------------------------------------------------------------------------
     def dataset_uri(self, namespace: str, dataset: str) -> str:
-        parts = [*storage_segments("Namespace", namespace), *storage_segments("Dataset", dataset)]
-        return posixpath.join(self.root, *parts)
+        return posixpath.join(self.root, *dataset_prefix(namespace, dataset))
 
     def lot_uri(self, namespace: str, dataset: str, lot: str) -> str:
         return posixpath.join(self.dataset_uri(namespace, dataset), f"lot={validate_lot_id(lot)}")
@@ -122,11 +104,12 @@ class Storage:
         """Where the copy of a manifest in ``state`` goes (``attempt`` matters for partial and
         removed ones only: a lot has one complete or empty copy, that of its current version; a
         child's part adds its folders, ``…/attempt=N/day=2023-01-02/``)."""
+        namespace_folders, dataset_folders = dataset_segments(namespace, dataset)
         parts = [
-            *storage_segments("Namespace", namespace),
+            *namespace_folders,
             MANIFESTS_FOLDER,
             "datasets",
-            "name=" + "/".join(storage_segments("Dataset", dataset)),
+            "name=" + "/".join(dataset_folders),
             f"lot={validate_lot_id(lot)}",
             f"state={state.value}",
         ]
@@ -142,14 +125,16 @@ class Storage:
 
     # -- what is there ----------------------------------------------------------------------------
     def objects_under(self, uri: str) -> Iterator[StoredObject]:
-        """Every object below ``uri`` (recursively), written-by-tool markers included."""
+        """Every object below ``uri`` (recursively), written-by-tool markers included. A local
+        symbolic link is an object with its ``link_target`` (links to folders are not followed)."""
         path = self._path(uri)
         if not self.fs.exists(path):
             return
         for found, info in sorted(self.fs.find(path, detail=True).items()):
             if info.get("type") == "directory":
                 continue
-            yield StoredObject(self._uri(found), int(info["size"]), _modified(info))
+            target = self._uri(os.path.realpath(found)) if info.get("islink") else None
+            yield StoredObject(self._uri(found), int(info["size"]), _modified(info), target)
 
     def describe_written(self, location: str, *, format: str) -> tuple[ManifestObject, ...]:
         """The data files an attempt wrote under ``location``, as manifest objects: sizes and times
@@ -166,8 +151,17 @@ class Storage:
             described.append(ManifestObject(found.uri, found.size, found.modified_at, format, partitions))
         return tuple(described)
 
-    def stat(self, uri: str) -> StoredObject:
-        info = self.fs.info(self._path(uri))
+    def stat(self, uri: str) -> StoredObject | None:
+        """The object at ``uri`` as storage has it now (None: gone). ``uri`` may be outside this root
+        (a landing file ingest referenced in place): another protocol is reached through fsspec."""
+        if uri.startswith(self.protocol + "://"):
+            fs, path = self.fs, self._path(uri)
+        else:
+            fs, path = fsspec.core.url_to_fs(uri)
+        try:
+            info = fs.info(path)
+        except FileNotFoundError:
+            return None
         return StoredObject(uri, int(info["size"]), _modified(info))
 
     def root_exists(self) -> bool:
@@ -177,6 +171,9 @@ class Storage:
 
     def exists(self, uri: str) -> bool:
         return bool(self.fs.exists(self._path(uri)))
+
+    def is_folder(self, uri: str) -> bool:
+        return bool(self.fs.isdir(self._path(uri)))
 
     # -- writing ------------------------------------------------------------------------------------
     def write_bytes(self, uri: str, data: bytes) -> None:

@@ -77,7 +77,7 @@ class Lineage:
         return cls(
             store,
             catalog,
-            RunService(store),
+            RunService(store, clock),
             VersionService(store),
             TagService(store),
             GraphService(store),

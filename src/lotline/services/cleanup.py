@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, InvalidName
 from lotline.domain.manifests import Manifest, ManifestState, manifest_document
-from lotline.lots.storage import MANIFESTS_FOLDER, StoredObject
+from lotline.domain.storage_names import MANIFESTS_FOLDER
+from lotline.lots.storage import StoredObject
 from lotline.services.manifests import ManifestService
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as q
@@ -88,7 +90,8 @@ class CleanupService:
         storage = self._manifests.storage
         with self._store.read() as connection:
             listed = q.listed_uris(connection, storage.root.rstrip("/") + "/")
-            live = [storage.attempt_uri(*attempt) + "/" for attempt in q.live_attempts(connection)]
+            attempts = [_placed(storage.attempt_uri, *attempt) for attempt in q.live_attempts(connection)]
+        live = [uri + "/" for uri in attempts if uri is not None]
         garbage: list[StoredObject] = []
         for found in storage.objects_under(storage.root):
             relative = found.uri[len(storage.root) + 1 :]
@@ -113,7 +116,9 @@ class CleanupService:
             with self._store.read() as connection:
                 page = q.copy_owners(connection, after, _PAGE)
             for manifest in page:
-                uri = storage.manifest_copy_uri(manifest)
+                uri = _placed(storage.manifest_copy_uri, manifest)
+                if uri is None:
+                    continue
                 owned.add(uri)
                 if not _copy_matches(self._manifests, manifest, uri):
                     report.copies_written.append(uri)
@@ -130,6 +135,15 @@ class CleanupService:
                 report.copies_deleted.append(found.uri)
                 if not report.dry_run:
                     storage.delete([found.uri])
+
+
+def _placed(place: Callable[..., str], *args: Any) -> str | None:
+    """``place(*args)``, or None for a dataset named before storage names were checked (issue 29
+    §4): it has no place in storage, and cleanup goes on with the others."""
+    try:
+        return place(*args)
+    except InvalidName:
+        return None
 
 
 def _copy_matches(manifests: ManifestService, manifest: Manifest, uri: str) -> bool:

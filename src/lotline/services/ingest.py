@@ -116,18 +116,16 @@ class IngestService:
         if request.lateness < timedelta(0):
             raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
-        warehouse = self._manifests.storage
-        if request.copy:
-            warehouse.dataset_uri(request.namespace, request.dataset)  # refuse names that escape the root
+        self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
+        files = list(_landed(landing))  # a link that leaves the landing: refused, nothing declared
         self._declare(request)
-        files = list(_landed(landing))
         scan = sort_into_lots(files, request.time_rule, request.interval)
         report = IngestReport(files=len(files), skipped=scan.skipped)
         lots = lot_range(scan, request.interval, request.start, request.end)
         registered = self._registered(request, [str(lot) for lot in lots])
         plans = plan_lots(scan, lots, registered, now=now or utcnow(), lateness=request.lateness)
         for plan in plans:
-            self._apply(request, plan, landing, report)
+            self._apply(request, plan, landing, report, registered.get(plan.lot))
         return report
 
     def _landing(self, location: str) -> Storage:
@@ -158,7 +156,12 @@ class IngestService:
                 found[lot] = manifest.comment
         return found
 
-    def _apply(self, request: IngestRequest, plan: LotPlan, landing: Storage, report: IngestReport) -> None:
+    def _apply(
+        self, request: IngestRequest, plan: LotPlan, landing: Storage, report: IngestReport, seen: str | None
+    ) -> None:
+        """``seen``: the digest the lot was registered with when this scan read it. Another ingest
+        may have changed the lot since: it is reopened only if it still has that digest, and claimed
+        only if it is still open, so concurrent scans make one version per change."""
         if plan.change is LotChange.OPEN:
             if plan.files:
                 report.waiting.append(plan.lot)
@@ -170,7 +173,9 @@ class IngestService:
             if request.reject_late:
                 report.rejected.append(plan.lot)
                 return
-            self._lots.invalidate(request.namespace, request.dataset, plan.lot)
+            if not self._lots.invalidate_if_comment(request.namespace, request.dataset, plan.lot, seen):
+                report.busy.append(plan.lot)  # another ingest registered it (or is doing so) first
+                return
         try:
             self._publish(request, plan, landing)
         except Conflict:
@@ -215,10 +220,28 @@ class IngestService:
 
 
 def _landed(landing: Storage) -> Iterator[LandedFile]:
-    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data."""
+    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data.
+    A symbolic link is followed only to a file inside the landing location: one that leaves it
+    (``ln -s /etc/hostname …``) or points at nothing is refused, naming it, before anything is
+    registered; one to a folder inside is skipped (its files are listed under their own paths)."""
     prefix = landing.root.rstrip("/") + "/"
     for found in landing.objects_under(landing.root):
         relative = found.uri[len(prefix) :]
         if any(part.startswith((".", "_")) for part in relative.split("/")):
             continue
+        if found.link_target is not None:
+            target = landing.local_path(found.link_target)
+            if not found.link_target.startswith(prefix):
+                raise InvalidInput(
+                    f"landing file {relative} is a symbolic link to {target}, outside the landing "
+                    f"location {landing.local_path(landing.root)}: nothing was registered "
+                    "(a link may only point inside the landing location)."
+                )
+            if not landing.exists(found.link_target):
+                raise InvalidInput(
+                    f"landing file {relative} is a symbolic link to {target}, which does not exist: "
+                    "nothing was registered."
+                )
+            if landing.is_folder(found.link_target):
+                continue
         yield LandedFile(found.uri, relative, found.size, found.modified_at)

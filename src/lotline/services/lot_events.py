@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import DatabaseUnavailable, InvalidInput
 from lotline.domain.manifests import LotEvent
 from lotline.services import _common
+from lotline.services.outage import Outage
 from lotline.store.engine import Listener, Store
 from lotline.store.queries import lot_events as q
 
@@ -27,8 +28,8 @@ class LotEventService:
         datasets: Sequence[str] = (),
         limit: int = 100,
     ) -> list[LotEvent]:
-        """The events after ``position`` (0: from the start), oldest first, optionally of some
-        datasets of one namespace only."""
+        """The events after ``position`` (0: from the start), oldest first, optionally of one
+        namespace only, or of some datasets of it."""
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < 2**63:
             raise InvalidInput(f"position must be a non-negative integer, got {position!r}.")
         if not 1 <= limit <= MAX_PAGE:
@@ -36,12 +37,14 @@ class LotEventService:
         if datasets and namespace is None:
             raise InvalidInput("A dataset filter needs its namespace.")
         with self._store.read() as connection:
-            ids = (
-                [_common.require_dataset(connection, namespace, d) for d in datasets]
-                if datasets and namespace is not None
-                else None
+            if namespace is None:
+                return q.after(connection, position, limit)
+            if datasets:
+                ids = [_common.require_dataset(connection, namespace, d) for d in datasets]
+                return q.after(connection, position, limit, ids)
+            return q.after(
+                connection, position, limit, namespace_id=_common.require_namespace(connection, namespace)
             )
-            return q.after(connection, position, limit, ids)
 
     def of_lot(self, namespace: str, dataset: str, lot: str, limit: int = 100) -> list[LotEvent]:
         """One lot's READY and REOPENED events, newest first."""
@@ -69,15 +72,33 @@ class LotEventService:
         poll_seconds: float = POLL_SECONDS,
     ) -> Iterator[LotEvent]:
         """Every event after ``position``, then each new one as it is appended, forever (the caller
-        stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite."""
-        listener = self.subscribe()
+        stops iterating). Woken by ``NOTIFY`` on PostgreSQL; polls on SQLite. While the database is
+        unreachable it waits and tries again (``outage``: one line when it goes, one when it is
+        back), listening anew, and goes on from the last event it gave."""
+        outage = Outage()
+        listener: Listener | None = None
         try:
             while True:
-                page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)
+                try:
+                    if listener is None:
+                        listener = self.subscribe()
+                    page = self.after(position, namespace=namespace, datasets=datasets, limit=MAX_PAGE)
+                    outage.recovered()
+                except DatabaseUnavailable as error:
+                    if listener is not None:
+                        listener.close()
+                        listener = None
+                    outage.wait(error)
+                    continue
                 yield from page
                 if page:
                     position = page[-1].position
                 if len(page) < MAX_PAGE:
-                    listener.wait(poll_seconds)
+                    try:
+                        listener.wait(poll_seconds)
+                    except DatabaseUnavailable:
+                        listener.close()
+                        listener = None  # the next look fails too, or finds it back
         finally:
-            listener.close()
+            if listener is not None:
+                listener.close()

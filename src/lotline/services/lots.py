@@ -6,6 +6,7 @@ commit together: a lot is READY exactly when its run COMPLETED and its version b
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Container, Sequence
 from datetime import datetime, timedelta
@@ -14,7 +15,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination import claims, operator
-from lotline.coordination.registry import LotJob, find_lot_job, not_coordinated, register
+from lotline.coordination.registry import LotJob, check_storage, find_lot_job, not_coordinated, register
 from lotline.domain import failures
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
@@ -27,12 +28,12 @@ from lotline.domain.coordination import (
     check_owner,
     lock_of,
 )
-from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.errors import Conflict, DatabaseError, InvalidInput, LotlineError, NotFound
 from lotline.domain.failures import Failure
 from lotline.domain.manifests import LotEventKind, ManifestDraft
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
-from lotline.domain.runs import RunAction
+from lotline.domain.runs import RunAction, RunState
 from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common, claiming
 from lotline.services.claiming.jobs import JobCache
@@ -43,7 +44,9 @@ from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting, runs
+from lotline.store.queries import manifests as manifest_rows
 
+log = logging.getLogger(__name__)
 DEFAULT_LEASE = timedelta(seconds=30)
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
@@ -109,11 +112,29 @@ class LotService:
             )
             describe = {output_id: f"{namespace}:{output}"}
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
-            register(connection, job_id, output_id, input_ids, mapping, now, describe=describe)
+            register(
+                connection,
+                job_id,
+                output_id,
+                input_ids,
+                mapping,
+                now,
+                describe=describe,
+                output=(namespace, output),
+            )
             found = jobs.get_job(connection, namespace, job)
         if found is None:  # written above, in this transaction
             raise NotFound("Job", f"{namespace}:{job}")
         return found
+
+    def check_output(self, namespace: str, dataset: str) -> None:
+        """Refuse, before anything is declared, a dataset that ``register_job`` would refuse as an
+        output for its storage folder (a reserved or too long segment, a folder overlapping another
+        produced dataset's); registering checks again, in its transaction."""
+        with self._store.read() as connection:
+            known = datasets.dataset_id(connection, namespace, dataset)
+            if known is None or registry.producer_of(connection, known) is None:
+                check_storage(connection, namespace, dataset)
 
     # -- the worker's side ----------------------------------------------------------------------
     def claim(
@@ -208,43 +229,82 @@ class LotService:
         end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error)
         manifest_id = self._claims.finish(claim, end)
         if manifest_id is not None:
+            self._tidy(manifest_id, success=success)
+        return manifest_id
+
+    def _tidy(self, manifest_id: uuid.UUID, *, success: bool) -> None:
+        """After the claim's end committed: the manifest's copy, and a failed attempt's objects
+        removed. Both are repeated by ``lotline cleanup``, so a failure here (a read-only warehouse,
+        the database gone meanwhile) is logged and never reported as the end's own: the lot's
+        status and its run are recorded."""
+        try:
             self._manifests.publish_copy(manifest_id)
             if not success:
                 self._manifests.remove_partial(manifest_id)
-        return manifest_id
+        except Exception as error:
+            what = "copy" if success else "copy or its failed attempt's objects"
+            log.warning(
+                "manifest %s is recorded, but its %s could not be written or removed (%s: %s); "
+                "lotline cleanup finishes it",
+                manifest_id,
+                what,
+                type(error).__name__,
+                error,
+            )
 
     def reap(self, limit: int = 100) -> int:
-        """Fail claims whose lease expired (ERROR, run FAILED, a FAILED lot event) so their lots become
-        eligible again."""
+        """Release claims whose lease expired (OUTPUT ERROR, inputs released, a FAILED lot event) so
+        their lots become eligible again, and fail their runs; returns how many were reaped.
+
+        A run that is no longer RUNNING (ended from outside after its lease ran out) is left as it
+        is; the lot is released all the same. One lot's run that cannot be ended is logged and left:
+        it never keeps the other lots, or the worker that reaps, from going on."""
         now = self._clock.now()
         with self._store.write() as connection:
-            reaped = [(row, row.run_id) for row in claims.reap(connection, now, limit) if row.run_id]
-            for row, run_id in reaped:
-                apply_transition(connection, run_id, RunAction.FAIL, now)
-                runs.set_error(connection, run_id, failures.lease_expired(row.owner), now)
-                fail_children(connection, run_id, now)
-            for row, run_id in reaped:  # appends come last in the transaction (positions in commit order)
-                entry = (row.dataset_id, row.lot, None, None, run_id)
-                lot_events.append(
-                    connection,
-                    LotEventKind.FAILED,
-                    [entry],
-                    now,
-                    attempt=row.attempt,
-                    reason=failures.lease_expired(row.owner),
-                )
+            reaped = claims.reap(connection, now, limit)
+            for row in reaped:
+                if row.run_id is not None:
+                    reason = failures.lease_expired(row.owner, row.updated_at)
+                    _end_revoked_run(connection, row.run_id, now, reason)
+            for row in reaped:  # appends come last in the transaction (positions in commit order)
+                if row.run_id is not None:
+                    entry = (row.dataset_id, row.lot, None, None, row.run_id)
+                    reason = failures.lease_expired(row.owner, row.updated_at)
+                    lot_events.append(
+                        connection, LotEventKind.FAILED, [entry], now, attempt=row.attempt, reason=reason
+                    )
         return len(reaped)
 
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
+        found = self._invalidate(namespace, dataset, lot, None)
+        return [] if found is None else found
+
+    def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
+        """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing
+        digest) — checked and done in one transaction. False, changing nothing, when it has not: a
+        concurrent ingest registered the lot's new files first (or holds the lot to do so), and
+        reopening its version would make a second one of the same change."""
+        return self._invalidate(namespace, dataset, lot, (comment,)) is not None
+
+    def _invalidate(
+        self, namespace: str, dataset: str, lot: str, expected: tuple[str | None] | None
+    ) -> list[DatasetRef] | None:
         stored_lot = _common.lot_key(lot)
         now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
+            if expected is not None:
+                datasets.lock_dataset(connection, dataset_id)  # serializes it with the lot's completion
+                current = manifest_rows.readable(connection, dataset_id, [stored_lot]).get(stored_lot)
+                if current is None or current.comment != expected[0]:
+                    return None
             done = operator.invalidate(connection, dataset_id, stored_lot, now, f"{namespace}:{dataset}")
             for run_id in done.revoked_runs:
-                apply_transition(connection, run_id, RunAction.FAIL, now)
+                _end_revoked_run(
+                    connection, run_id, now, f"revoked: input {namespace}:{dataset} lot {lot} was invalidated"
+                )
             refs = datasets.dataset_refs(connection, [d for d, _ in done.reopened])
             reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
             lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
@@ -400,6 +460,31 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
         lock=lock_of(row_role, status),
         error=named.error if status is Status.ERROR else None,
     )
+
+
+def _end_revoked_run(connection: Connection, run_id: uuid.UUID, now: datetime, reason: str) -> None:
+    """Fail the run of a claim that was taken away (reaped, revoked), with ``reason`` as its error
+    message, and its parts still running. A run found in any other state than RUNNING stays as it
+    is; one that cannot be failed is logged (one line) and left, its savepoint undone."""
+    try:
+        with connection.begin_nested():
+            run = runs.lock_run(connection, run_id)
+            if run is None or run.state is not RunState.RUNNING:
+                shown = "gone" if run is None else run.state.value
+                log.info(
+                    "run %s of a revoked claim is %s already; the lot is released without it", run_id, shown
+                )
+            else:
+                apply_transition(connection, run_id, RunAction.FAIL, now, locked=run)
+                runs.merge_run_facets(connection, run, {"errorMessage": error_message(reason)}, now)
+                runs.set_error(connection, run_id, reason, now)
+            fail_children(connection, run_id, now)
+    except LotlineError as error:
+        if isinstance(error, DatabaseError):
+            raise  # not the run's doing: the whole reap is tried again
+        log.warning(
+            "run %s of a revoked claim could not be failed (%s); the lot is released", run_id, error.message
+        )
 
 
 def lot_job_named(connection: Connection, namespace: str, job: str) -> LotJob:

@@ -62,6 +62,8 @@ class ManifestService:
         manifest = self.get(manifest_id)
         try:
             self.storage.write_manifest_copy(manifest)
+        except InvalidName as error:  # a dataset named before names were checked (issue 29 §4)
+            log.warning("manifest %s: its copy has no place in storage (%s)", manifest.id, error)
         except OSError as error:
             log.warning(
                 "manifest %s: its copy could not be written (%s); cleanup rewrites it", manifest.id, error

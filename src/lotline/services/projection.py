@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from sqlalchemy import Connection
 
+from lotline.coordination import claims
 from lotline.domain.errors import ConcurrentChange, Conflict, DatabaseError, InvalidInput, LotlineError
 from lotline.domain.model import DatasetRef, FieldSpec, JsonObject, RunIoRole
 from lotline.domain.openlineage import (
@@ -450,6 +451,8 @@ def _run_event(
 ) -> None:
     connection, now = group.connection, group.now
     actions = ACTIONS[event.event_type]
+    if event.event_type in TERMINAL_EVENTS:
+        claims.refuse_ending_claimed_run(connection, run_id, now)  # before the run's lock, as a claim's end
     run = runs.lock_run(connection, run_id)
     created = run is None
     if run is None:

@@ -105,7 +105,9 @@ def create_run(
     may start.
     """
     now = utcnow()
-    transitions = [(RunState.NEW, now)]
+    # Transitions in time order: a run that starts at once was NEW no later than its start (a
+    # claim's start is taken before this call; an event's time may be in the past).
+    transitions = [(RunState.NEW, now if started_at is None else min(now, started_at))]
     if started_at is not None:
         plan = plan_transition(RunState.NEW, RunAction.START)
         transitions.append((plan.target, started_at))

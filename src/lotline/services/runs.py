@@ -8,6 +8,8 @@ from datetime import datetime
 
 from sqlalchemy import Connection
 
+from lotline.coordination import claims
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import DatasetRef, JsonObject, Page, Run, RunIoRole
 from lotline.domain.runs import RunAction, RunState
@@ -19,8 +21,10 @@ from lotline.store.types import utcnow
 
 
 class RunService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+        """``clock``: the time against which a claim's lease is judged live (lot coordination's)."""
         self._store = store
+        self._clock = clock
 
     def create_run(
         self,
@@ -64,10 +68,13 @@ class RunService:
     def transition(self, run_id: uuid.UUID, action: RunAction, at: datetime | None = None) -> Run:
         """Apply ``action`` at time ``at`` (default: now). Repeats are no-ops; illegal moves conflict.
 
-        Starting pins the inputs; ending versions every output the run declared (SPEC §3).
+        Starting pins the inputs; ending versions every output the run declared (SPEC §3). A run
+        that a live lot claim owns is ended by its claim only: ending it here is a Conflict.
         """
         _common.check_aware("at", at)
         with self._store.write() as connection:
+            if action is not RunAction.START:
+                claims.refuse_ending_claimed_run(connection, run_id, self._clock.now())
             apply_transition(connection, run_id, action, at, refuse_earlier=True)
             return self._load(connection, run_id)
 

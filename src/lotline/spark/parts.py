@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import ManifestObject
-from lotline.lots.storage import storage_segments
+from lotline.domain.storage_names import storage_segments
 
 #: Parts of a lot whose first input is split into groups of objects: ``part=00000``, ``part=00001``…
 GROUP_KEY = "part"

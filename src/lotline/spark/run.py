@@ -6,18 +6,20 @@ published is run in the same invocation. ``workers`` claim loops share the one S
 Spark application runs jobs of several threads at once; sessions are per process). A lot that
 failed before is tried once more at once (an invocation is an operator asking: it does not wait for
 the lot's back-off, docs/coordination.md "Back-off"); a lot that fails is retried up to ``retries``
-times, then passed over for the rest of the run (``claim(skip=…)``).
+times, then passed over for the rest of the run (``claim(skip=…)``). Each visit starts by reaping
+expired claims, as a worker's round does, so that the lot of a killed run is taken again; lots that
+another worker's claim holds are passed over and reported.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
-from lotline.domain.coordination import LotClaim, LotMapping
+from lotline.domain.coordination import LotClaim, LotMapping, LotStatus, Status
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.spark.pipeline import JobSpec
 from lotline.spark.runner import LotResult, LotRunner
@@ -25,12 +27,14 @@ from lotline.spark.runner import LotResult, LotRunner
 
 @dataclass
 class JobTally:
-    """Per job: lots done, lots left failed, attempts retried, lots skipped (an upstream lot failed)."""
+    """Per job: lots done, lots left failed, attempts retried, lots skipped (an upstream lot failed),
+    lots held (another worker's claim had them when the run ended)."""
 
     done: int = 0
     failed: int = 0
     retried: int = 0
     skipped: int = 0
+    held: int = 0
     seconds: float = 0.0
 
 
@@ -39,6 +43,8 @@ class RunSummary:
     tallies: dict[str, JobTally]
     #: The last error of every lot left failed, as "job J lot L (attempt N): …".
     errors: list[str] = field(default_factory=list)
+    #: Per job and owner, the lots another worker's claim held: "job J: 2 lots held by a live claim …".
+    held: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -84,10 +90,11 @@ class _Run:
         self.errors: dict[tuple[str, str], str] = {}
 
     def loop(self, worker: str, on_result: Callable[[LotResult], None]) -> None:
-        """Visit the jobs in order until a whole visit claims nothing."""
+        """Reap, then visit the jobs in order, until a whole visit claims nothing."""
         progressed = True
         while progressed:
             progressed = False
+            self.runner.lineage.lots.reap()
             for job in self.jobs:
                 while (claim := self._claim(worker, job)) is not None:
                     progressed = True
@@ -123,12 +130,46 @@ class _Run:
             tally.retried += 1
             return True
 
-    def summary(self) -> RunSummary:
+    def summary(self, ours: Container[str]) -> RunSummary:
+        """What the run did; ``ours``: the owner names of its claim loops."""
         for job, _ in self.errors:
             self.tallies[job].failed += 1
         for job, count in _downstream(self.jobs, self.errors).items():
             self.tallies[job].skipped += count
-        return RunSummary(self.tallies, [self.errors[k] for k in sorted(self.errors)])
+        held = []
+        for spec in self.jobs:
+            claims = [c for c in self._held(spec) if c.owner not in ours]
+            self.tallies[spec.name].held = len(claims)
+            held += _held_lines(spec.name, claims)
+        return RunSummary(self.tallies, [self.errors[k] for k in sorted(self.errors)], held)
+
+    def _held(self, job: JobSpec) -> list[LotStatus]:
+        """The job's lots still RUNNING (at most the first 1,000) within the run's window."""
+        lots = self.runner.lineage.lots
+        page = lots.status_page(self.runner.namespace, job=job.name, statuses=[Status.RUNNING], limit=1000)
+        window = self.pass_over[job.name].window
+        return [c for c in page.items if window is None or window.admits(c.lot)]
+
+
+def _held_lines(job: str, claims: Iterable[LotStatus]) -> list[str]:
+    """One line per owner: how many lots its claims hold, until when (live, or expired since the
+    last reap: the next run or worker reaps those)."""
+    by_owner: dict[str, list[LotStatus]] = defaultdict(list)
+    for claim in claims:
+        by_owner[claim.owner or "?"].append(claim)
+    lines = []
+    now = datetime.now(UTC)
+    for owner, held in sorted(by_owner.items()):
+        until = max((c.lease_expires_at for c in held if c.lease_expires_at), default=None)
+        count = f"{len(held)} lot{'s' if len(held) > 1 else ''}"
+        if until is not None and until <= now:
+            lines.append(
+                f"job {job}: {count} held by an expired claim of worker {owner}, skipped (reaped next time)"
+            )
+        else:
+            shown = "" if until is None else f" (lease until {until.isoformat(timespec='seconds')})"
+            lines.append(f"job {job}: {count} held by a live claim of worker {owner}{shown}, skipped")
+    return lines
 
 
 def _downstream(jobs: list[JobSpec], failed: Iterable[tuple[str, str]]) -> Counter[str]:
@@ -168,7 +209,7 @@ def run_pipeline(
         run.retry_now(job)
     if workers == 1:
         run.loop(worker, on_result)
-        return run.summary()
+        return run.summary({worker})
     errors: list[BaseException] = []
 
     def loop(index: int) -> None:
@@ -184,4 +225,4 @@ def run_pipeline(
         thread.join()
     if errors:
         raise errors[0]
-    return run.summary()
+    return run.summary({f"{worker}-{i}" for i in range(workers)})

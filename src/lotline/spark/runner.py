@@ -22,11 +22,12 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, InvalidInput, LotlineError
+from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
-from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState
+from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
 from lotline.domain.model import FieldSpec
+from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
 from lotline.services.lots import DEFAULT_LEASE
@@ -84,6 +85,7 @@ def register(lineage: Lineage, pipeline: Pipeline) -> None:
     """Declare the namespace, the datasets (at their storage place) and every job for coordination;
     a job's version follows its code (``code_digest``)."""
     catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
+    _check_storage(lineage, pipeline)
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
         catalog.upsert_dataset(
@@ -99,6 +101,19 @@ def register(lineage: Lineage, pipeline: Pipeline) -> None:
             location=job.location,
             code_digest=job.code_digest,
         )
+
+
+def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:
+    """Refuse, before anything is declared, a dataset name storage refuses and an output whose folder
+    overlaps another output's or that of a dataset already produced (``register_job`` checks again,
+    in its transaction)."""
+    namespace = pipeline.namespace
+    for name in pipeline.datasets:
+        dataset_prefix(namespace, name)
+    outputs = [job.output.name for job in pipeline.ordered_jobs()]
+    for index, output in enumerate(outputs):
+        check_apart(namespace, output, [(namespace, other) for other in outputs[index + 1 :]])
+        lineage.lots.check_output(namespace, output)
 
 
 class LotRunner:
@@ -246,8 +261,32 @@ class LotRunner:
                     f"input {spec.name} lot {unreadable[0]} is READY but has no manifest to read "
                     "(it was produced outside lotline's storage)."
                 )
+            for lot in lots[spec.name]:
+                self._check_unchanged(spec.name, lot, manifests[lot].objects)
             objects[spec.name] = [o for lot in lots[spec.name] for o in manifests[lot].objects]
         return objects
+
+    def _check_unchanged(self, dataset: str, lot: str, objects: Sequence[ManifestObject]) -> None:
+        """Each object is as its manifest recorded it (size, modified time: one stat each): a file
+        replaced after an in-place ingest must fail the lot, never be read as if it were the lot."""
+        storage = self.lineage.storage
+        for recorded in objects:
+            found = storage.stat(recorded.uri)
+            change = object_change(
+                recorded, None if found is None else found.size, None if found is None else found.modified_at
+            )
+            if change is None:
+                continue
+            inside = recorded.uri.startswith(storage.root.rstrip("/") + "/")
+            remedy = (
+                "it was changed outside lotline: invalidate the lot (`lotline invalidate`) to recompute it"
+                if inside
+                else "run `lotline ingest` to register the new version"
+            )
+            raise Conflict(
+                f"input {dataset} lot {lot}: {storage.local_path(recorded.uri)} changed since it was "
+                f"registered ({change}); {remedy}."
+            )
 
     def _write(
         self,
@@ -390,6 +429,13 @@ class LotRunner:
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
+        except DatabaseUnavailable as down:
+            log.warning(
+                "job %s lot %s: the failure could not be recorded (%s); the lot is reaped after its lease",
+                job.name,
+                claim.lot,
+                down.detail,
+            )
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
@@ -435,6 +481,10 @@ class _Heartbeat:
             except Conflict as lost:
                 self._lost = lost.message
                 return
+            except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
+                log.warning(
+                    "heartbeat of %s lot %s failed: %s", self._claim.job, self._claim.lot, down.detail
+                )
             except Exception:
                 # The database may be back before the lease runs out: keep beating.
                 log.exception("heartbeat of %s lot %s failed", self._claim.job, self._claim.lot)

@@ -6,8 +6,9 @@ on SQLite) or ``poll`` seconds, whichever comes first. Every round it also reaps
 so a dead worker's lot is taken over after its lease. A lot that failed is not claimed again before
 its back-off has run out (10 s after the first failure, doubling, at most 10 minutes), kept in the
 database and so shared by every worker, or until an input lot gets a new version
-(docs/coordination.md "Back-off"). One loop per process: run more processes (on more machines) for
-more parallelism; they coordinate through the database only.
+(docs/coordination.md "Back-off"). A database outage (a PostgreSQL restart) is waited out: the loop
+tries again after 0.5 s, doubling up to 10 s, and resumes. One loop per process: run more processes
+(on more machines) for more parallelism; they coordinate through the database only.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lotline.domain.errors import DatabaseUnavailable
+from lotline.services.outage import Outage
 from lotline.spark.pipeline import JobSpec
 from lotline.spark.runner import LotResult, LotRunner
+from lotline.store.engine import Listener
 
 log = logging.getLogger(__name__)
 DEFAULT_POLL_S = 5.0
@@ -47,21 +51,35 @@ class Worker:
 
     def run(self, stop: threading.Event, idle_exit: float | None = None) -> WorkerTally:
         """Work until ``stop`` is set (the current lot is finished first), or until nothing was
-        eligible for ``idle_exit`` seconds."""
+        eligible for ``idle_exit`` seconds. While the database is unreachable it waits and tries
+        again (``services.outage``: one line when it goes, one when it is back), listening anew."""
         lineage = self.runner.lineage
-        subscription = lineage.lot_events.subscribe()
+        outage = Outage(stop=stop)
+        subscription: Listener | None = None
         idle_since = time.monotonic()
         try:
             while not stop.is_set():
-                lineage.lots.reap()
-                if self._one_round(stop):
-                    idle_since = time.monotonic()
-                    continue
-                if idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
-                    break
-                subscription.wait(self.poll if idle_exit is None else min(self.poll, idle_exit))
+                try:
+                    if subscription is None:
+                        subscription = lineage.lot_events.subscribe()
+                    lineage.lots.reap()
+                    worked = self._one_round(stop)
+                    outage.recovered()
+                    if worked:
+                        idle_since = time.monotonic()
+                        continue
+                    if idle_exit is not None and time.monotonic() - idle_since >= idle_exit:
+                        break
+                    subscription.wait(self.poll if idle_exit is None else min(self.poll, idle_exit))
+                except DatabaseUnavailable as error:
+                    if subscription is not None:
+                        subscription.close()
+                        subscription = None
+                    outage.wait(error)
+                    idle_since = time.monotonic()  # an outage is not idleness
         finally:
-            subscription.close()
+            if subscription is not None:
+                subscription.close()
         return self.tally
 
     def _one_round(self, stop: threading.Event) -> bool:

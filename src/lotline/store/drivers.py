@@ -14,6 +14,7 @@ import-linter contract): services reach drivers through ``Store`` only.
 from __future__ import annotations
 
 import functools
+import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from sqlalchemy.engine.interfaces import DBAPIConnection, Dialect
 from sqlalchemy.exc import DBAPIError, DisconnectionError, OperationalError
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from lotline.domain.errors import ValueRefused
 from lotline.store.errors import translate
 
 #: Execution option that marks a connection whose transaction will write.
@@ -99,9 +101,29 @@ class SqliteDriver(Driver):
     )
 
     def engine_options(self) -> dict[str, Any]:
-        return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
+        return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}, "json_serializer": _json_without_nul}
 
     def prepare(self, engine: Engine) -> None:
+        @event.listens_for(engine, "before_cursor_execute")
+        def _refuse_nul(
+            _connection: Connection,
+            _cursor: Any,
+            _statement: str,
+            parameters: Any,
+            _context: Any,
+            executemany: bool,
+        ) -> None:
+            # One row (a tuple or a dict), or several (executemany; SQLAlchemy's batched inserts
+            # may pass one flat tuple even then).
+            for item in parameters.values() if isinstance(parameters, Mapping) else parameters:
+                values = item.values() if isinstance(item, Mapping) else item
+                if isinstance(values, str):
+                    values = (values,)
+                elif not isinstance(values, list | tuple):
+                    continue
+                if any(isinstance(value, str) and "\x00" in value for value in values):
+                    raise ValueRefused(NUL_REFUSED)
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
             dbapi_connection.isolation_level = None
@@ -116,6 +138,34 @@ class SqliteDriver(Driver):
         def _on_begin(connection: Connection) -> None:
             writes = connection.get_execution_options().get(WRITE_OPTION, False)
             connection.exec_driver_sql("BEGIN IMMEDIATE" if writes else "BEGIN")
+
+
+#: What PostgreSQL says of a NUL character in text or JSON, said on SQLite too (which would store it).
+NUL_REFUSED = "a value was rejected by the database: text cannot contain NUL (0x00) characters"
+
+
+def _json_without_nul(value: Any) -> str:
+    """SQLite's JSON serializer: ``json.dumps``, refusing a NUL character in a string or key (escaped
+    as ``\\u0000`` in the text, which is looked at first: strings are walked only when it is there)."""
+    text = json.dumps(value)
+    if "\\u0000" in text and _has_nul(value):
+        raise ValueRefused(NUL_REFUSED)
+    return text
+
+
+def _has_nul(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 class PsycopgDriver(Driver):

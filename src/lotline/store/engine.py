@@ -62,7 +62,7 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         """One transaction that may write; on SQLite it holds the write lock from its first statement."""
-        with self.engine.connect() as connection:
+        with errors.lost_transaction(), self.engine.connect() as connection:
             connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 yield connection
@@ -75,13 +75,13 @@ class Store:
             with self.write() as connection:
                 yield connection
             return
-        with self.engine.connect() as connection:
+        with errors.lost_transaction(), self.engine.connect() as connection:
             yield connection.execution_options(isolation_level="AUTOCOMMIT")
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """One read-only transaction: a consistent snapshot that never blocks writers."""
-        with self.engine.connect() as connection, connection.begin():
+        with errors.lost_transaction(), self.engine.connect() as connection, connection.begin():
             yield connection
 
     def upgrade(self) -> None:

@@ -10,9 +10,19 @@ the database refuses is ``ValueRefused`` (400), a unique or foreign key check ``
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import ExceptionContext
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    PendingRollbackError,
+)
 
 from lotline.domain.errors import (
     ConcurrentChange,
@@ -49,6 +59,18 @@ def translate(error: DBAPIError, *, lost: bool | None = None) -> LotlineError:
     return DatabaseError(f"the database failed: {detail}", detail=detail, sqlstate=sqlstate)
 
 
+@contextmanager
+def lost_transaction() -> Iterator[None]:
+    """Around a transaction: a statement on a connection that was lost earlier in it (an error
+    caught, e.g. by a savepoint, and the transaction used again) is refused by SQLAlchemy before it
+    reaches the database (``PendingRollbackError``, no ``handle_error``); it is the same outage."""
+    try:
+        yield
+    except PendingRollbackError as error:
+        detail = describe(error)
+        raise DatabaseUnavailable(UNAVAILABLE, detail=detail, connection_lost=True) from error
+
+
 def install(engine: Engine) -> None:
     """Raise lotline's errors from every statement and connect of ``engine``. SQLAlchemy still
     does its own handling first (a lost connection is invalidated and the pool renewed)."""
@@ -56,6 +78,8 @@ def install(engine: Engine) -> None:
     @event.listens_for(engine, "handle_error")
     def _translate(context: ExceptionContext) -> LotlineError | None:
         error = context.sqlalchemy_exception
+        if isinstance(context.original_exception, LotlineError):
+            return context.original_exception  # the driver's own refusal (drivers.NUL_REFUSED), as it is
         if isinstance(error, DBAPIError):
             # No connection at all (connecting failed: the server is down or restarting) is lost too.
             return translate(error, lost=context.is_disconnect or context.connection is None)

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, s
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
-from lotline.store.schema import data_status
+from lotline.store.schema import data_status, jobs, namespaces
 
 ds = data_status
 
@@ -41,6 +41,18 @@ class StatusRow:
     data_removed_at: datetime | None
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LiveClaim:
+    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease."""
+
+    namespace: str
+    job: str
+    lot: str
+    owner: str
+    attempt: int
+    lease_expires_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,6 +341,29 @@ def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID
     """The OUTPUT row a claim (found by its run) wrote."""
     query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)
     return _status_row(connection.execute(query).first())
+
+
+@per_dialect
+def _live_claim_of_run(connection: Connection) -> Any:
+    query = (
+        select(namespaces.c.name, jobs.c.name, ds.c.lot, ds.c.owner, ds.c.attempt, ds.c.lease_expires_at)
+        .join(jobs, jobs.c.id == ds.c.job_id)
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+        .where(
+            ds.c.run_id == bindparam("b_run"),
+            _OUTPUT,
+            ds.c.status == Status.RUNNING.value,
+            ds.c.lease_expires_at > bindparam("b_now"),
+        )
+    )
+    return query.with_for_update(of=ds) if locks_rows(connection) else query
+
+
+def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> LiveClaim | None:
+    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, its row
+    locked until commit on PostgreSQL (so that it cannot end meanwhile); None if there is none."""
+    row = connection.execute(_live_claim_of_run(connection), {"b_run": run_id, "b_now": now}).first()
+    return None if row is None else LiveClaim(*row)
 
 
 # -- the operator's moves (cold paths: built per call) ---------------------------------------------

@@ -96,12 +96,18 @@ def _event(r: Row[Any]) -> LotEvent:
 
 
 def after(
-    connection: Connection, position: int, limit: int, dataset_ids: Sequence[uuid.UUID] | None = None
+    connection: Connection,
+    position: int,
+    limit: int,
+    dataset_ids: Sequence[uuid.UUID] | None = None,
+    namespace_id: uuid.UUID | None = None,
 ) -> list[LotEvent]:
-    """Events after ``position`` in order, optionally of some datasets only."""
+    """Events after ``position`` in order, optionally of some datasets, or of one namespace, only."""
     query = _selected().where(lot_events.c.id > position).order_by(lot_events.c.id).limit(limit)
     if dataset_ids is not None:
         query = query.where(lot_events.c.dataset_id.in_(list(dataset_ids)))
+    if namespace_id is not None:
+        query = query.where(datasets.c.namespace_id == namespace_id)
     return [_event(r) for r in connection.execute(query)]
 
 

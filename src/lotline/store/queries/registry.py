@@ -10,8 +10,12 @@ from datetime import datetime
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
-from lotline.store.dialect import upsert_insert
-from lotline.store.schema import jobs, lot_job_inputs, lot_jobs, namespaces
+from lotline.store.dialect import try_exclusive_lock, upsert_insert
+from lotline.store.schema import datasets, jobs, lot_job_inputs, lot_jobs, namespaces
+
+#: Key of the advisory lock that makes checking a new output's storage folder against the others
+#: and registering it one step (PostgreSQL; SQLite's write lock does it there).
+STORAGE_LOCK = 7810735312196363878
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +133,22 @@ _JOB_LABEL = (
 def job_label(connection: Connection, job_id: uuid.UUID) -> str:
     row = connection.execute(_JOB_LABEL, {"b_job": job_id}).one()
     return f"{row.namespace}:{row.name}"
+
+
+_PRODUCED = (
+    select(namespaces.c.name.label("namespace"), datasets.c.name)
+    .join(datasets, datasets.c.namespace_id == namespaces.c.id)
+    .join(lot_jobs, lot_jobs.c.output_dataset_id == datasets.c.id)
+    .order_by(namespaces.c.name, datasets.c.name)
+)
+
+
+def lock_storage(connection: Connection) -> None:
+    """Take ``STORAGE_LOCK``: a registration that checks its output against ``produced_datasets``
+    commits before the next one reads them."""
+    try_exclusive_lock(connection, STORAGE_LOCK, wait=True)
+
+
+def produced_datasets(connection: Connection) -> list[tuple[str, str]]:
+    """(namespace, dataset) of every dataset a lot job produces: those with lots in storage."""
+    return [(row.namespace, row.name) for row in connection.execute(_PRODUCED)]

@@ -1,0 +1,73 @@
+"""The test databases' helpers that test modules import (conftest.py is not importable by name when
+pytest collects several directories that each have one): the PostgreSQL databases of a run, and
+fresh migrated databases of either kind."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.store.engine import Store
+from lotline.store.schema import metadata
+
+PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+class PgDatabases:
+    """Creates uniquely named databases on the test server and drops them all at the end."""
+
+    def __init__(self, admin: sa.Engine) -> None:
+        self.admin = admin
+        self.created: list[str] = []
+        self.run_tag = uuid.uuid4().hex[:8]
+
+    def create(self, label: str) -> str:
+        name = f"lotline_test_{self.run_tag}_{label}"
+        with self.admin.connect() as connection:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+        self.created.append(name)
+        return sa.make_url(PG_ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+
+    def drop_all(self) -> None:
+        with self.admin.connect() as connection:
+            for name in self.created:
+                connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        self.admin.dispose()
+
+
+def _empty_pg(store: Store) -> None:
+    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
+    with store.write() as connection:
+        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+
+
+def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
+    """URL of an empty, migrated database of kind ``backend`` ("sqlite" or "postgresql")."""
+    if backend == "sqlite":
+        directory: Path = request.getfixturevalue("tmp_path")
+        path = directory / f"lotline-{uuid.uuid4().hex[:8]}.db"
+        shutil.copyfile(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    store: Store = request.getfixturevalue("pg_store")
+    _empty_pg(store)
+    return store.url
+
+
+@contextmanager
+def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
+    """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
+    warehouse = request.getfixturevalue("tmp_path") / "warehouse"
+    lineage = Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse)))
+    try:
+        yield lineage
+    finally:
+        lineage.close()
