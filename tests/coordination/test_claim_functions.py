@@ -167,7 +167,11 @@ def _snapshot(store: Store) -> dict[str, Any]:
             ),
             "lot_events": rows(
                 "SELECT dataset_id, lot, kind, version_id, run_id, attempt, reason FROM lot_events",
-                lambda d, lot, kind, v, r, *rest: (datasets[d], lot, kind, version(v), run(r), *rest),
+                lambda d, lot, kind, v, r, attempt, reason: (
+                    (datasets[d], lot, kind, version(v), run(r), attempt),
+                    # The reaper's reason names when the worker last heartbeat: a wall-clock time.
+                    None if reason is None else re.sub(r" at \S+ \(", " at <time> (", reason),
+                ),
             ),
         }
 
