@@ -2,7 +2,8 @@
 
     lotline demo && (cd lotline-demo && lotline serve &) && python scripts/ui_screenshots.py
 
-Needs Playwright (a dev dependency) and Debian's chromium (``/usr/bin/chromium``)."""
+Lot ids are found on the pages (the demo's lots are named after the day it runs), never written
+here. Needs Playwright (a dev dependency) and Debian's chromium (``/usr/bin/chromium``)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,30 @@ import argparse
 import sys
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
+NS = "weblogs"
+#: (file name, path, viewport width); ``{lot}`` is a lot of ``hourly_counts`` found on its grid.
 PAGES = (
-    ("home", "/?ns=weblogs"),
-    ("lineage", "/lineage?node=job:weblogs:hourly_counts&depth=2"),
-    ("job", "/jobs/weblogs/parse?state=FAILED&state=COMPLETED"),
-    ("dataset", "/datasets/weblogs/hits"),
-    ("grid", "/jobs/weblogs/parse/lots"),
-    ("lot-lineage", "/datasets/weblogs/hourly_hits/lots/20261123PT1H010/lineage?depth=2"),
-    ("events", "/events"),
+    ("home", f"/?ns={NS}", 1400),
+    ("matrix", f"/lots?ns={NS}", 1400),
+    ("lineage", f"/lineage?node=job:{NS}:hourly_counts&depth=2", 1400),
+    ("job", f"/jobs/{NS}/parse?state=FAILED&state=COMPLETED", 1400),
+    ("dataset", f"/datasets/{NS}/hits", 1400),
+    ("grid", f"/jobs/{NS}/parse/lots", 1400),
+    ("lot-lineage", "{lot}/lineage?depth=2", 1400),
+    ("events", "/events", 1400),
+    ("home-narrow", f"/?ns={NS}", 390),
 )
+
+
+def a_lot(page: Page, url: str) -> str:
+    """The page path of a complete lot of ``hourly_counts``, from its grid."""
+    page.goto(f"{url}/jobs/{NS}/hourly_counts/lots?res=lot")
+    href = page.locator("#grid a.c[data-lot][data-state=complete]").last.get_attribute("href")
+    if href is None:
+        raise SystemExit("the demo's hourly_counts has no complete lot: run `lotline demo` first")
+    return href
 
 
 def main() -> int:
@@ -35,21 +49,25 @@ def main() -> int:
         browser = playwright.chromium.launch(executable_path=args.chromium)
         page = browser.new_page(viewport={"width": 1400, "height": 900})
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        for name, path in PAGES:
-            page.goto(args.url + path)
+        lot = a_lot(page, args.url)
+        for name, path, width in PAGES:
+            page.set_viewport_size({"width": width, "height": 900})
+            answer = page.goto(args.url + path.format(lot=lot))
+            if answer is None or answer.status != 200:
+                errors.append(f"{name}: {path.format(lot=lot)} answered {answer and answer.status}")
+                continue
             if name in ("lineage", "lot-lineage"):
                 page.wait_for_selector("#graph[data-ready]")
-            if name == "grid":
-                cell = page.locator("#grid a.c[data-state=partial], #grid a.c[data-lot]").first
+                page.wait_for_timeout(300)
+            if name == "grid":  # a failed lot's panel, or else the first lot's
+                cell = page.locator("#grid a.c[data-state=failed], #grid a.c[data-lot]").first
                 cell.click()
                 page.wait_for_selector("#lot-panel #lot")
-            if name == "lineage":
-                page.wait_for_timeout(300)
-            page.screenshot(path=args.out / f"{name}.png")
+            page.screenshot(path=args.out / f"{name}.png", full_page=name in ("home-narrow", "grid"))
             print(f"{name}: {args.out / f'{name}.png'}")
         browser.close()
     for error in errors:
-        print("console error:", error, file=sys.stderr)
+        print("error:", error, file=sys.stderr)
     return 1 if errors else 0
 
 

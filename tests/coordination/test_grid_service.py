@@ -174,8 +174,10 @@ def test_span_is_the_first_lot_start_to_the_last_lot_end(day: LotWorld) -> None:
     # raw has rows 00..22 (22 failed): the span ends with lot 22's window.
     assert gaps.span(day.ns, job="land") == (midnight, midnight + datetime.timedelta(hours=23))
     assert gaps.span(day.ns, dataset="raw") == (midnight, midnight + datetime.timedelta(hours=23))
-    # cleaned has rows 00..13 (13 is a hold row).
-    assert gaps.span(day.ns, job="clean") == (midnight, midnight + datetime.timedelta(hours=14))
+    # cleaned has rows 00..13 (13 is a hold row), but its input raw has lots up to 22: those are
+    # cleaned's lots too (missing or blocked), so its span is raw's.
+    assert gaps.span(day.ns, job="clean") == (midnight, midnight + datetime.timedelta(hours=23))
+    assert gaps.span(day.ns, dataset="cleaned") == (midnight, midnight + datetime.timedelta(hours=23))
 
 
 def test_span_is_none_without_lots_or_with_named_lots(world: LotWorld) -> None:
@@ -185,7 +187,8 @@ def test_span_is_none_without_lots_or_with_named_lots(world: LotWorld) -> None:
     assert gaps.span(world.ns, job="land") is None  # no lots, no interval
     assert gaps.span(world.ns, job="clean") is None
     _complete(world, "land", "raw", hour(5))
-    assert gaps.span(world.ns, job="clean") is None  # its interval is known now, but it has no lots
+    lot_5 = (datetime.datetime(2023, 1, 1, 5, tzinfo=UTC), datetime.datetime(2023, 1, 1, 6, tzinfo=UTC))
+    assert gaps.span(world.ns, job="clean") == lot_5  # no lots of its own yet: its input's are due
     world.job("names", output="named")
     _complete(world, "names", "named", "2023-01-01")
     assert gaps.span(world.ns, job="names") is None

@@ -19,6 +19,8 @@ from lotline.domain.grid import (
     Resolution,
     build,
     choose_resolution,
+    common_resolution,
+    dependency_order,
     lots_per_cell,
 )
 from lotline.domain.lots import Interval, lot_from_index
@@ -320,3 +322,37 @@ def test_a_report_of_named_lots_has_no_grid() -> None:
         build(named, [])
     with pytest.raises(InvalidInput, match="named lots"):
         build(named, [], Resolution.DAY)
+
+
+def test_a_cell_shows_its_done_share_and_marks_the_most_urgent_state_not_done() -> None:
+    """Empty ranks below complete: a day of complete and empty lots is done, not 'empty'; a day with
+    one failed lot in 288 is 99 % done and marked failed; a day of only empty lots is empty."""
+    failing = [run(GapState.FAILED, PT5M, 288 + 7), run(GapState.MISSING, PT5M, 288 + 9, 2)]
+    found = report(PT5M, at(0), at(days=3), failing)
+    empty = [lot(PT5M, n) for n in range(0, 288, 20)] + [lot(PT5M, n, day=3) for n in range(288)]
+    grid = build(found, empty, Resolution.DAY)
+    first, second, third = grid.cells
+    assert (first.done_share, first.mark, first.state) == (100, None, CellState.COMPLETE)
+    assert (second.done_share, second.mark, second.state) == (98, CellState.FAILED, CellState.FAILED)
+    assert (third.done_share, third.mark, third.state) == (100, None, CellState.EMPTY)
+
+
+def test_dependency_order_puts_producers_before_consumers_by_name_among_equals() -> None:
+    produces = {
+        "report": ("daily", ["clean", "lookup"]),
+        "clean": ("clean", ["raw"]),
+        "land": ("raw", []),
+        "aside": ("other", []),
+        "lookup": ("lookup", ["raw"]),
+    }
+    assert dependency_order(produces) == ["aside", "land", "clean", "lookup", "report"]
+    assert dependency_order({"a": ("x", ["y"]), "b": ("y", ["x"])}) in (["a", "b"], ["b", "a"])  # a cycle
+
+
+def test_a_matrix_resolution_every_job_can_be_drawn_at() -> None:
+    day = TimeRange(at(0), at(days=1))
+    assert common_resolution([PT5M, PT5M], day, None) is Resolution.LOT
+    assert common_resolution([PT5M, PT1H], day, None) is Resolution.HOUR  # lots of two sizes
+    assert common_resolution([PT5M], TimeRange(at(0), at(days=365)), None) is Resolution.DAY
+    with pytest.raises(InvalidInput, match="cannot all be shown per lot"):
+        common_resolution([PT5M, PT1H], day, Resolution.LOT)

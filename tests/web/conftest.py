@@ -20,7 +20,7 @@ from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
-from web.world import seed
+from web.world import seed, seed_grid
 
 
 def _chromium() -> str | None:
@@ -61,6 +61,7 @@ def ui_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         store.upgrade()
         store.dispose()
     lineage = open_lineage(db_url, Storage(str(folder / "warehouse")))
+    seed_grid(lineage)  # first: the start page opens on the namespace written to last, ``ui``
     world = seed(lineage)
     server, thread, url = _serve(db_url)
     yield UiServer(url, request.param, lineage, world)

@@ -65,3 +65,49 @@ def seed(lineage: Lineage) -> LotWorld:
     lineage.lots.hold_lot(NS, "cleaned", hour(13))
     lineage.lots.invalidate(NS, "raw", hour(3))
     return world
+
+
+#: A second namespace for the grid's proportions: ten days of hour lots of ``hourly`` (a source
+#: job), 94 % done — every day has an empty lot, some days a failed, missing or running lot — and
+#: two five-minute lots of ``fine``, a day apart at its edges.
+GRID_NS = "grid"
+GRID_DAYS = 10
+#: (day, hour) of the lots of ``hourly`` that are not done, and their states.
+NOT_DONE = {
+    (2, 5): "failed",
+    (4, 0): "missing",
+    (4, 1): "missing",
+    (6, 9): "running",
+    **{(9, h): "missing" for h in range(12, 24)},
+}
+
+
+def hourly(day: int, hour_of_day: int) -> str:
+    return f"202301{day + 1:02d}PT1H{hour_of_day:03d}"
+
+
+def seed_grid(lineage: Lineage) -> LotWorld:
+    world = LotWorld(lineage, GRID_NS)
+    world.job("hourly", output="hours")
+    world.job("fine", output="minutes")
+    for day in range(GRID_DAYS):
+        for h in range(24):
+            state = NOT_DONE.get((day, h))
+            if state == "missing":
+                continue
+            claim = world.claim("hourly", hourly(day, h), worker="busy" if state == "running" else "worker-1")
+            assert claim is not None
+            if state == "failed":
+                lineage.lots.fail(claim, error=ERROR)
+            elif state is None:
+                empty = h == 3
+                location = lineage.storage.attempt_uri(GRID_NS, "hours", hourly(day, h), claim.attempt)
+                draft = ManifestDraft(location, (), row_count=0) if empty else None
+                lineage.lots.complete(claim, manifest=draft)
+    world.produce("fine", "20230101PT5M000", "20230101PT5M287")
+    world.job("late", output="later", inputs=["hours"])  # started on day 6: its lots are due from day 1
+    for h in range(3):
+        claim = world.claim("late", hourly(5, h))
+        assert claim is not None
+        lineage.lots.complete(claim)
+    return world

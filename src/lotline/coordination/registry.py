@@ -90,3 +90,20 @@ def lot_job_of(connection: Connection, job_id: uuid.UUID, row: q.LotJobRow) -> L
     mapping = LotMapping.parse(row.lot_mapping) if row.lot_mapping else None
     inputs = tuple(q.job_inputs(connection, job_id))
     return LotJob(job_id, row.output_dataset_id, inputs, mapping, bool(row.held))
+
+
+def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> list[tuple[str, LotJob]]:
+    """The namespace's coordinated jobs by name (at most ``limit``), as (name, lot job)."""
+    return [
+        (
+            row.name,
+            LotJob(
+                row.job_id,
+                row.entry.output_dataset_id,
+                row.inputs,
+                LotMapping.parse(row.entry.lot_mapping) if row.entry.lot_mapping else None,
+                bool(row.entry.held),
+            ),
+        )
+        for row in q.namespace_lot_jobs(connection, namespace, limit)
+    ]

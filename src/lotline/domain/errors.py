@@ -35,6 +35,13 @@ class InvalidName(InvalidInput):
     code = "invalid_name"
 
 
+class TooManyCells(InvalidInput):
+    """A lot grid at the resolution asked for would hold more cells than one page draws; the web
+    UI shows the coarser automatic resolution instead, with this message."""
+
+    code = "too_many_cells"
+
+
 class SchemaViolation(InvalidInput):
     """Well-formed JSON of the wrong shape: a required field missing or null, a value of the wrong
     JSON type, a value outside its enumeration (Marquez answers these 422, malformed JSON 400)."""

@@ -3,19 +3,21 @@
 A year of five-minute lots is 105,120 lots. The grid is built from the report's runs of lots that
 are not complete (``domain.gaps``), never from one object per lot, and a page never draws more
 than ``MAX_CELLS`` cells: a coarser resolution aggregates lots into hours or days, each cell
-carrying its counts by state and coloured by the most urgent state among them.
+carrying its counts by state. An aggregated cell shows two things at once: how much of it is done
+(``Cell.done_share``: complete and empty lots) and the most urgent state of the rest
+(``Cell.mark``), so a day with one failed lot in 288 reads as mostly done *and* flagged.
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from lotline.domain.errors import InvalidInput
-from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of
+from lotline.domain.errors import InvalidInput, TooManyCells
+from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, parse_time
 from lotline.domain.lots import MINUTES_PER_DAY, Interval, lot_from_index
 
 #: The most cells one grid holds (a year of hours is 8,760): beyond, choose a coarser resolution.
@@ -25,8 +27,9 @@ AUTO_CELLS = 2_500
 
 
 class CellState(StrEnum):
-    """A lot's state as the grid colours it: the gap report's states (a failed lot is failed,
-    whether or not its attempt's data is removed), with an empty lot told apart from a complete one."""
+    """A lot's state as every page names it: the gap report's states, with an empty lot (present,
+    but its manifest lists no object) told apart from a complete one. A failed lot
+    is failed whether or not its attempt's data is removed."""
 
     FAILED = "failed"
     BLOCKED = "blocked"
@@ -37,10 +40,25 @@ class CellState(StrEnum):
     COMPLETE = "complete"
 
 
-#: Most urgent first: an aggregated cell takes the colour of the first state it holds.
+#: Most urgent first: an aggregated cell is marked with the first state it holds that is not done.
 URGENCY = tuple(CellState)
+#: The states of lots that are present: what a cell's fill measures.
+DONE = frozenset({CellState.EMPTY, CellState.COMPLETE})
+#: The order of a health bar: done first, then what is under way, then trouble.
+HEALTH_ORDER = (
+    CellState.COMPLETE,
+    CellState.EMPTY,
+    CellState.RUNNING,
+    CellState.FAILED,
+    CellState.BLOCKED,
+    CellState.MISSING,
+    CellState.HELD,
+)
+#: The range shown when none is asked for: the lots due, at most this far back from the last.
+DEFAULT_SPAN = datetime.timedelta(days=366)
 
-_FROM_GAP = {
+#: A gap report's state as the grid names it.
+FROM_GAP = {
     GapState.COMPLETE: CellState.COMPLETE,
     GapState.RUNNING: CellState.RUNNING,
     GapState.FAILED: CellState.FAILED,
@@ -71,8 +89,23 @@ class Cell:
     lot: str | None
 
     @property
+    def mark(self) -> CellState | None:
+        """The most urgent state among the lots that are not done (None: every lot is done)."""
+        return next((s for s in URGENCY if s not in DONE and self.counts.get(s)), None)
+
+    @property
     def state(self) -> CellState:
-        return next(s for s in URGENCY if self.counts.get(s))
+        """The mark; a cell whose lots are all done is complete, or empty if none has data."""
+        mark = self.mark
+        if mark is not None:
+            return mark
+        return CellState.COMPLETE if self.counts.get(CellState.COMPLETE) else CellState.EMPTY
+
+    @property
+    def done_share(self) -> int:
+        """Percent of the cell's lots that are done, rounded down: 100 only when all are."""
+        done = sum(self.counts.get(s, 0) for s in DONE)
+        return done * 100 // (self.stop - self.first)
 
 
 @dataclass(frozen=True)
@@ -105,7 +138,7 @@ def choose_resolution(interval: Interval, lots: int, wanted: Resolution | None) 
     if wanted is not None:
         cells = -(-lots // lots_per_cell(interval, wanted))
         if cells > MAX_CELLS:
-            raise InvalidInput(
+            raise TooManyCells(
                 f"{cells} cells per {wanted.value} is more than the grid's {MAX_CELLS}: "
                 "choose a coarser resolution or a shorter range."
             )
@@ -145,7 +178,7 @@ def build(report: GapReport, empty_lots: Iterable[str], resolution: Resolution |
     not_complete = []
     for run in report.runs:
         lo = index_of(run.first, interval)
-        add(_FROM_GAP[run.state], lo, lo + run.count)
+        add(FROM_GAP[run.state], lo, lo + run.count)
         not_complete.append((lo, lo + run.count))
     not_complete.sort()
     empties = sorted(i for i in (index_of(lot, interval) for lot in empty_lots) if first <= i < stop)
@@ -168,3 +201,136 @@ def build(report: GapReport, empty_lots: Iterable[str], resolution: Resolution |
 def _inside(runs: Sequence[tuple[int, int]], index: int) -> bool:
     at = bisect.bisect_right(runs, (index, 2**63)) - 1
     return at >= 0 and runs[at][0] <= index < runs[at][1]
+
+
+@dataclass(frozen=True)
+class DueRange:
+    """The range a grid or a health bar covers: what was asked, cut to where lots are due, and
+    notes saying where it was cut."""
+
+    start: datetime.datetime
+    end: datetime.datetime
+    notes: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return self.end <= self.start
+
+
+def due_range(
+    asked_from: str | None,
+    asked_to: str | None,
+    span: tuple[datetime.datetime, datetime.datetime] | None,
+    now: datetime.datetime,
+) -> DueRange:
+    """``[from, to)`` without what is not due: before the first lot (of the dataset or its
+    producer's inputs: ``span``) and after ``now`` — such lots are not late, and drawn they would
+    all read missing or blocked. Without ``from``/``to``: from the first lot to the last one or now,
+    at most ``DEFAULT_SPAN``."""
+    if span is None:
+        if asked_from is None or asked_to is None:
+            raise InvalidInput("Name both from and to: there are no lots to start from.")
+        asked = TimeRange.parse(asked_from, asked_to)
+        return DueRange(asked.start, min(asked.end, now))
+    first, last = span
+    default_end = min(last, now)
+    start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
+    end = parse_time("to", asked_to) if asked_to else default_end
+    if end <= start:
+        raise InvalidInput(f"from {start.isoformat()} must be before to {end.isoformat()}.")
+    notes = []
+    if start < first:
+        notes.append(f"The first lot starts at {first:%Y-%m-%d %H:%M:%S} UTC: nothing before it is drawn.")
+        start = first
+    if end > now:
+        notes.append("Nothing after now is drawn.")
+        end = now
+    if end > start:  # the length, as a report checks it
+        TimeRange.parse(start.isoformat(), end.isoformat())
+    return DueRange(start, end, tuple(notes))
+
+
+@dataclass(frozen=True)
+class Health:
+    """A job's (or dataset's) lots over the range due, by state: a health bar. ``totals`` are the
+    grid's over the same range, so every page counts the same lots the same way."""
+
+    namespace: str
+    job: str | None
+    dataset: str
+    held: bool
+    range: DueRange | None
+    totals: dict[CellState, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.totals.values())
+
+    @property
+    def trouble(self) -> tuple[int, ...]:
+        """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running."""
+        return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE)
+
+
+def dependency_order(produces: Mapping[str, tuple[str, Sequence[str]]]) -> list[str]:
+    """Jobs (name → (output, inputs)) so that a job comes after the producers of its inputs; by
+    name among equals, and a cycle (which registration refuses) broken by name."""
+    producer = {output: job for job, (output, _) in produces.items()}
+    depth: dict[str, int] = {}
+
+    def level(job: str, seen: frozenset[str]) -> int:
+        if job not in depth:
+            ups = [producer[i] for i in produces[job][1] if i in producer and producer[i] not in seen]
+            depth[job] = 1 + max((level(up, seen | {job}) for up in ups), default=-1)
+        return depth[job]
+
+    return sorted(produces, key=lambda job: (level(job, frozenset({job})), job))
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """A namespace's lots by jobs: one grid per job (rows in dependency order), all over ``range``
+    at ``resolution``, so their cells line up by time. No range: no job has lots yet."""
+
+    namespace: str
+    range: DueRange | None
+    resolution: Resolution | None
+    rows: list[tuple[Health, Grid]]
+
+
+#: The most cells a row of the matrix aims under when no resolution is asked for (a year of days).
+MATRIX_COLUMNS = 400
+
+
+def common_resolution(
+    intervals: Sequence[Interval], shown: TimeRange, wanted: Resolution | None
+) -> Resolution:
+    """The finest resolution every interval can be drawn at (one cell per lot only if all lots are
+    alike) that keeps a row under ``MATRIX_COLUMNS`` cells; ``wanted`` if they all can and the
+    whole matrix stays under ``MAX_CELLS``."""
+    minutes = (shown.end - shown.start).total_seconds() / 60
+
+    def columns(resolution: Resolution) -> float | None:
+        try:
+            return max(minutes / (i.minutes * lots_per_cell(i, resolution)) for i in intervals)
+        except InvalidInput:
+            return None
+
+    def fits(resolution: Resolution) -> bool:
+        return resolution is not Resolution.LOT or len(set(intervals)) <= 1
+
+    if wanted is not None:
+        found = columns(wanted) if fits(wanted) else None
+        if found is None:
+            raise InvalidInput(f"These jobs' lots cannot all be shown per {wanted.value}: choose another.")
+        if found * max(len(intervals), 1) > MAX_CELLS:
+            raise TooManyCells(
+                f"{int(found) * len(intervals)} cells per {wanted.value} is more than the matrix's "
+                f"{MAX_CELLS}: choose a coarser resolution or a shorter range."
+            )
+        return wanted
+    for resolution in Resolution:
+        found = columns(resolution) if fits(resolution) else None
+        if found is not None and found <= MATRIX_COLUMNS:
+            return resolution
+    return Resolution.DAY

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection
 
-from lotline.coordination.registry import LotJob, find_lot_job
+from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jobs
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
-from lotline.domain.grid import Grid, Resolution
+from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
@@ -30,6 +30,8 @@ from lotline.store.types import utcnow
 
 #: How far up a chain of unmapped jobs the interval of a dataset is looked for.
 MAX_CHAIN = 64
+#: The most jobs of one namespace whose lot health one page reads.
+MAX_NAMESPACE_JOBS = 500
 
 
 @dataclass(frozen=True)
@@ -82,39 +84,89 @@ class GapService:
         span, wanted = _arguments(start, end, interval)
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            report = _report(connection, namespace, target, span, wanted)[0]
-            if report.interval is None:
-                return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
-            first, stop = span.indexes(report.interval)
-            empty = gaps.empty_lots(
-                connection,
-                target.dataset_id,
-                str(lot_from_index(first, report.interval)),
-                str(lot_from_index(stop - 1, report.interval)),
-                g.id_pattern(report.interval),
-            )
-        return lot_grid.build(report, empty, chosen)
+            return _grid(connection, namespace, target, span, chosen, wanted)
 
     def span(
         self, namespace: str, *, job: str | None = None, dataset: str | None = None
     ) -> tuple[datetime.datetime, datetime.datetime] | None:
-        """From the start of the first lot to the end of the last one the dataset has rows for
-        (None: named lots, or no lots yet): the range a grid shows when none is asked for."""
+        """From the start of the first lot to the end of the last one that the dataset or its
+        producer's inputs have rows for (None: named lots, or no lots yet): where the dataset's
+        lots are due, so the range a grid shows when none is asked for, and beyond which it
+        draws no cell. The inputs count because lots their producer has not touched yet (no row)
+        are still the dataset's missing or blocked lots."""
+        with self._store.read() as connection:
+            return _span(connection, namespace, _target(connection, namespace, job, dataset))
+
+    def health(
+        self,
+        namespace: str,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        start: str | None = None,
+        end: str | None = None,
+        now: datetime.datetime,
+    ) -> Health:
+        """The job's or dataset's lots due in ``[start, end)`` (by default the grid's default
+        range) by state, counted as its grid counts them. One read transaction."""
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            try:
-                interval = _interval(connection, namespace, target, None)
-            except InvalidInput:  # no mapping and no lots yet
-                return None
-            if interval is None:
-                return None
-            found = gaps.output_lot_bounds(connection, target.dataset_id, g.id_pattern(interval))
-        if found is None:
-            return None
-        first, last = (parse_lot(lot) for lot in found)
-        if not isinstance(first, IntervalLot) or not isinstance(last, IntervalLot):
-            return None
-        return first.start, last.end
+            return _health(connection, namespace, target, start, end, now)
+
+    def namespace_health(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        now: datetime.datetime,
+        limit: int = MAX_NAMESPACE_JOBS,
+    ) -> list[Health]:
+        """The health of every coordinated job of the namespace (the first ``limit`` by name), in
+        dependency order. One read transaction."""
+        with self._store.read() as connection:
+            found = _namespace_targets(connection, namespace, limit)
+            return [_health(connection, namespace, target, start, end, now) for target in found]
+
+    def matrix(
+        self,
+        namespace: str,
+        *,
+        start: str | None = None,
+        end: str | None = None,
+        resolution: str | None = None,
+        now: datetime.datetime,
+        limit: int = MAX_NAMESPACE_JOBS,
+    ) -> Matrix:
+        """The namespace's lots by jobs: each coordinated job of time lots (dependency order) as one
+        row of grid cells, all rows over the same range and at the same resolution, so a column is
+        one time. One read transaction."""
+        chosen = None if resolution is None else _resolution(resolution)
+        with self._store.read() as connection:
+            rows: list[tuple[_Target, Interval, tuple[datetime.datetime, datetime.datetime] | None]] = []
+            for target in _namespace_targets(connection, namespace, limit):
+                try:
+                    interval = _interval(connection, namespace, target, None)
+                except InvalidInput:  # no lots yet
+                    continue
+                if interval is not None:
+                    rows.append((target, interval, _span(connection, namespace, target)))
+            spans = [span for _, _, span in rows if span is not None]
+            if not spans and (start is None or end is None):
+                return Matrix(namespace, None, None, [])
+            union = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+            due = lot_grid.due_range(start, end, union, now)
+            if due.empty:
+                return Matrix(namespace, due, None, [])
+            shown = TimeRange(due.start, due.end)
+            common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
+            grids = []
+            for target, _, _ in rows:  # a row's totals are its health: the same lots, counted alike
+                grid = _grid(connection, namespace, target, shown, common)
+                held = target.lot_job is not None and target.lot_job.held
+                totals = {s: n for s, n in grid.totals().items() if n}
+                grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
+        return Matrix(namespace, due, common, grids)
 
     def backfill(
         self,
@@ -173,6 +225,92 @@ class GapService:
             [] if hintable else g.runs(chosen, lots_of),
             g.runs(left, lots_of),
         )
+
+
+def _grid(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    span: TimeRange,
+    chosen: Resolution | None,
+    wanted: Interval | None = None,
+) -> Grid:
+    report = _report(connection, namespace, target, span, wanted)[0]
+    if report.interval is None:
+        return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
+    first, stop = span.indexes(report.interval)
+    empty = gaps.empty_lots(
+        connection,
+        target.dataset_id,
+        str(lot_from_index(first, report.interval)),
+        str(lot_from_index(stop - 1, report.interval)),
+        g.id_pattern(report.interval),
+    )
+    return lot_grid.build(report, empty, chosen)
+
+
+def _span(
+    connection: Connection, namespace: str, target: _Target
+) -> tuple[datetime.datetime, datetime.datetime] | None:
+    try:
+        interval = _interval(connection, namespace, target, None)
+    except InvalidInput:  # no mapping and no lots yet
+        return None
+    if interval is None:
+        return None
+    sources = [(target.dataset_id, interval)]
+    if target.lot_job is not None:
+        mapping = target.lot_job.mapping
+        wanted = interval if mapping is None else mapping.input
+        sources += [(dataset_id, wanted) for dataset_id in target.lot_job.inputs]
+    found = [gaps.output_lot_bounds(connection, d, g.id_pattern(i)) for d, i in sources]
+    windows = [parse_lot(lot) for bounds in found if bounds is not None for lot in bounds]
+    lots = [w for w in windows if isinstance(w, IntervalLot)]
+    if not lots:
+        return None
+    return min(w.start for w in lots), max(w.end for w in lots)
+
+
+def _health(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    start: str | None,
+    end: str | None,
+    now: datetime.datetime,
+) -> Health:
+    held = target.lot_job is not None and target.lot_job.held
+    try:
+        interval = _interval(connection, namespace, target, None)
+    except InvalidInput:  # no mapping and no lots yet
+        return Health(namespace, target.job, target.dataset, held, None, {})
+    if interval is None:  # named lots have no time range: every lot that exists
+        report = _named_report(connection, namespace, target, TimeRange(now, now))
+        totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
+        return Health(namespace, target.job, target.dataset, held, None, totals)
+    span = _span(connection, namespace, target)
+    if span is None and (start is None or end is None):
+        return Health(namespace, target.job, target.dataset, held, None, {})
+    due = lot_grid.due_range(start, end, span, now)
+    if due.empty:
+        return Health(namespace, target.job, target.dataset, held, due, {})
+    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY)
+    totals = {s: n for s, n in grid.totals().items() if n}
+    return Health(namespace, target.job, target.dataset, held, due, totals)
+
+
+def _namespace_targets(connection: Connection, namespace: str, limit: int) -> list[_Target]:
+    """The namespace's coordinated jobs as report targets, producers before their consumers."""
+    _common.require_namespace(connection, namespace)
+    found = namespace_lot_jobs(connection, namespace, limit)
+    ids = [job.output_dataset_id for _, job in found] + [i for _, job in found for i in job.inputs]
+    names = {key: ref.name for key, ref in datasets.dataset_refs(connection, ids).items()}
+    produces = {name: (names[job.output_dataset_id], [names[i] for i in job.inputs]) for name, job in found}
+    order = {name: n for n, name in enumerate(lot_grid.dependency_order(produces))}
+    return [
+        _Target(job.output_dataset_id, names[job.output_dataset_id], name, job)
+        for name, job in sorted(found, key=lambda pair: order[pair[0]])
+    ]
 
 
 def _resolution(text: str) -> Resolution:

@@ -129,13 +129,32 @@ async def node_details(request: Request) -> HTMLResponse:
     return await page(request, "_node.html", build, fresh=False)
 
 
+#: The depths a lot's lineage opens with, deepest first: the first whose graph has at most
+#: ``QUICK_NODES`` nodes (a browser draws that in well under a second; 900 took seconds).
+LOT_DEPTHS = (3, 2, 1)
+QUICK_NODES = 200
+
+
+def _lot_lineage(
+    lineage: Lineage, request: Request, namespace: str, dataset: str, lot: str
+) -> tuple[LotLineage, int]:
+    """The lot's lineage at the depth asked for, or else at the deepest that draws quickly."""
+    if text(request.query_params, "depth") is not None:
+        depth = integer(request.query_params, "depth", LOT_DEPTHS[0], 1, MAX_DEPTH)
+        return lineage.lot_lineage.of_lot(namespace, dataset, lot, depth=depth), depth
+    for depth in LOT_DEPTHS:
+        found = lineage.lot_lineage.of_lot(namespace, dataset, lot, depth=depth)
+        if len(found.lots) + len(found.runs) <= QUICK_NODES:
+            break
+    return found, depth
+
+
 @router.get(LOT + "/lineage", response_class=HTMLResponse)
 async def lot_lineage_page(request: Request, namespace: str, dataset: str, lot: str) -> HTMLResponse:
     """Which lots of which inputs fed this lot, through which runs and versions, and what read it."""
 
     def build(lineage: Lineage) -> dict[str, Any]:
-        depth = integer(request.query_params, "depth", 3, 1, MAX_DEPTH)
-        found = lineage.lot_lineage.of_lot(namespace, dataset, lot, depth=depth)
+        found, depth = _lot_lineage(lineage, request, namespace, dataset, lot)
         return {
             "ns": namespace,
             "dataset": dataset,
@@ -153,8 +172,7 @@ async def lot_lineage_json(request: Request, namespace: str, dataset: str, lot: 
     lineage = lineage_of(request)
 
     def read() -> dict[str, Any]:
-        depth = integer(request.query_params, "depth", 3, 1, MAX_DEPTH)
-        return {"elements": lot_elements(lineage.lot_lineage.of_lot(namespace, dataset, lot, depth=depth))}
+        return {"elements": lot_elements(_lot_lineage(lineage, request, namespace, dataset, lot)[0])}
 
     return await _json(read)
 

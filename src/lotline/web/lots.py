@@ -10,71 +10,134 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
-from lotline.domain.grid import URGENCY, Cell, Grid, Resolution
-from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, parse_lot
+from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution, due_range
+from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
-from lotline.web.params import text
-from lotline.web.render import page
+from lotline.web.params import text, utc_time
+from lotline.web.render import page, templates
 
 router = APIRouter(include_in_schema=False)
 
 LOT = DATASET + "/lots/{lot:seg}"
-#: The range a grid shows when none is asked for: the dataset's lots, at most this far back from the last.
-DEFAULT_SPAN = datetime.timedelta(days=366)
 #: The finer resolution a click on an aggregated cell zooms into.
 _FINER = {Resolution.DAY: Resolution.HOUR, Resolution.HOUR: Resolution.LOT}
 
 
+#: What each state means, as the grid's legend says it (the glossary: docs/ui.md).
+MEANINGS = {
+    CellState.FAILED: "its last attempt failed",
+    CellState.BLOCKED: "an input lot is not ready",
+    CellState.MISSING: "not made yet, or reopened",
+    CellState.HELD: "on hold: nothing runs on it",
+    CellState.RUNNING: "being made",
+    CellState.EMPTY: "done, no data",
+    CellState.COMPLETE: "done",
+}
+
+
+def cell_counts(cell: Cell) -> str:
+    """A cell's lots by state, most urgent first (its tooltip)."""
+    return ", ".join(f"{state.value} {cell.counts[state]}" for state in URGENCY if cell.counts.get(state))
+
+
+templates.env.globals.update(cell_counts=cell_counts, timedelta=datetime.timedelta)
+
+
 @dataclass(frozen=True)
 class Row:
-    """One line of the grid: a month of day cells, a day of hour or lot cells, or an hour of lots."""
+    """One line of the grid: a month of day cells, a day of hour cells, or an hour of lots.
+    ``slots`` follow the time axis; None where the range has no lot (before its first, after now)."""
 
     label: str
-    cells: list[Cell]
+    slots: list[Cell | None]
 
 
-def rows(grid: Grid) -> list[Row]:
+@dataclass(frozen=True)
+class Layout:
+    """The grid's rows and its time axis (one label per column, ``""`` between labels)."""
+
+    axis: list[str]
+    rows: list[Row]
+
+
+def layout(grid: Grid) -> Layout:
+    """Rows of natural length, so a day of five-minute lots is 24 rows of 12 and columns line up
+    on the time axis: an hour of lots finer than an hour, a day of hour cells, a month of days."""
     minutes = grid.lots_per_cell * grid.interval.minutes
-    if minutes >= MINUTES_PER_DAY:
-        label = "%Y-%m"
-    elif MINUTES_PER_DAY // minutes <= 288:
-        label = "%Y-%m-%d"
+    if minutes < 60 and 60 % minutes == 0:
+        label, width, every = "%Y-%m-%d %H:00", 60 // minutes, 3 if 60 // minutes <= 24 else 5
+        axis = [f":{c * minutes:02d}" for c in range(width)]
+
+        def column(cell: Cell) -> int:
+            return cell.start.minute // minutes
+    elif minutes < MINUTES_PER_DAY:
+        width = MINUTES_PER_DAY // minutes
+        label, every = "%Y-%m-%d", 3 if width <= 24 else 5
+        hours = minutes % 60 == 0
+        starts = range(0, MINUTES_PER_DAY, minutes)
+        axis = [f"{m // 60:02d}" + ("" if hours else f":{m % 60:02d}") for m in starts]
+
+        def column(cell: Cell) -> int:
+            return (cell.start.hour * 60 + cell.start.minute) // minutes
     else:
-        label = "%Y-%m-%d %H:00"
+        label, width, every = "%Y-%m", 31, 7
+        axis = [str(day) for day in range(1, 32)]
+
+        def column(cell: Cell) -> int:
+            return cell.start.day - 1
+
     found: list[Row] = []
     for cell in grid.cells:
         key = cell.start.strftime(label)
         if not found or found[-1].label != key:
-            found.append(Row(key, []))
-        found[-1].cells.append(cell)
-    return found
+            found.append(Row(key, [None] * width))
+        found[-1].slots[column(cell)] = cell
+    return Layout([text if c % every == 0 else "" for c, text in enumerate(axis)], found)
 
 
 def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> dict[str, Any]:
     params = request.query_params
-    start, end = text(params, "from"), text(params, "to")
-    context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY}
-    if start is None or end is None:
-        span = lineage.gaps.span(namespace, **target)
-        if span is None:
-            return {**context, "grid": None}
-        first, last = span
-        start = start or max(first, last - DEFAULT_SPAN).isoformat()
-        end = end or last.isoformat()
-    grid = lineage.gaps.grid(namespace, start=start, end=end, resolution=text(params, "res"), **target)
-    length = grid.report.end - grid.report.start
+    context: dict[str, Any] = {"ns": namespace, "target": target, "states": URGENCY, "meanings": MEANINGS}
+    span = lineage.gaps.span(namespace, **target)
+    asked_from, asked_to = utc_time(params, "from"), utc_time(params, "to")
+    if span is None and (asked_from is None or asked_to is None):
+        return {**context, "grid": None}
+    now = SYSTEM_CLOCK.now()
+    try:
+        shown = due_range(asked_from, asked_to, span, now)
+        if shown.empty:
+            return {**context, "grid": None, "notes": shown.notes}
+        asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
+        try:
+            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
+        except TooManyCells as error:  # offer what fits rather than an error page
+            notes.append(error.message + " Shown with the automatic resolution.")
+            grid = lineage.gaps.grid(namespace, **asked, **target)
+    except InvalidInput as error:  # the form stays as typed, with what is wrong
+        return {
+            **context,
+            "grid": None,
+            "error": error.message,
+            "typed": (text(params, "from") or "", text(params, "to") or ""),
+            "http_status": error.http_status,
+        }
+    start, end = grid.report.start, grid.report.end
+    length = end - start
     cell_span = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
     return {
         **context,
         "grid": grid,
-        "rows": rows(grid),
+        "lattice": layout(grid),
+        "notes": notes,
         "totals": grid.totals(),
-        "start": grid.report.start,
-        "end": grid.report.end,
-        "earlier": (grid.report.start - length, grid.report.start),
-        "later": (grid.report.end, grid.report.end + length),
+        "start": start,
+        "end": end,
+        "earlier": None if span and start <= span[0] else (start - length, start),
+        "later": None if end >= now else (end, end + length),
         "cell_span": cell_span,
         "finer": _FINER.get(grid.resolution),
         "resolutions": list(Resolution),
@@ -94,29 +157,98 @@ async def dataset_grid(request: Request, namespace: str, dataset: str) -> HTMLRe
     )
 
 
+def _due(lineage: Lineage, namespace: str, dataset: str, lot: IntervalLot | NamedLot) -> bool:
+    """A lot that nothing has touched yet still has a page (a missing cell opens it) if it is due:
+    a window of the dataset's interval inside where its lots are. Any other id is no lot of it."""
+    span = lineage.gaps.span(namespace, dataset=dataset)
+    if span is None or not isinstance(lot, IntervalLot):
+        return False
+    grid = lineage.gaps.grid(
+        namespace, dataset=dataset, start=lot.start.isoformat(), end=lot.end.isoformat(), resolution="lot"
+    )
+    return grid.interval == lot.interval and span[0] <= lot.start < span[1]
+
+
 @router.get(LOT, response_class=HTMLResponse)
 async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> HTMLResponse:
     """Everything about one lot; the grid swaps it in beside itself, a link shows it as a page."""
 
     def build(lineage: Lineage) -> dict[str, Any]:
         lineage.catalog.get_dataset(namespace, dataset)
-        parsed = parse_lot(lot)
+        try:
+            parsed = parse_lot(lot)
+        except InvalidInput:
+            raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}") from None
         statuses = lineage.lots.status_page(
             namespace, dataset=dataset, role=None, lot_from=lot, lot_to=lot, limit=100
         ).items
         producer = next((s.job for s in statuses if s.role is Role.OUTPUT), None)
         runs = [] if producer is None else lineage.runs.list_runs(namespace, producer, 20, lot=lot).items
+        found = {
+            "statuses": statuses,
+            "current": lineage.versions.current_version(namespace, dataset, lot),
+            "manifests": lineage.manifests.history(namespace, dataset, lot),
+            "events": lineage.lot_events.of_lot(namespace, dataset, lot, limit=50),
+        }
+        if not any(found.values()) and not _due(lineage, namespace, dataset, parsed):
+            raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}")
         return {
             "ns": namespace,
             "dataset": dataset,
             "lot": lot,
             "window": (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else None,
-            "statuses": statuses,
             "producer": producer,
             "runs": runs,
-            "current": lineage.versions.current_version(namespace, dataset, lot),
-            "manifests": lineage.manifests.history(namespace, dataset, lot),
-            "events": lineage.lot_events.of_lot(namespace, dataset, lot, limit=50),
+            **found,
         }
 
     return await page(request, "lot.html", build, fresh=False)
+
+
+#: Matrix axis: a label every so many columns, and its format, per resolution.
+_MATRIX_AXIS = {
+    Resolution.DAY: (7, "%m-%d"),
+    Resolution.HOUR: (6, "%m-%d %H:00"),
+    Resolution.LOT: (12, "%H:%M"),
+}
+
+
+@router.get("/lots", response_class=HTMLResponse)
+async def matrix_page(request: Request) -> HTMLResponse:
+    """A namespace's lots by jobs: a row of cells per job, producers above their consumers, so a
+    blocked chain reads down a column."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        namespace = text(params, "ns")
+        if namespace is None:
+            raise InvalidInput("ns is required: the namespace whose lots to show.")
+        start, end, now = utc_time(params, "from"), utc_time(params, "to"), SYSTEM_CLOCK.now()
+        resolution = text(params, "res")
+        notes: list[str] = []
+        try:
+            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
+        except TooManyCells as error:
+            notes.append(error.message + " Shown with the automatic resolution.")
+            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
+        context: dict[str, Any] = {
+            "ns": namespace,
+            "matrix": found,
+            "notes": notes,
+            "resolutions": list(Resolution),
+            "states": URGENCY,
+            "meanings": MEANINGS,
+        }
+        if found.range is not None:
+            notes.extend(found.range.notes)
+        if not found.rows or found.resolution is None:
+            return context
+        every, pattern = _MATRIX_AXIS[found.resolution]
+        starts = [cell.start for cell in found.rows[0][1].cells]
+        return {
+            **context,
+            "axis": [s.strftime(pattern) if n % every == 0 else "" for n, s in enumerate(starts)],
+            "finer": _FINER.get(found.resolution),
+        }
+
+    return await page(request, "matrix.html", build)

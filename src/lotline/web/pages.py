@@ -9,12 +9,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role, Status
-from lotline.domain.errors import InvalidInput, LotlineError
+from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
+from lotline.domain.grid import Health
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
+from lotline.services.gaps import MAX_NAMESPACE_JOBS
 from lotline.services.openlineage import EVENT_TYPES
 from lotline.web.params import Pager, choices, instant, text
 from lotline.web.render import page
@@ -28,7 +31,8 @@ DATASET = "/datasets/{namespace:seg}/{dataset:seg}"
 
 @router.get("/", response_class=HTMLResponse)
 async def home(request: Request) -> HTMLResponse:
-    """One namespace's jobs (with their latest run's state) and datasets, each list paged."""
+    """What needs attention in one namespace: its jobs, most troubled first, each with the health
+    of its lots (the grid's states and totals) beside its latest run's state; then its datasets."""
     params = request.query_params
 
     def build(lineage: Lineage) -> dict[str, Any]:
@@ -40,13 +44,22 @@ async def home(request: Request) -> HTMLResponse:
             return {"ns": None}
         lineage.catalog.get_namespace(namespace)
         jobs_at, datasets_at = Pager.of(params, "jobs"), Pager.of(params, "datasets")
-        jobs = lineage.catalog.list_jobs(namespace, jobs_at.limit, jobs_at.offset)
+        everything = lineage.catalog.list_jobs(namespace, MAX_NAMESPACE_JOBS, 0)
+        health = {h.job: h for h in lineage.gaps.namespace_health(namespace, now=SYSTEM_CLOCK.now()) if h.job}
+        # Most troubled first; jobs without lots (lineage only) last; by name among equals.
+        ordered = sorted(
+            everything.items,
+            key=lambda j: (j.name not in health, health[j.name].trouble if j.name in health else (), j.name),
+        )
+        jobs = ordered[jobs_at.offset : jobs_at.offset + jobs_at.limit]
         datasets = lineage.catalog.list_datasets(namespace, datasets_at.limit, datasets_at.offset)
         return {
             "ns": namespace,
-            "jobs": jobs.items,
-            "jobs_at": jobs_at.counted(jobs.total_count),
-            "latest": lineage.runs.latest_states([(j.namespace, j.name) for j in jobs.items]),
+            "jobs": jobs,
+            "jobs_at": jobs_at.counted(min(everything.total_count, MAX_NAMESPACE_JOBS)),
+            "jobs_cut": everything.total_count > MAX_NAMESPACE_JOBS,
+            "health": health,
+            "latest": lineage.runs.latest_states([(j.namespace, j.name) for j in jobs]),
             "datasets": datasets.items,
             "datasets_at": datasets_at.counted(datasets.total_count),
         }
@@ -88,16 +101,16 @@ async def job_page(request: Request, namespace: str, job: str) -> HTMLResponse:
     def build(lineage: Lineage) -> dict[str, Any]:
         found = lineage.catalog.get_job(namespace, job)
         try:
-            counts: dict[Status, int] | None = lineage.lots.counts(namespace, job)
-        except LotlineError:  # not registered for lot coordination: a lineage-only job
-            counts = None
+            health: Health | None = lineage.gaps.health(namespace, job=job, now=SYSTEM_CLOCK.now())
+        except Conflict:  # not registered for lot coordination: a lineage-only job
+            health = None
         return {
             "ns": namespace,
             "job": found,
             "latest": lineage.runs.latest_states([(namespace, job)]).get((namespace, job)),
             "versions": lineage.catalog.list_job_versions(namespace, job, limit=10).items,
             "facets": lineage.openlineage.job_facets(namespace, job),
-            "counts": counts,
+            "health": health,
             **_runs(lineage, request, namespace, job),
         }
 
@@ -154,6 +167,7 @@ async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLRe
         return {
             "ns": namespace,
             "dataset": found,
+            "health": lineage.gaps.health(namespace, dataset=dataset, now=SYSTEM_CLOCK.now()),
             "producers": [n.key for n in jobs if any(e.destination == key.id for e in n.out_edges)],
             "consumers": [n.key for n in jobs if any(e.origin == key.id for e in n.in_edges)],
             "lots": lots.items,

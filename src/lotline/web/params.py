@@ -4,6 +4,7 @@ error page naming it (400) rather than a JSON validation error."""
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
@@ -22,6 +23,16 @@ PAGE_SIZE = 50
 def text(params: QueryParams, name: str) -> str | None:
     value = params.get(name, "").strip()
     return value or None
+
+
+_NO_ZONE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?")
+
+
+def utc_time(params: QueryParams, name: str) -> str | None:
+    """A time typed into a page's form: one without a zone (``2023-01-01T04:10``) is UTC, as every
+    time the pages show is."""
+    raw = text(params, name)
+    return raw + "Z" if raw is not None and _NO_ZONE.fullmatch(raw) else raw
 
 
 def integer(params: QueryParams, name: str, default: int, lowest: int, highest: int) -> int:

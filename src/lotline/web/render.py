@@ -15,6 +15,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
 from lotline.domain.errors import DatabaseUnavailable, LotlineError
+from lotline.domain.grid import DONE, HEALTH_ORDER
 from lotline.domain.json_depth import bounded
 from lotline.services import Lineage
 
@@ -80,7 +81,13 @@ def node_link(node_id: str) -> str:
 
 templates.env.filters.update(seg=segment, when=when, duration=duration, pretty_json=pretty_json)
 templates.env.globals.update(
-    query=query, job_url=job_url, dataset_url=dataset_url, lot_url=lot_url, node_link=node_link
+    query=query,
+    job_url=job_url,
+    dataset_url=dataset_url,
+    lot_url=lot_url,
+    node_link=node_link,
+    health_order=HEALTH_ORDER,
+    done_states=DONE,
 )
 
 
@@ -100,16 +107,21 @@ async def page(
     def read() -> Mapping[str, Any]:
         if fresh:
             lineage.projection.catch_up(CATCH_UP_SECONDS)
+        # Read first: a lot event committed while the page is built is one the page refreshes for.
+        position = None if is_fragment(request) else lineage.lot_events.last_position()
         found = dict(build(lineage))
-        if not is_fragment(request):  # the layout's namespace switcher
+        if position is not None:  # the layout's namespace switcher, and where live parts follow from
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
+            found["events_after"] = position
         return found
 
     try:
         context = await run_in_threadpool(read)
     except LotlineError as error:
         return error_page(request, *failure(error))
-    return templates.TemplateResponse(request, template, {**common(request), **context})
+    # A page that shows a refused input in place (a grid's form) still answers with its status.
+    status = int(context.get("http_status", 200))
+    return templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
 
 
 def failure(error: LotlineError) -> tuple[int, str]:

@@ -152,3 +152,42 @@ def lock_storage(connection: Connection) -> None:
 def produced_datasets(connection: Connection) -> list[tuple[str, str]]:
     """(namespace, dataset) of every dataset a lot job produces: those with lots in storage."""
     return [(row.namespace, row.name) for row in connection.execute(_PRODUCED)]
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceLotJob:
+    """A job of a namespace that takes part in coordination, with its inputs (dataset ids)."""
+
+    job_id: uuid.UUID
+    name: str
+    entry: LotJobRow
+    inputs: tuple[uuid.UUID, ...]
+
+
+_NAMESPACE_LOT_JOBS = (
+    select(jobs.c.id, jobs.c.name, *_LOT_JOB_COLUMNS)
+    .join(lot_jobs, lot_jobs.c.job_id == jobs.c.id)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.deleted_at.is_(None))
+    .order_by(jobs.c.name)
+    .limit(bindparam("b_limit"))
+)
+_INPUTS_OF = (
+    select(lot_job_inputs.c.job_id, lot_job_inputs.c.dataset_id)
+    .where(lot_job_inputs.c.job_id.in_(bindparam("b_jobs", expanding=True)))
+    .order_by(lot_job_inputs.c.job_id, lot_job_inputs.c.dataset_id)
+)
+
+
+def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> list[NamespaceLotJob]:
+    """The namespace's coordinated jobs by name (at most ``limit``), each with its inputs: what a
+    page of lot health over a whole namespace reads, in two statements."""
+    rows = connection.execute(_NAMESPACE_LOT_JOBS, {"b_namespace": namespace, "b_limit": limit}).all()
+    inputs: dict[uuid.UUID, list[uuid.UUID]] = {}
+    if rows:
+        for job_id, dataset_id in connection.execute(_INPUTS_OF, {"b_jobs": [r[0] for r in rows]}):
+            inputs.setdefault(job_id, []).append(dataset_id)
+    return [
+        NamespaceLotJob(job_id, name, LotJobRow(*entry), tuple(inputs.get(job_id, ())))
+        for job_id, name, *entry in rows
+    ]

@@ -3,8 +3,11 @@
 "use strict";
 
 const TOKEN_KEY = "lotline-token";
-// The smallest zoom a graph opens at: its labels stay legible; pan or "fit" for the whole of it.
-const READABLE_ZOOM = 0.8;
+// A graph opens fitted when its labels are then at least READABLE_LABEL_PX on screen, else at
+// the zoom that makes them so, on the node asked for ("fit" shows the whole of it).
+const LABEL_FONT_PX = 14;
+const READABLE_LABEL_PX = 9;
+const READABLE_ZOOM = READABLE_LABEL_PX / LABEL_FONT_PX;
 
 function toast(message, failed) {
   const box = document.getElementById("toast");
@@ -15,17 +18,48 @@ function toast(message, failed) {
   box._timer = setTimeout(() => { box.className = ""; }, 6000);
 }
 
+// Without a token on a server that requires one, action buttons are disabled and say why.
+function enableActions() {
+  const missing = document.body.dataset.auth === "required" && !sessionStorage.getItem(TOKEN_KEY);
+  document.querySelectorAll("button[data-action]").forEach((button) => {
+    button.disabled = missing;
+    button.title = missing ? "Set the API token (top right) to use this." : (button.dataset.explain || "");
+  });
+}
+
+// A token is checked against the server before it is kept: an empty OpenLineage batch is a
+// write that changes nothing, refused (401) only for a wrong token.
+async function tokenAccepted(token) {
+  const answer = await fetch("/api/v1/lineage/batch", {
+    method: "POST", body: "[]", headers: { "Content-Type": "application/json", Authorization: "Bearer " + token },
+  });
+  return answer.status !== 401;
+}
+
 function setUpToken() {
   const form = document.getElementById("token-form");
   if (!form) return;
   const shown = document.getElementById("token-state");
   const refresh = () => { shown.textContent = sessionStorage.getItem(TOKEN_KEY) ? "token set" : "no token"; };
-  form.addEventListener("submit", (event) => {
+  form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const input = document.getElementById("token");
-    if (input.value) sessionStorage.setItem(TOKEN_KEY, input.value); else sessionStorage.removeItem(TOKEN_KEY);
+    const token = input.value;
     input.value = "";
+    if (!token) {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } else if (await tokenAccepted(token).catch(() => false)) {
+      sessionStorage.setItem(TOKEN_KEY, token);
+    } else {
+      sessionStorage.removeItem(TOKEN_KEY);
+      refresh();
+      shown.textContent = "wrong token: the server refused it";
+      toast("Wrong token: the server refused it.", true);
+      enableActions();
+      return;
+    }
     refresh();
+    enableActions();
   });
   refresh();
 }
@@ -51,7 +85,7 @@ async function runAction(button) {
   } catch (error) {
     toast(`${button.textContent}: ${error}`, true);
   } finally {
-    button.disabled = false;
+    enableActions();
   }
 }
 
@@ -60,6 +94,7 @@ async function refreshAfterAction(button) {
   if (panel && panel.dataset.src) {
     await htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" });
     await htmx.ajax("GET", window.location.href, { target: "#grid", select: "#grid", swap: "outerHTML" });
+    tabStopOfGrid();
     await htmx.ajax("GET", window.location.href, { target: "#totals", select: "#totals", swap: "outerHTML" });
   } else {
     window.location.reload();
@@ -81,9 +116,66 @@ function setUpClicks() {
       cell.classList.add("selected");
       const panel = document.getElementById("lot-panel");
       panel.dataset.src = cell.getAttribute("href");
-      htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" }).then(() => panel.scrollIntoView({ block: "nearest" }));
+      // A failure is shown in the panel (setUpPartialErrors); nothing more to do with it here.
+      htmx.ajax("GET", panel.dataset.src, { target: "#lot-panel" })
+        .then(() => panel.scrollIntoView({ block: "nearest" }), () => {});
     }
   });
+}
+
+// The grid is one tab stop: arrow keys move between its cells (by time along a row, by row up and
+// down the same column), Home/End to a row's ends; Enter opens the cell as a click would.
+function gridCells(row) {
+  return Array.from(row.querySelectorAll("td > .c"));
+}
+
+function moveInGrid(event) {
+  const cell = event.target.closest("#grid a.c");
+  if (!cell) return;
+  const row = cell.closest("tr");
+  const slots = gridCells(row);
+  const column = slots.indexOf(cell);
+  const rows = Array.from(row.parentElement.querySelectorAll("tr:not(.axis)"));
+  const linked = (list) => list.filter((c) => c.tagName === "A");
+  let next = null;
+  if (event.key === "ArrowRight" || event.key === "ArrowLeft") {
+    const all = Array.from(document.querySelectorAll("#grid a.c"));
+    next = all[all.indexOf(cell) + (event.key === "ArrowRight" ? 1 : -1)];
+  } else if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    const step = event.key === "ArrowDown" ? 1 : -1;
+    for (let at = rows.indexOf(row) + step; at >= 0 && at < rows.length && !next; at += step) {
+      const others = gridCells(rows[at]);
+      next = others[column] && others[column].tagName === "A" ? others[column] : null;
+      if (!next) {  // a row cut by the range's edge: the nearest cell of it
+        const found = linked(others);
+        if (found.length) next = found[step > 0 ? 0 : found.length - 1];
+      }
+    }
+  } else if (event.key === "Home" || event.key === "End") {
+    const found = linked(slots);
+    next = found[event.key === "Home" ? 0 : found.length - 1];
+  } else {
+    return;
+  }
+  event.preventDefault();
+  if (next) focusCell(next);
+}
+
+function focusCell(cell) {
+  document.querySelectorAll("#grid a.c[tabindex='0']").forEach((c) => c.setAttribute("tabindex", "-1"));
+  cell.setAttribute("tabindex", "0");
+  cell.focus();
+}
+
+function tabStopOfGrid() {
+  const grid = document.getElementById("grid");
+  const first = grid && (grid.querySelector("a.c.selected") || grid.querySelector("a.c"));
+  if (first) first.setAttribute("tabindex", "0");
+}
+
+function setUpGrid() {
+  tabStopOfGrid();
+  document.addEventListener("keydown", moveInGrid);
 }
 
 const STATE_COLOURS = {
@@ -94,7 +186,7 @@ const STATE_COLOURS = {
 function graphStyle(large) {
   return [
     { selector: "node", style: {
-      label: "data(label)", "font-size": 12, "text-wrap": "wrap", "text-max-width": 160,
+      label: "data(label)", "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
       "text-valign": "center", "text-halign": "center", width: 170, height: 34, shape: "round-rectangle",
       "background-color": "#edf2f7", "border-width": 1, "border-color": "#a0aec0", color: "#1a202c",
       "min-zoomed-font-size": large ? 9 : 0,
@@ -148,6 +240,7 @@ async function drawGraph(box) {
   cy.on("tap", (event) => { if (event.target === cy) cy.elements().removeClass("faded path"); });
   cy.on("dbltap", "node", (event) => { window.location.href = event.target.data("url"); });
   box.dataset.ready = String(cy.nodes().length);
+  box.dataset.labelPx = (cy.zoom() * LABEL_FONT_PX).toFixed(1);  // what a reader sees
   return cy;
 }
 
@@ -189,8 +282,129 @@ function setUpGraph() {
   }).catch((error) => { box.textContent = String(error); });
 }
 
+// A part of a page that fails to load says so where it would have been, never silently keeps the
+// old content: the server's error page (a fragment: status and message) is swapped in like a
+// success, and a request that never got an answer leaves a message in its target.
+function setUpPartialErrors() {
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.xhr.status >= 400) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+  document.body.addEventListener("htmx:sendError", (event) => {
+    const target = event.detail.target;
+    if (!target) return;
+    target.textContent = "";
+    const message = document.createElement("p");
+    message.className = "error message partial-error";
+    message.setAttribute("role", "alert");
+    message.textContent = "Could not reach the server: this part was not loaded. Try again.";
+    target.appendChild(message);
+  });
+}
+
+// Filters live in the URL: a filter that htmx applied is pushed to the history as the page's own
+// URL, so Back and a shared link show the same list; Back re-renders the page from its URL.
+function setUpFilterHistory() {
+  // before the swap: the form that asked is still in the page (the list it swaps in holds a new one)
+  document.body.addEventListener("htmx:beforeSwap", (event) => {
+    const form = (event.detail.requestConfig || {}).elt || event.detail.elt;  // the element that asked
+    if (event.detail.xhr.status >= 400 || !form.matches || !form.matches("form[data-page]")) return;
+    const wanted = new URLSearchParams();
+    for (const [key, value] of new FormData(form)) if (value) wanted.append(key, value);
+    const shown = wanted.toString();
+    const url = form.dataset.page + (shown ? "?" + shown : "");
+    if (url !== window.location.pathname + window.location.search) history.pushState({ filter: true }, "", url);
+  });
+  window.addEventListener("popstate", () => window.location.reload());
+}
+
+// Pages with lot state follow the lot event log (GET /api/v1/lots/events): when an event of the
+// namespace arrives, each part marked data-live is fetched again and swapped in, without a reload.
+const LIVE_POLL_MS = 3000;
+
+function setUpLive() {
+  const body = document.body;
+  if (!body.dataset.eventsAfter || !document.querySelector("[data-live][id]")) return;
+  let after = Number(body.dataset.eventsAfter);
+  const poll = async () => {
+    try {
+      const query = new URLSearchParams({ after: String(after), limit: "1000" });
+      const answer = await fetch("/api/v1/lots/events?" + query, { headers: { Accept: "application/json" } });
+      if (answer.ok) {
+        const found = await answer.json();
+        if (found.events.length) {
+          after = found.lastPosition;
+          for (const part of document.querySelectorAll("[data-live][id]")) {
+            const id = "#" + part.id;
+            await htmx.ajax("GET", window.location.href, { target: id, select: id, swap: "outerHTML" });
+          }
+          tabStopOfGrid();
+          body.dataset.refreshed = String(after);
+        }
+      }
+    } catch (error) {
+      // the next poll tries again; a page that cannot reach the server says so when it acts
+    }
+    setTimeout(poll, LIVE_POLL_MS);
+  };
+  setTimeout(poll, LIVE_POLL_MS);
+}
+
+// The grid's range backfill: a dry run first, shown as what it would do; then the same for real.
+function backfillUrl(form, dry) {
+  const query = new URLSearchParams({ from: form.dataset.from, to: form.dataset.to });
+  const only = form.querySelector("input[name=only]");
+  if (only.checked) query.set("only", only.value);
+  if (dry) query.set("dryRun", "true");
+  return form.dataset.url + "?" + query;
+}
+
+function lotCount(runs) {
+  return runs.reduce((sum, run) => sum + run.count, 0);
+}
+
+async function runBackfill(button) {
+  const form = button.closest("form");
+  const plan = document.getElementById("backfill-plan");
+  const dry = button.dataset.backfill === "preview";
+  const headers = {};
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  if (token) headers.Authorization = "Bearer " + token;
+  const answer = await fetch(backfillUrl(form, dry), { method: "POST", headers }).catch(() => null);
+  const body = answer ? await answer.json().catch(() => ({})) : {};
+  if (!answer || !answer.ok) {
+    plan.textContent = `backfill: ${answer ? answer.status + " " + (body.message || "") : "could not reach the server"}`;
+    return;
+  }
+  const reopened = lotCount(body.reopened), hinted = lotCount(body.hinted) + lotCount(body.unhinted);
+  const left = lotCount(body.left);
+  plan.textContent = `${dry ? "Would reopen" : "Reopened"} ${reopened} complete lots (and ${body.cascaded} downstream), `
+    + `${dry ? "would queue" : "queued"} ${hinted} missing or failed lots; ${left} left (blocked, held or running).`;
+  plan.dataset.reopened = String(reopened);
+  plan.dataset.cascaded = String(body.cascaded);
+  plan.dataset.queued = String(hinted);
+  form.querySelector("[data-backfill=run]").disabled = !dry;
+  if (!dry) toast("backfill: done", false);
+}
+
+function setUpBackfill() {
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest("button[data-backfill]");
+    if (button) runBackfill(button);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  setUpPartialErrors();
+  setUpBackfill();
+  setUpFilterHistory();
+  setUpLive();
   setUpToken();
+  enableActions();
+  document.body.addEventListener("htmx:afterSwap", enableActions);  // a lot panel's buttons
   setUpClicks();
+  setUpGrid();
   setUpGraph();
 });

@@ -1,0 +1,59 @@
+"""Live and shareable (issue 28, point 5): pages with lot state follow the lot event log without a
+reload, and a filter applied in place is in the URL, so Back and a shared link show it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import expect
+
+from support.lots import LotWorld
+from web.conftest import Tab, UiServer
+from web.world import NS
+
+LIVE_NS = "live"
+#: The servers (one per database) whose ``live`` namespace is seeded.
+_SEEDED: set[str] = set()
+
+
+@pytest.fixture
+def live(ui_server: UiServer) -> Iterator[LotWorld]:
+    """A job of its own with lots 0 and 2 of a day made, 1 missing."""
+    world = LotWorld(ui_server.lineage, LIVE_NS)
+    if ui_server.url not in _SEEDED:
+        world.job("feed", output="fed")
+        world.produce("feed", "20230101PT1H000", "20230101PT1H002")
+        _SEEDED.add(ui_server.url)
+    yield world
+    # the start page opens on the namespace written to last: leave it the one the other tests see
+    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")
+
+
+def test_the_grid_follows_lot_events_without_a_reload(tab: Tab, live: LotWorld) -> None:
+    page = tab.page
+    page.goto(f"/jobs/{LIVE_NS}/feed/lots?from=2023-01-01&to=2023-01-01T03:00:00Z")
+    cell = page.locator("#grid a.c[data-lot='20230101PT1H001']")
+    expect(cell).to_have_attribute("data-state", "missing")
+    page.evaluate("window.notReloaded = true")
+    live.produce("feed", "20230101PT1H001")  # a READY lot event
+    expect(cell).to_have_attribute("data-state", "complete", timeout=30_000)
+    expect(page.locator("#totals b[data-state=complete]")).to_have_text("3")
+    assert page.evaluate("window.notReloaded === true")
+
+
+def test_a_filter_is_in_the_url_so_back_and_links_show_it(tab: Tab, ui_server: UiServer) -> None:
+    page = tab.page
+    page.goto(f"/jobs/{NS}/clean")
+    everything = page.locator("#run-list tbody tr").count()
+    page.locator("#runs input[name=state][value=FAILED]").check()
+    expect(page).to_have_url(re.compile(r"/jobs/ui/clean\?state=FAILED$"))
+    expect(page.locator("#run-list tbody tr")).to_have_count(2)
+    page.reload()  # as a shared link would open it
+    expect(page.locator("#runs input[name=state][value=FAILED]")).to_be_checked()
+    expect(page.locator("#run-list tbody tr")).to_have_count(2)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/jobs/ui/clean$"))
+    expect(page.locator("#run-list tbody tr")).to_have_count(everything)
+    expect(page.locator("#runs input[name=state][value=FAILED]")).not_to_be_checked()
