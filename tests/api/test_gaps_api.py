@@ -38,7 +38,7 @@ def world(api_server: ApiServer, fresh_ns: str) -> Iterator[LotWorld]:
         if n < 2:
             world.lots.complete(claim)
         else:
-            world.lots.fail(claim)
+            world.lots.fail(claim, error="ValueError: bad row")
     yield world
     lineage.close()
 
@@ -64,14 +64,32 @@ def test_job_and_dataset_gaps_with_paged_runs(
     assert (body["from"], body["to"]) == ("2023-01-01T00:00:00Z", "2023-01-01T06:00:00Z")
     assert body["counts"] == {"complete": 2, "running": 0, "failed": 1, "missing": 2, "held": 0, "blocked": 1}
     assert body["runs"] == [
-        {"state": "failed", "from": hour(2), "to": hour(2), "count": 1, "waitingOn": None},
-        {"state": "missing", "from": hour(3), "to": hour(4), "count": 2, "waitingOn": None},
+        {
+            "state": "failed",
+            "from": hour(2),
+            "to": hour(2),
+            "count": 1,
+            "waitingOn": None,
+            "attempt": 1,
+            "reason": "ValueError: bad row",
+        },
+        {
+            "state": "missing",
+            "from": hour(3),
+            "to": hour(4),
+            "count": 2,
+            "waitingOn": None,
+            "attempt": None,
+            "reason": None,
+        },
         {
             "state": "blocked",
             "from": hour(5),
             "to": hour(5),
             "count": 1,
             "waitingOn": {"dataset": "raw", "from": hour(5), "to": hour(5), "state": "failed"},
+            "attempt": None,
+            "reason": None,
         },
     ]
     assert body["totalRuns"] == 3

@@ -38,6 +38,9 @@ def test_events_from_a_position_filtered_by_dataset(
         world.produce("clean", "d1")
         elsewhere.produce("ingest", "e1")
         lineage.lots.invalidate(fresh_ns, "raw", "d1")
+        failing = world.claim("clean", "d2")
+        assert failing is not None
+        lineage.lots.fail(failing, error="ValueError: bad row 3")
     finally:
         lineage.close()
 
@@ -50,12 +53,20 @@ def test_events_from_a_position_filtered_by_dataset(
         ("READY", "cleaned", "d1"),
         ("REOPENED", "raw", "d1"),
         ("REOPENED", "cleaned", "d1"),
+        ("FAILED", "cleaned", "d2"),
     ]
+    failed = body["events"][-1]  # type: ignore[index]
+    assert (failed["job"], failed["attempt"], failed["reason"], failed["runId"]) == (
+        "clean",
+        1,
+        "ValueError: bad row 3",
+        str(failing.run_id),
+    )
     assert body["lastPosition"] == body["events"][-1]["position"]  # type: ignore[index]
     only = _events(http, api_server, after=position, namespace=fresh_ns, dataset="cleaned")
-    assert [e["kind"] for e in only["events"]] == ["READY", "REOPENED"]  # type: ignore[union-attr, index]
+    assert [e["kind"] for e in only["events"]] == ["READY", "REOPENED", "FAILED"]  # type: ignore[union-attr, index]
     everywhere = _events(http, api_server, after=position)
-    assert [e["lot"] for e in everywhere["events"]] == ["d1", "d2", "d1", "e1", "d1", "d1"]  # type: ignore[union-attr, index]
+    assert [e["lot"] for e in everywhere["events"]] == ["d1", "d2", "d1", "e1", "d1", "d1", "d2"]  # type: ignore[union-attr, index]
     paged = _events(http, api_server, after=position, limit=2)
     assert [e["lot"] for e in paged["events"]] == ["d1", "d2"]  # type: ignore[union-attr, index]
 

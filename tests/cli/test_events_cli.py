@@ -63,3 +63,24 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
     assert [line.split()[-1] for line in ev.stdout.splitlines()] == ["d1", "d2"]
     bad = lotline("events", "-d", "raw", cwd=tmp_path, db_url=backend_url)
     assert bad.returncode == 2 and "2 namespaces exist (ev, other)" in bad.stderr, bad.stderr
+
+
+def test_a_failed_lot_is_printed_with_its_job_attempt_and_reason(backend_url: str, tmp_path: Path) -> None:
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        world = LotWorld(lineage, "ev")
+        world.job("ingest", output="raw")
+        claim = world.claim("ingest", "d1")
+        assert claim is not None
+        lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv")
+    finally:
+        lineage.close()
+    once = lotline("events", cwd=tmp_path, db_url=backend_url)
+    assert once.returncode == 0, once.stderr
+    [line] = once.stdout.splitlines()
+    assert "FAILED" in line and line.endswith(
+        "ev:raw  d1  job ingest attempt 1: [MALFORMED_RECORD_IN_PARSING] bad.csv"
+    )
+    shown = lotline("events", "--json", cwd=tmp_path, db_url=backend_url)
+    event = json.loads(shown.stdout)
+    assert (event["kind"], event["job"], event["attempt"]) == ("FAILED", "ingest", 1)

@@ -1,6 +1,7 @@
-"""The PostgreSQL claim functions (migrations 0006, 0007) write exactly what the Python path writes.
+"""The PostgreSQL claim functions (migrations 0006 to 0016) write exactly what the Python path writes.
 
-One history — claims of next lots, completions, a failure and its retry, a completion after the
+One history — claims of next lots, completions, a failure and its retry (after an operator's
+release: a failed lot's own retry waits for its back-off), a completion after the
 lease ran out, an invalidation, a consumer job, and the cases the functions hand back to Python —
 is replayed twice on PostgreSQL: once statement by statement (``database_functions=False``) and
 once through the functions. Every row written is then compared, with generated ids replaced by
@@ -50,7 +51,10 @@ def _replay(lineage: Lineage) -> None:
     lots.complete(first)
     second = world.claim("clean")
     assert second is not None and second.lot == LOTS[1]
-    lots.fail(second)
+    lots.fail(second, error="boom\nstack")
+    # Its retry hint waits out the back-off; an operator's hold and release make it due at once.
+    lots.hold_lot(world.ns, "tidy", LOTS[1])
+    lots.release_lot(world.ns, "tidy", LOTS[1])
     # Meanwhile a job outside coordination writes that lot: the retry's version supersedes it.
     lineage.catalog.upsert_job(world.ns, "by-hand", outputs=[DatasetRef(world.ns, "tidy")])
     by_hand = lineage.runs.create_run(world.ns, "by-hand", lot=LOTS[1])
@@ -157,7 +161,18 @@ def _snapshot(store: Store) -> dict[str, Any]:
                 "lease_expires_at IS NULL, run_id, data_removed_at IS NULL FROM data_status",
                 lambda d, lot, j, *rest: (datasets[d], lot, jobs[j], *rest[:-2], run(rest[-2]), rest[-1]),
             ),
-            "frontier": rows("SELECT job_id, lot FROM lot_frontier", lambda j, lot: (jobs[j], lot)),
+            "frontier": rows(
+                "SELECT job_id, lot, not_before IS NULL, failures FROM lot_frontier",
+                lambda j, lot, *rest: (jobs[j], lot, *rest),
+            ),
+            "lot_events": rows(
+                "SELECT dataset_id, lot, kind, version_id, run_id, attempt, reason FROM lot_events",
+                lambda d, lot, kind, v, r, attempt, reason: (
+                    (datasets[d], lot, kind, version(v), run(r), attempt),
+                    # The reaper's reason names when the worker last heartbeat: a wall-clock time.
+                    None if reason is None else re.sub(r" at \S+ \(", " at <time> (", reason),
+                ),
+            ),
         }
 
 

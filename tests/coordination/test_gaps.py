@@ -29,7 +29,7 @@ def _run(world: LotWorld, job: str, lot: str, *, ok: bool = True, worker: str = 
     if ok:
         world.lots.complete(claim)
     else:
-        world.lots.fail(claim)
+        world.lots.fail(claim, error=f"ValueError: bad line in {lot}")
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def day(world: LotWorld) -> LotWorld:
 
     raw: 00-21 READY, 22 failed, 23 never produced; 03 invalidated (RESUBMIT).
     cleaned: 00-09 complete but 03 (reopened by the cascade, and raw 03 is not READY: blocked),
-    10 running, 11 failed, 12 failed and cleaned (missing), 13 held, 14-21 missing,
+    10 running, 11 failed, 12 failed and cleaned (failed all the same), 13 held, 14-21 missing,
     22 and 23 blocked (raw 22 failed, raw 23 missing).
     """
     world.job("land", output="raw")
@@ -60,8 +60,8 @@ def day(world: LotWorld) -> LotWorld:
 EXPECTED_RUNS = [
     ("blocked", hour(3), hour(3), 1, ("raw", hour(3), hour(3), "missing")),
     ("running", hour(10), hour(10), 1, None),
-    ("failed", hour(11), hour(11), 1, None),
-    ("missing", hour(12), hour(12), 1, None),
+    ("failed", hour(11), hour(11), 1, (1, f"ValueError: bad line in {hour(11)}")),
+    ("failed", hour(12), hour(12), 1, (1, f"ValueError: bad line in {hour(12)}")),  # its data removed
     ("held", hour(13), hour(13), 1, None),
     ("missing", hour(14), hour(21), 8, None),
     ("blocked", hour(22), hour(22), 1, ("raw", hour(22), hour(22), "failed")),
@@ -69,17 +69,14 @@ EXPECTED_RUNS = [
 ]
 
 
+def _why(run: LotRun) -> object:
+    if run.cause is not None:
+        return (run.cause.dataset, run.cause.first, run.cause.last, run.cause.state.value)
+    return None if run.failure is None else (run.failure.attempt, run.failure.reason)
+
+
 def _shape(runs: list[LotRun]) -> list[tuple[object, ...]]:
-    return [
-        (
-            r.state.value,
-            r.first,
-            r.last,
-            r.count,
-            None if r.cause is None else (r.cause.dataset, r.cause.first, r.cause.last, r.cause.state.value),
-        )
-        for r in runs
-    ]
+    return [(r.state.value, r.first, r.last, r.count, _why(r)) for r in runs]
 
 
 def test_a_day_in_every_state_gives_exact_counts_and_runs(day: LotWorld) -> None:
@@ -93,8 +90,8 @@ def test_a_day_in_every_state_gives_exact_counts_and_runs(day: LotWorld) -> None
     assert {s.value: n for s, n in report.counts.items()} == {
         "complete": 9,
         "running": 1,
-        "failed": 1,
-        "missing": 9,
+        "failed": 2,
+        "missing": 8,
         "held": 1,
         "blocked": 3,
     }
@@ -116,7 +113,7 @@ def test_the_source_dataset_and_a_held_job(day: LotWorld) -> None:
     raw = day.lineage.gaps.report(day.ns, job="land", start=DAY, end=NEXT_DAY)
     assert _shape(raw.runs) == [
         ("missing", hour(3), hour(3), 1, None),
-        ("failed", hour(22), hour(22), 1, None),
+        ("failed", hour(22), hour(22), 1, (1, f"ValueError: bad line in {hour(22)}")),
         ("missing", hour(23), hour(23), 1, None),
     ]
     day.lots.hold_job(day.ns, "clean")
@@ -153,7 +150,10 @@ def test_named_lots_are_reported_from_the_rows_that_exist(world: LotWorld) -> No
     report = world.lineage.gaps.report(world.ns, dataset="raw", start=DAY, end="2023-01-05")
     assert report.interval is None
     assert (report.total, report.counts[GapState.COMPLETE], report.counts[GapState.MISSING]) == (3, 2, 0)
-    assert _shape(report.runs) == [("failed", "2023-01-03", "2023-01-03", 1, None)]
+    assert _shape(report.runs) == [
+        ("failed", "2023-01-03", "2023-01-03", 1, (1, "ValueError: bad line in 2023-01-03"))
+    ]
+    assert report_json(report)["runs"][0]["reason"] == "ValueError: bad line in 2023-01-03"  # type: ignore[index]
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ def test_backfill_of_failed_and_missing_lots_is_what_workers_claim_next(day: Lot
     assert day.claim("clean") is None  # a dry run raised no hint either
     assert [(r.state.value, r.first, r.last) for r in dry.hinted] == [
         ("failed", hour(11), hour(11)),
-        ("missing", hour(12), hour(12)),
+        ("failed", hour(12), hour(12)),
         ("missing", hour(14), hour(21)),
     ]
     assert dry.reopened == [] and dry.unhinted == []
@@ -260,7 +260,8 @@ def test_backfill_of_everything_reopens_ready_lots_with_the_cascade(day: LotWorl
     assert day.status("cleaned", hour(0), "clean") == "RESUBMIT"
     assert day.status("reported", hour(0), "report") == "RESUBMIT"
     assert day.status("cleaned", hour(12), "clean") == "ERROR"  # outside the range: untouched
-    assert _drain(day, "clean") == [hour(n) for n in (0, 1, 2, 4, 5, 6, 7, 8, 9, 11, 12, *range(14, 22))]
+    # Failed hour 11 is in the range: due at once; failed hour 12 waits for its back-off.
+    assert _drain(day, "clean") == [hour(n) for n in (0, 1, 2, 4, 5, 6, 7, 8, 9, 11, *range(14, 22))]
     assert _drain(day, "report")[:9] == [hour(n) for n in (0, 1, 2, 4, 5, 6, 7, 8, 9)]
 
 

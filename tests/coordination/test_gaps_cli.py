@@ -32,7 +32,7 @@ def hours(world: LotWorld) -> LotWorld:
     world.produce("clean", hour(0))
     failed = world.claim("clean", hour(1))
     assert failed is not None
-    world.lots.fail(failed)
+    world.lots.fail(failed, error="ValueError: bad row")
     return world
 
 
@@ -46,8 +46,8 @@ def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path
         *("missing", "1", "held", "0", "blocked", "1"),
     ]
     assert [line.split() for line in lines[3:]] == [
-        ["STATE", "FROM", "TO", "COUNT", "WAITING", "ON"],
-        ["failed", hour(1), hour(1), "1"],
+        ["STATE", "FROM", "TO", "COUNT", "WAITING", "ON", "/", "REASON"],
+        ["failed", hour(1), hour(1), "1", "attempt", "1:", "ValueError:", "bad", "row"],
         ["missing", hour(2), hour(2), "1"],
         ["blocked", hour(3), hour(3), "1", "raw", f"{hour(3)}..{hour(3)}", "(missing)"],
     ]
@@ -56,6 +56,8 @@ def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path
     )
     document = json.loads(as_json.stdout)
     assert (document["totalLots"], document["totalRuns"], document["counts"]["blocked"]) == (4, 3, 1)
+    failed = document["runs"][0]
+    assert (failed["state"], failed["attempt"], failed["reason"]) == ("failed", 1, "ValueError: bad row")
 
 
 def test_backfill_dry_run_then_for_real(hours: LotWorld, backend_url: str, tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ JobB reads DataA and produces DataB. Each assertion is the seed's sentence about
 
 from __future__ import annotations
 
-from lotline.domain.coordination import ArcState, Role
+from lotline.domain.clock import ManualClock
+from lotline.domain.coordination import FIRST_RETRY, ArcState, Role
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from support.lots import LotWorld
@@ -37,7 +38,10 @@ def test_scenario_1_happy_path(world: LotWorld) -> None:
     assert world.current_version_run("DataB", "1") == claim.run_id
 
 
-def test_scenario_1_failure_allows_a_rerun_and_blocks_downstream(world: LotWorld) -> None:
+def test_scenario_1_failure_allows_a_rerun_and_blocks_downstream(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    world = timed_world
     world.job("ingest", output="DataA")
     world.job("jobA", inputs=["DataA"], output="DataB")
     world.job("down", inputs=["DataB"], output="DataC")
@@ -48,6 +52,8 @@ def test_scenario_1_failure_allows_a_rerun_and_blocks_downstream(world: LotWorld
     assert world.status("DataB", "1", "jobA") == "ERROR"
     assert world.status("DataA", "1", "jobA", role=Role.INPUT) == "ERROR"
     assert world.claim("down") is None  # downstream does not run on failed data
+    assert world.claim("jobA") is None  # the retry waits for its back-off
+    clock.advance(FIRST_RETRY)
     again = world.claim("jobA")
     assert again is not None
     assert (again.lot, again.attempt) == ("1", 2)
@@ -88,7 +94,8 @@ def test_scenario_1_job_b_succeeds(world: LotWorld) -> None:
     assert world.lots.arc_state(world.ns, "JobB", "1") is ArcState.COMPLETE
 
 
-def test_scenario_2_job_b_fails_then_reruns(world: LotWorld) -> None:
+def test_scenario_2_job_b_fails_then_reruns(timed_world: LotWorld, clock: ManualClock) -> None:
+    world = timed_world
     _chain(world)
     world.produce("JobA", "1")
     first = world.claim("JobB")
@@ -99,7 +106,9 @@ def test_scenario_2_job_b_fails_then_reruns(world: LotWorld) -> None:
     assert world.lots.arc_state(world.ns, "JobB", "1") is ArcState.PARTIAL
     failed = world.lineage.versions.list_versions(world.ns, "DataB", lot="1").items
     assert [v.state for v in failed] == [VersionState.FAILED]
-    # On resubmit the framework finds DataA/1 READY and JobB's input row ERROR: it reruns.
+    # On resubmit (after the back-off) the framework finds DataA/1 READY and JobB's input row ERROR:
+    # it reruns.
+    clock.advance(FIRST_RETRY)
     rerun = world.claim("JobB")
     assert rerun is not None
     assert (rerun.lot, rerun.attempt) == ("1", 2)

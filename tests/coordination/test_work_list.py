@@ -8,7 +8,8 @@ from contextlib import contextmanager
 
 import sqlalchemy as sa
 
-from lotline.domain.coordination import Role, Status
+from lotline.domain.clock import ManualClock
+from lotline.domain.coordination import FIRST_RETRY, Role, Status
 from lotline.store.schema import jobs, lot_frontier
 from support.lots import LotWorld
 
@@ -52,7 +53,10 @@ def _chain(world: LotWorld) -> None:
     world.job("JobB", inputs=["DataA"], output="DataB")
 
 
-def test_the_work_list_holds_the_lots_not_yet_done_and_nothing_else(world: LotWorld) -> None:
+def test_the_work_list_holds_the_lots_not_yet_done_and_nothing_else(
+    timed_world: LotWorld, clock: ManualClock
+) -> None:
+    world = timed_world
     _chain(world)
     lots = [f"2023-01-{day:02d}" for day in range(1, 11)]
     world.produce("JobA", *lots)
@@ -63,9 +67,12 @@ def test_the_work_list_holds_the_lots_not_yet_done_and_nothing_else(world: LotWo
     failing = world.claim("JobB")
     assert failing is not None
     world.lots.fail(failing)
-    assert _hints(world, "JobB") == lots[7:]  # the failed lot is pending again
+    assert _hints(world, "JobB") == lots[7:]  # the failed lot is pending again (after its back-off)
     assert world.lots.counts(world.ns, "JobB") == {Status.READY: 7, Status.ERROR: 1}
-    _consume(world, "JobB", 3)
+    _consume(world, "JobB", 2)
+    assert world.claim("JobB") is None
+    clock.advance(FIRST_RETRY)
+    _consume(world, "JobB", 1)
     assert world.claim("JobB") is None
     assert _hints(world, "JobB") == []
     assert world.lots.counts(world.ns, "JobB") == {Status.READY: 10}

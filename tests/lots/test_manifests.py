@@ -103,7 +103,8 @@ def test_a_failure_leaves_a_removed_partial_manifest_and_the_lot_eligible(world:
     assert not lineage.storage.exists(stray)  # the whole attempt folder is emptied
     assert lineage.lots.arc_state(world.ns, "ingest", LOT) is ArcState.MISSING
     assert lineage.manifests.current(world.ns, "raw", LOT) is None
-    assert lineage.lot_events.after(0) == []  # a failure announces nothing
+    [failed] = lineage.lot_events.after(0)  # a failure is announced, with its reason
+    assert (failed.kind, failed.attempt, failed.reason) == (LotEventKind.FAILED, 1, "RuntimeError: disk full")
 
     run = lineage.runs.get_run(claim.run_id)
     assert run.state.value == "FAILED"

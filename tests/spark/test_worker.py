@@ -1,4 +1,4 @@
-"""``lotline worker``: the loop in process (shared Spark session), the back-off, and the command as
+"""``lotline worker``: the loop in process (shared Spark session), the shared back-off, and the command as
 real processes — stopped by SIGTERM, and SIGKILLed mid-lot with its lot taken over after the lease."""
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ import pytest
 import requests
 
 from api.conftest import AUTH, _serve
-from lotline.domain.coordination import Status
+from lotline.domain.clock import ManualClock
+from lotline.domain.coordination import FIRST_RETRY, Status
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotResult, LotRunner, register
-from lotline.spark.worker import Backoff, Worker
+from lotline.spark.worker import Worker
 from lotline.store.engine import Store
 from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
 from support.spark import PIPELINES, ingest
@@ -37,38 +38,25 @@ NS = "weblogs"
 HALF = ["20230101PT30M000", "20230101PT30M001"]
 
 
-def test_backoff_doubles_up_to_its_cap_and_forgets_a_success() -> None:
-    now = [0.0]
-    backoff = Backoff(first=10, cap=35, clock=lambda: now[0])
-    waiting = backoff.waiting("parse")
-    assert not waiting and "L" not in waiting
-    assert [backoff.failed("parse", "L") for _ in range(3)] == [10, 20, 35]
-    assert waiting and "L" in waiting and "L" not in backoff.waiting("other")
-    now[0] = 34.9
-    assert "L" in waiting
-    now[0] = 35.0
-    assert "L" not in waiting and not waiting
-    backoff.succeeded("parse", "L")
-    assert backoff.failed("parse", "L") == 10
-
-
-def test_the_loop_runs_lots_as_they_arrive_and_passes_over_a_failing_one(
+def test_the_loop_runs_lots_as_they_arrive_and_waits_out_a_failing_one_s_back_off(
     lineage: Lineage, spark: SparkSession
 ) -> None:
+    clock = ManualClock()
+    timed = Lineage.over(lineage.store, lineage.storage, clock=clock)
     pipeline = load_pipeline(str(PIPELINES / "weblogs.py"))
-    register(lineage, pipeline)
-    ingest(lineage, NS, "raw_logs", HALF[0], [["2023-01-01T00:01:00 /a 200"]])
-    ingest(lineage, NS, "raw_logs", HALF[1], [["2023-01-01T00:31:00 /a 599"]])  # attempt 1 fails
-    worker = Worker(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), name="w", poll=0.2)
+    register(timed, pipeline)
+    ingest(timed, NS, "raw_logs", HALF[0], [["2023-01-01T00:01:00 /a 200"]])
+    ingest(timed, NS, "raw_logs", HALF[1], [["2023-01-01T00:31:00 /a 599"]])  # attempt 1 fails
+    worker = Worker(LotRunner(timed, pipeline, spark), pipeline.ordered_jobs(), name="w", poll=0.2)
     tally = worker.run(threading.Event(), idle_exit=1.0)
     assert (tally.done, tally.failed) == (1, 1)  # the failing lot was not retried at once
-    statuses = {s.lot: s.status for s in lineage.lots.status(NS, job="parse")}
+    statuses = {s.lot: s.status for s in timed.lots.status(NS, job="parse")}
     assert statuses == {HALF[0]: Status.READY, HALF[1]: Status.ERROR}
 
-    worker.backoff = Backoff(first=0)  # its time has come: the retry (attempt 2) succeeds
+    clock.advance(FIRST_RETRY)  # its time has come: the retry (attempt 2) succeeds
     tally = worker.run(threading.Event(), idle_exit=1.0)
-    assert lineage.lots.counts(NS, "parse") == {Status.READY: 2}
-    assert lineage.lots.counts(NS, "hourly_counts") == {Status.READY: 1}
+    assert timed.lots.counts(NS, "parse") == {Status.READY: 2}
+    assert timed.lots.counts(NS, "hourly_counts") == {Status.READY: 1}
 
 
 def _start_worker(

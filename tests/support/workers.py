@@ -6,9 +6,12 @@ waits at a barrier so that all of them hit the database at once, and reports wha
 
 from __future__ import annotations
 
+import os
 import uuid
+from datetime import datetime
 from multiprocessing.synchronize import Barrier
 
+from lotline.domain.clock import ManualClock
 from lotline.domain.errors import Conflict
 from lotline.domain.runs import RunAction
 from lotline.services import Lineage
@@ -82,3 +85,20 @@ def post_events(server_url: str, db_url: str, token: str, bodies: list[bytes], b
     finally:
         store.dispose()
     return statuses
+
+
+def fail_every_claim(url: str, namespace: str, job: str, at: str, tries: int, barrier: Barrier) -> int:
+    """A worker whose every lot fails: ``tries`` claims of ``job`` on a clock stopped at ``at``
+    (so a back-off never runs out meanwhile, however slow the machine); how many lots it failed."""
+    lineage = Lineage.over(Store(url), clock=ManualClock(datetime.fromisoformat(at)))
+    failed = 0
+    try:
+        barrier.wait(timeout=120)
+        for _ in range(tries):
+            claim = lineage.lots.claim(f"worker-{os.getpid()}", namespace, job)
+            if claim is not None:
+                lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv")
+                failed += 1
+        return failed
+    finally:
+        lineage.close()

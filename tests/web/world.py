@@ -30,7 +30,7 @@ EXPECTED_CLEAN = _expected(
         3: "blocked",  # reopened by the cascade, and raw 03 is not ready
         10: "running",
         11: "failed",
-        12: "missing",  # failed, then cleaned
+        12: "failed",  # failed, then cleaned: failed all the same
         13: "held",
         **dict.fromkeys(range(14, 22), "missing"),
         22: "blocked",

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from lotline.cli.context import load_settings, namespace_in, open_existing
-from lotline.domain.manifests import LotEvent
+from lotline.domain.manifests import LotEvent, LotEventKind
 
 
 def events(
@@ -62,9 +62,12 @@ def _print(event: LotEvent, as_json: bool) -> None:
     if as_json:
         print(json.dumps(event.to_json()), flush=True)
         return
-    manifest = f"manifest {event.manifest_id}" if event.manifest_id else ""
+    if event.kind is LotEventKind.FAILED:
+        detail = f"job {event.job} attempt {event.attempt}: {event.reason or 'no reason recorded'}"
+    else:
+        detail = f"manifest {event.manifest_id}" if event.manifest_id else ""
     print(
         f"{event.position:>8}  {event.created_at:%Y-%m-%dT%H:%M:%S}Z  {event.kind.value:<8}  "
-        f"{event.namespace}:{event.dataset}  {event.lot}  {manifest}".rstrip(),
+        f"{event.namespace}:{event.dataset}  {event.lot}  {detail}".rstrip(),
         flush=True,
     )

@@ -20,20 +20,18 @@ IntervalOption = Annotated[
 ]
 
 
+def _why(run: LotRun) -> str:
+    """What a run of lots waits on (blocked), or why it failed (failed)."""
+    if run.cause is not None:
+        return f"{run.cause.dataset} {run.cause.first}..{run.cause.last} ({run.cause.state.value})"
+    if run.failure is not None:
+        return f"attempt {run.failure.attempt}: {run.failure.reason or 'no reason recorded'}"
+    return ""
+
+
 def _runs(runs: list[LotRun]) -> str:
-    rows = [
-        [
-            r.state.value,
-            r.first,
-            r.last,
-            str(r.count),
-            ""
-            if r.cause is None
-            else f"{r.cause.dataset} {r.cause.first}..{r.cause.last} ({r.cause.state.value})",
-        ]
-        for r in runs
-    ]
-    return table(["STATE", "FROM", "TO", "COUNT", "WAITING ON"], rows)
+    rows = [[r.state.value, r.first, r.last, str(r.count), _why(r)] for r in runs]
+    return table(["STATE", "FROM", "TO", "COUNT", "WAITING ON / REASON"], rows)
 
 
 def _summary(report: GapReport) -> str:

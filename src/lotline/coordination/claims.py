@@ -9,7 +9,7 @@ the job has already done, so it costs the same whatever the job's history.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination.registry import LotJob
-from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
+from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status, retry_delay
 from lotline.domain.errors import Conflict
 from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier
@@ -36,6 +36,8 @@ class Candidate:
     inputs: tuple[tuple[uuid.UUID, str], ...]
     #: The claim's attempt number: the output row's attempt + 1 (1 for a lot never claimed).
     attempt: int
+    #: Failures in a row that this claim retries (the count of the retry hint it was found by).
+    failures: int = 0
 
 
 def input_lots(lot_job: LotJob, lot: str) -> tuple[tuple[uuid.UUID, str], ...]:
@@ -84,9 +86,9 @@ class _Rows:
                     return _Blocker("lock", dataset_id, input_lot, lock)
         return None
 
-    def candidate(self, lot: str) -> Candidate:
+    def candidate(self, lot: str, failures: int = 0) -> Candidate:
         output = self.outputs.get((self.lot_job.output_dataset_id, lot))
-        return Candidate(lot, self.inputs[lot], 1 if output is None else output.attempt + 1)
+        return Candidate(lot, self.inputs[lot], 1 if output is None else output.attempt + 1, failures)
 
 
 def _label(connection: Connection, dataset_id: uuid.UUID) -> str:
@@ -122,12 +124,17 @@ def named_candidate(connection: Connection, lot_job: LotJob, lot: str) -> Candid
     return candidate
 
 
-def _hinted(lot_job: LotJob, hints: Sequence[str]) -> list[str]:
-    """The output lots that hints stand for, in hint order, each once."""
+def _hinted(lot_job: LotJob, hints: Mapping[str, int]) -> dict[str, int]:
+    """The output lots that hints stand for, in hint order, each once, with the failures in a row
+    they retry: a retry only if every hint of the lot is one (a new input lot is not a retry)."""
     if lot_job.mapping is None:
-        return list(hints)
-    lots = (lot_job.mapping.hinted_lot(hint) for hint in hints)
-    return list(dict.fromkeys(lot for lot in lots if lot is not None))
+        return dict(hints)
+    found: dict[str, int] = {}
+    for hint, failures in hints.items():
+        lot = lot_job.mapping.hinted_lot(hint)
+        if lot is not None:
+            found[lot] = min(found.get(lot, failures), failures)
+    return found
 
 
 def eligible_now(connection: Connection, lot_job: LotJob, limit: int) -> int | None:
@@ -136,7 +143,7 @@ def eligible_now(connection: Connection, lot_job: LotJob, limit: int) -> int | N
     if lot_job.held or not lot_job.inputs:
         return 0
     hints = frontier.hints(connection, lot_job.job_id, limit)
-    lots = _hinted(lot_job, hints)
+    lots = list(_hinted(lot_job, dict.fromkeys(hints, 0)))
     rows = _Rows(connection, lot_job, lots)
     eligible = sum(1 for lot in lots if rows.blocker(lot) is None)
     return None if eligible == 0 and len(hints) == limit else eligible
@@ -163,17 +170,17 @@ def next_candidate(
     if not lot_job.inputs:
         return None
     batch = 1 if lot_job.mapping is None else MAPPED_BATCH
-    passed: list[str] = []
+    passed: dict[str, int] = {}
     chosen = None
-    while hints := frontier.pop(connection, lot_job.job_id, batch, guard):
+    while hints := frontier.pop(connection, lot_job.job_id, batch, now, guard):
         lots = _hinted(lot_job, hints)
-        rows = _Rows(connection, lot_job, lots)
+        rows = _Rows(connection, lot_job, list(lots))
         eligible = [lot for lot in lots if rows.blocker(lot) is None]
-        passed += [lot for lot in eligible if lot in skip]
+        passed |= {lot: lots[lot] for lot in eligible if lot in skip}
         eligible = [lot for lot in eligible if lot not in skip]
         if eligible:
-            chosen = rows.candidate(eligible[0])
-            passed += eligible[1:]
+            chosen = rows.candidate(eligible[0], lots[eligible[0]])
+            passed |= {lot: lots[lot] for lot in eligible[1:]}
             if lot_job.mapping is not None:
                 frontier.drop(connection, lot_job.job_id, [chosen.lot, *{lot for _, lot in chosen.inputs}])
             break
@@ -260,8 +267,12 @@ def finish(connection: Connection, fence: Fence, *, success: bool, now: datetime
         raise not_live(fence, "complete" if success else "fail")
 
 
-def announce(connection: Connection, fence: Fence, *, success: bool, now: datetime) -> None:
-    """Hint whoever may now take work: on success the lot's consumers, on failure the job itself.
+def announce(
+    connection: Connection, fence: Fence, *, success: bool, now: datetime, failures: int = 0
+) -> datetime | None:
+    """Hint whoever may now take work: on success the lot's consumers; on failure the job itself,
+    with a retry hint that no worker takes before the back-off of ``failures`` (the lot's failures
+    in a row, this one included) has run out. Returns when the lot is retried (failure only).
 
     Call it after the run's output version was minted: minting locks the output dataset's row,
     which registration also locks before it fills a new consumer's work list, so a consumer
@@ -269,13 +280,16 @@ def announce(connection: Connection, fence: Fence, *, success: bool, now: dateti
     """
     if success:
         frontier.raise_for_consumers(connection, fence.dataset_id, fence.lot, now)
-    else:
-        frontier.raise_for_job(connection, fence.job_id, [fence.lot], now)
+        return None
+    retry_at = now + retry_delay(failures)
+    frontier.raise_for_job(connection, fence.job_id, {fence.lot: failures}, now, not_before=retry_at)
+    return retry_at
 
 
 def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.StatusRow]:
     """Turn expired claims into ERROR (their INPUT rows too: released); returns their OUTPUT rows as
-    they were, whose runs the caller ends (whatever state those runs are in by now)."""
+    they were, whose runs the caller ends (whatever state those runs are in by now). A reaped lot is
+    due again at once: its worker died, which is not the lot's fault (no back-off)."""
     expired = q.expired_claims(connection, now, limit)
     for row in expired:
         q.set_output_status(

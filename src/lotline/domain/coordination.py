@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from lotline.domain.errors import Conflict, InvalidInput
@@ -175,6 +175,18 @@ class LotMapping:
 
 MAX_OWNER = 200
 
+#: The back-off of a failed lot (shared by every worker: it is the lot's retry hint in the database):
+#: retried 10 s after its first failure in a row, twice as long after each next one, at most 10 minutes.
+FIRST_RETRY = timedelta(seconds=10)
+MAX_RETRY = timedelta(minutes=10)
+
+
+def retry_delay(failures: int) -> timedelta:
+    """How long a lot waits before it is retried after failing ``failures`` (>= 1) times in a row."""
+    doublings = min(max(failures, 1) - 1, 32)
+    delay: timedelta = FIRST_RETRY * (1 << doublings)
+    return min(MAX_RETRY, delay)
+
 
 def check_owner(owner: str) -> str:
     """Worker ids go into every fenced statement; they must be non-empty and printable."""
@@ -198,6 +210,9 @@ class LotClaim:
     attempt: int
     run_id: uuid.UUID
     lease_expires_at: datetime
+    #: Failures in a row of this lot before this claim (0 unless the claim retries a failure on the
+    #: same inputs): a failure of this claim waits ``retry_delay(failures + 1)`` before the next try.
+    failures: int = 0
 
 
 @dataclass(frozen=True)

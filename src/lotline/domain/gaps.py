@@ -31,8 +31,8 @@ _INSTANT = re.compile(
 class GapState(StrEnum):
     COMPLETE = "complete"  # READY: present, whatever its data (an empty lot is present)
     RUNNING = "running"  # a live or expired-but-not-reaped claim
-    FAILED = "failed"  # ERROR with the failed attempt's partial data still there (arc partial)
-    MISSING = "missing"  # no row, RESUBMIT (reopened), or ERROR whose data was removed (arc missing)
+    FAILED = "failed"  # ERROR: its last attempt failed (with its reason), whether or not its data is removed
+    MISSING = "missing"  # never produced (no row), or reopened (RESUBMIT)
     HELD = "held"  # HOLD or PENDING, or any missing/failed lot of a held job
     BLOCKED = "blocked"  # missing or failed, and an input lot it needs is not READY
 
@@ -77,17 +77,27 @@ class TimeRange:
         return lot_index(lot_at(self.start, interval)), lot_index(last) + 1
 
 
-def state_of(status: str | None, held_status: str | None = None, data_removed: bool = False) -> GapState:
-    """The report's state of a lot from its OUTPUT row (None: no row)."""
+def state_of(status: str | None) -> GapState:
+    """The report's state of a lot from its OUTPUT row's status (None: no row). A failed lot is
+    failed, never missing, even once its failed attempt's data is removed (SPEC §5)."""
     if status in (Status.HOLD, Status.PENDING):
         return GapState.HELD
     if status == Status.READY:
         return GapState.COMPLETE
     if status == Status.RUNNING:
         return GapState.RUNNING
-    if status == Status.ERROR and not data_removed:
+    if status == Status.ERROR:
         return GapState.FAILED
     return GapState.MISSING
+
+
+@dataclass(frozen=True)
+class LastAttempt:
+    """Why a failed lot failed: its last attempt and that attempt's one-line reason (None: none
+    recorded)."""
+
+    attempt: int
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,7 @@ class Segment:
     stop: int
     state: GapState
     cause: Cause | None = None
+    failure: LastAttempt | None = None
 
 
 def index_of(lot: str, interval: Interval) -> int:
@@ -142,10 +153,15 @@ def ready_runs(breaks: Iterable[tuple[int, int | None, int | None]]) -> list[tup
 
 
 def segments(
-    first: int, stop: int, ready: Sequence[tuple[int, int]], other: Mapping[int, GapState]
+    first: int,
+    stop: int,
+    ready: Sequence[tuple[int, int]],
+    other: Mapping[int, GapState],
+    failures: Mapping[int, LastAttempt] | None = None,
 ) -> list[Segment]:
     """The lots of ``[first, stop)`` that are not complete, as coalesced segments: outside the
-    ``ready`` runs, a lot is in the state of its row (``other``) or missing."""
+    ``ready`` runs, a lot is in the state of its row (``other``, with its ``failures``) or missing."""
+    failures = failures or {}
     rows = sorted(other)
     pieces: list[Segment] = []
     for gap_start, gap_stop in _complement(first, stop, ready):
@@ -153,7 +169,7 @@ def segments(
         for i in rows[bisect.bisect_left(rows, gap_start) : bisect.bisect_left(rows, gap_stop)]:
             if i > position:
                 pieces.append(Segment(position, i, GapState.MISSING))
-            pieces.append(Segment(i, i + 1, other[i]))
+            pieces.append(Segment(i, i + 1, other[i], failure=failures.get(i)))
             position = i + 1
         if position < gap_stop:
             pieces.append(Segment(position, gap_stop, GapState.MISSING))
@@ -171,11 +187,16 @@ def _complement(first: int, stop: int, ready: Sequence[tuple[int, int]]) -> Iter
 
 
 def coalesce(pieces: Iterable[Segment]) -> list[Segment]:
-    """Merge touching segments of one state and cause (``pieces`` in index order)."""
+    """Merge touching segments of one state, cause and failure (``pieces`` in index order)."""
     merged: list[Segment] = []
     for piece in pieces:
         last = merged[-1] if merged else None
-        if last and last.stop == piece.start and (last.state, last.cause) == (piece.state, piece.cause):
+        same = last is not None and (last.state, last.cause, last.failure) == (
+            piece.state,
+            piece.cause,
+            piece.failure,
+        )
+        if last and last.stop == piece.start and same:
             merged[-1] = replace(last, stop=piece.stop)
         else:
             merged.append(piece)
@@ -262,6 +283,8 @@ class LotRun:
     last: str
     count: int
     cause: Cause | None = None
+    #: Failed lots: their last attempt and its reason (the same for every lot of the run).
+    failure: LastAttempt | None = None
 
 
 def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
@@ -272,6 +295,7 @@ def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
             str(lot_from_index(s.stop - 1, interval)),
             s.stop - s.start,
             s.cause,
+            s.failure,
         )
         for s in found
     ]
@@ -339,12 +363,15 @@ def run_json(run: LotRun) -> dict[str, object]:
         if cause is None
         else {"dataset": cause.dataset, "from": cause.first, "to": cause.last, "state": cause.state.value}
     )
+    failure = run.failure
     return {
         "state": run.state.value,
         "from": run.first,
         "to": run.last,
         "count": run.count,
         "waitingOn": waiting,
+        "attempt": None if failure is None else failure.attempt,
+        "reason": None if failure is None else failure.reason,
     }
 
 

@@ -28,7 +28,8 @@ AUTO_CELLS = 2_500
 
 class CellState(StrEnum):
     """A lot's state as every page names it: the gap report's states, with an empty lot (present,
-    but its manifest lists no object) told apart from a complete one."""
+    but its manifest lists no object) told apart from a complete one. A failed lot
+    is failed whether or not its attempt's data is removed."""
 
     FAILED = "failed"
     BLOCKED = "blocked"

@@ -207,6 +207,7 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
 class LotEventKind(StrEnum):
     READY = "READY"  # the lot was published: its manifest may be read
     REOPENED = "REOPENED"  # the lot was reopened (invalidation, late or corrected data): stop reading it
+    FAILED = "FAILED"  # a claim of the lot failed (with its reason): nothing new to read, the lot is retried
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,11 @@ class LotEvent:
     version_id: uuid.UUID | None
     run_id: uuid.UUID | None
     created_at: datetime
+    #: The dataset's producing job (None: the dataset has none registered).
+    job: str | None = None
+    #: FAILED: the attempt that failed and its one-line reason (READY from a claim: its attempt).
+    attempt: int | None = None
+    reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -234,4 +240,7 @@ class LotEvent:
             "versionId": None if self.version_id is None else str(self.version_id),
             "runId": None if self.run_id is None else str(self.run_id),
             "createdAt": self.created_at.isoformat(),
+            "job": self.job,
+            "attempt": self.attempt,
+            "reason": self.reason,
         }

@@ -25,7 +25,7 @@ from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, frontier, gaps, registry
+from lotline.store.queries import datasets, frontier, gaps, registry, runs
 from lotline.store.types import utcnow
 
 #: How far up a chain of unmapped jobs the interval of a dataset is looked for.
@@ -388,7 +388,7 @@ def _report(
     if interval is None:
         return _named_report(connection, namespace, target, span), []
     first, stop = span.indexes(interval)
-    found = _segments(connection, target.dataset_id, interval, first, stop)
+    found = _segments(connection, target.dataset_id, interval, first, stop, explain=True)
     lot_job = target.lot_job
     if lot_job is not None and lot_job.held:
         found = g.hold_all(found)
@@ -424,9 +424,16 @@ def _blockers(
 
 
 def _segments(
-    connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    interval: Interval,
+    first: int,
+    stop: int,
+    *,
+    explain: bool = False,
 ) -> list[Segment]:
-    """The dataset's lots ``[first, stop)`` that are not complete, from its rows in a few reads."""
+    """The dataset's lots ``[first, stop)`` that are not complete, from its rows in a few reads;
+    ``explain``: failed lots with their attempt and reason (one more read, for all of them)."""
     lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     pattern = g.id_pattern(interval)
     breaks = gaps.ready_breaks(
@@ -440,22 +447,36 @@ def _segments(
         )
         for r in breaks
     )
-    other = {
-        g.index_of(r.lot, interval): g.state_of(r.status, r.held_status, r.data_removed_at is not None)
-        for r in gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
+    unready = gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
+    other = {g.index_of(r.lot, interval): g.state_of(r.status) for r in unready}
+    failures = (
+        {g.index_of(lot, interval): failure for lot, failure in _failures(connection, unready).items()}
+        if explain
+        else None
+    )
+    return g.segments(first, stop, ready, other, failures)
+
+
+def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:
+    """Each failed lot's last attempt and its one-line reason, the reasons in one read."""
+    failed = [r for r in rows if g.state_of(r.status) is GapState.FAILED]
+    reasons = runs.failure_reasons(connection, [r.run_id for r in failed if r.run_id is not None])
+    return {
+        r.lot: g.LastAttempt(r.attempt, None if r.run_id is None else reasons.get(r.run_id)) for r in failed
     }
-    return g.segments(first, stop, ready, other)
 
 
 def _named_report(connection: Connection, namespace: str, target: _Target, span: TimeRange) -> GapReport:
     """A dataset of named lots: the rows that exist (a named lot has no window, so none is missing)."""
     held = target.lot_job is not None and target.lot_job.held
     listed = []
-    for row in gaps.unready_rows(connection, target.dataset_id):
-        state = g.state_of(row.status, row.held_status, row.data_removed_at is not None)
+    rows = gaps.unready_rows(connection, target.dataset_id)
+    failures = _failures(connection, rows)
+    for row in rows:
+        state = g.state_of(row.status)
         if held and state in (GapState.MISSING, GapState.FAILED):
             state = GapState.HELD
-        listed.append(g.LotRun(state, row.lot, row.lot, 1))
+        listed.append(g.LotRun(state, row.lot, row.lot, 1, failure=failures.get(row.lot)))
     ready = gaps.count_ready(connection, target.dataset_id)
     tally = dict.fromkeys(g.STATES, 0)
     for run in listed:

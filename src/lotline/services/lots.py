@@ -43,7 +43,7 @@ from lotline.services.facets import error_message
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, jobs, lot_events, registry, reporting, runs
+from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting, runs
 from lotline.store.queries import manifests as manifest_rows
 
 log = logging.getLogger(__name__)
@@ -253,8 +253,8 @@ class LotService:
             )
 
     def reap(self, limit: int = 100) -> int:
-        """Release claims whose lease expired (OUTPUT ERROR, inputs released) so their lots become
-        eligible again, and fail their runs; returns how many were reaped.
+        """Release claims whose lease expired (OUTPUT ERROR, inputs released, a FAILED lot event) so
+        their lots become eligible again, and fail their runs; returns how many were reaped.
 
         A run that is no longer RUNNING (ended from outside after its lease ran out) is left as it
         is; the lot is released all the same. One lot's run that cannot be ended is logged and left:
@@ -266,6 +266,13 @@ class LotService:
                 if row.run_id is not None:
                     reason = failures.lease_expired(row.owner, row.updated_at)
                     _end_revoked_run(connection, row.run_id, now, reason)
+            for row in reaped:  # appends come last in the transaction (positions in commit order)
+                if row.run_id is not None:
+                    entry = (row.dataset_id, row.lot, None, None, row.run_id)
+                    reason = failures.lease_expired(row.owner, row.updated_at)
+                    lot_events.append(
+                        connection, LotEventKind.FAILED, [entry], now, attempt=row.attempt, reason=reason
+                    )
         return len(reaped)
 
     # -- the operator's side -------------------------------------------------------------------
@@ -342,6 +349,14 @@ class LotService:
             lot_job = lot_job_named(connection, namespace, job)
             if not registry.set_job_held(connection, lot_job.job_id, False, self._clock.now()):
                 raise Conflict(f"Job {namespace}:{job} is not on hold.")
+
+    def retry_now(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
+        """Take the job's failed lots (``lots``, or all) off their back-off: the next claim may take
+        them at once (``lotline run`` asks this of every lot it runs). Returns how many were waiting."""
+        wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
+        with self._store.write() as connection:
+            lot_job = lot_job_named(connection, namespace, job)
+            return frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now())
 
     def clean(self, namespace: str, job: str, lot: str) -> None:
         """Record that the failed attempt's partial data was removed: arc partial -> missing."""

@@ -3,10 +3,12 @@
 Jobs are visited in dependency order, each claimed until it has nothing eligible; the visit is
 repeated while any lot was done, so a lot that becomes eligible because an upstream lot was just
 published is run in the same invocation. ``workers`` claim loops share the one SparkSession (a
-Spark application runs jobs of several threads at once; sessions are per process). A failed lot is
-retried up to ``retries`` times, then passed over for the rest of the run (``claim(skip=…)``).
-Each visit starts by reaping expired claims, as a worker's round does, so that the lot of a killed
-run is taken again; lots that another worker's claim holds are passed over and reported.
+Spark application runs jobs of several threads at once; sessions are per process). A lot that
+failed before is tried once more at once (an invocation is an operator asking: it does not wait for
+the lot's back-off, docs/coordination.md "Back-off"); a lot that fails is retried up to ``retries``
+times, then passed over for the rest of the run (``claim(skip=…)``). Each visit starts by reaping
+expired claims, as a worker's round does, so that the lot of a killed run is taken again; lots that
+another worker's claim holds are passed over and reported.
 """
 
 from __future__ import annotations
@@ -106,15 +108,21 @@ class _Run:
                         self.record(job, stopped.result)
                         on_result(stopped.result)
                         return
-                    self.record(job, result)
+                    if self.record(job, result):
+                        self.retry_now(job, [result.lot])
                     on_result(result)
+
+    def retry_now(self, job: JobSpec, lots: list[str] | None = None) -> None:
+        """Take failed lots of ``job`` (``lots``, or all) off their back-off for this run's claims."""
+        self.runner.lineage.lots.retry_now(self.runner.namespace, job.name, lots)
 
     def _claim(self, worker: str, job: JobSpec) -> LotClaim | None:
         """Without lots to pass over, a claim may take the database's one-call path (PostgreSQL)."""
         pass_over = self.pass_over[job.name]
         return self.runner.claim(worker, job, pass_over if pass_over.active else ())
 
-    def record(self, job: JobSpec, result: LotResult) -> None:
+    def record(self, job: JobSpec, result: LotResult) -> bool:
+        """Tally the result; True if the lot failed and is to be retried now."""
         key = (job.name, result.lot)
         with self.lock:
             tally = self.tallies[job.name]
@@ -122,13 +130,14 @@ class _Run:
             if result.ok:
                 tally.done += 1
                 self.errors.pop(key, None)
-                return
+                return False
             self.failures[key] += 1
             self.errors[key] = result.error or "failed"
             if self.failures[key] > self.retries:
                 self.pass_over[job.name].given_up.add(result.lot)
-            else:
-                tally.retried += 1
+                return False
+            tally.retried += 1
+            return True
 
     def summary(self, ours: Container[str]) -> RunSummary:
         """What the run did; ``ours``: the owner names of its claim loops."""
@@ -208,6 +217,8 @@ def run_pipeline(
     fails the lots in progress (``interrupted by the user``) and ends the run early: the summary says
     ``interrupted``."""
     run = _Run(runner, jobs, retries, window)
+    for job in jobs:
+        run.retry_now(job)
     if workers == 1:
         try:
             run.loop(worker, on_result)

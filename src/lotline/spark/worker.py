@@ -3,12 +3,12 @@
 Unlike ``lotline run`` it never runs out of work: when nothing is eligible it waits for the lot
 event log (a lot published or reopened anywhere — woken by LISTEN/NOTIFY on PostgreSQL, polling
 on SQLite) or ``poll`` seconds, whichever comes first. Every round it also reaps expired claims,
-so a dead worker's lot is taken over after its lease. A lot that failed is passed over for a while
-(``Backoff``: 10 s after the first failure, doubling, at most 10 minutes) so that a poisoned lot
-does not spin; it is retried when its time comes. A database outage (a PostgreSQL restart) is
-waited out: the loop tries again after 0.5 s, doubling up to 10 s, and resumes. One loop per
-process: run more processes (on more machines) for more parallelism; they coordinate through the
-database only.
+so a dead worker's lot is taken over after its lease. A lot that failed is not claimed again before
+its back-off has run out (10 s after the first failure, doubling, at most 10 minutes), kept in the
+database and so shared by every worker, or until an input lot gets a new version
+(docs/coordination.md "Back-off"). A database outage (a PostgreSQL restart) is waited out: the loop
+tries again after 0.5 s, doubling up to 10 s, and resumes. One loop per process: run more processes
+(on more machines) for more parallelism; they coordinate through the database only.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from lotline.domain.errors import DatabaseUnavailable
 from lotline.services.outage import Outage
@@ -27,56 +27,6 @@ from lotline.store.engine import Listener
 
 log = logging.getLogger(__name__)
 DEFAULT_POLL_S = 5.0
-
-
-@dataclass
-class Backoff:
-    """When a (job, lot) that failed may be tried again."""
-
-    first: float = 10.0
-    cap: float = 600.0
-    clock: Callable[[], float] = time.monotonic
-    _failures: dict[tuple[str, str], int] = field(default_factory=dict)
-    _until: dict[tuple[str, str], float] = field(default_factory=dict)
-
-    def failed(self, job: str, lot: str) -> float:
-        """Record a failure; returns the seconds the lot is now passed over for."""
-        count = self._failures.get((job, lot), 0) + 1
-        self._failures[(job, lot)] = count
-        delay: float = min(self.cap, self.first * 2.0 ** (count - 1))
-        self._until[(job, lot)] = self.clock() + delay
-        return delay
-
-    def succeeded(self, job: str, lot: str) -> None:
-        self._failures.pop((job, lot), None)
-        self._until.pop((job, lot), None)
-
-    def failures(self) -> list[tuple[str, str]]:
-        return list(self._until)
-
-    def waiting(self, job: str) -> _Waiting:
-        return _Waiting(self, job)
-
-    def is_waiting(self, job: str, lot: str) -> bool:
-        until = self._until.get((job, lot))
-        return until is not None and self.clock() < until
-
-
-@dataclass(frozen=True)
-class _Waiting:
-    """The lots of one job still backing off, as ``claim(skip=…)`` takes them."""
-
-    backoff: Backoff
-    job: str
-
-    def __contains__(self, lot: object) -> bool:
-        return isinstance(lot, str) and self.backoff.is_waiting(self.job, lot)
-
-    def __bool__(self) -> bool:
-        """False when nothing waits: the claim may then take the database's one-call path."""
-        return any(
-            self.backoff.is_waiting(job, lot) for job, lot in self.backoff.failures() if job == self.job
-        )
 
 
 @dataclass
@@ -93,11 +43,9 @@ class Worker:
         *,
         name: str,
         poll: float = DEFAULT_POLL_S,
-        backoff: Backoff | None = None,
         on_result: Callable[[LotResult], None] = lambda _: None,
     ) -> None:
         self.runner, self.jobs, self.name, self.poll = runner, jobs, name, poll
-        self.backoff = backoff or Backoff()
         self.on_result = on_result
         self.tally = WorkerTally()
 
@@ -139,14 +87,13 @@ class Worker:
         worked = False
         for job in self.jobs:
             while not stop.is_set():
-                claim = self.runner.claim(self.name, job, self.backoff.waiting(job.name))
+                claim = self.runner.claim(self.name, job)
                 if claim is None:
                     break
                 worked = True
                 result = self.runner.execute(job, claim)
                 if result.ok:
                     self.tally.done += 1
-                    self.backoff.succeeded(job.name, result.lot)
                     log.info(
                         "%s lot %s attempt %d done in %.1f s",
                         job.name,
@@ -156,7 +103,6 @@ class Worker:
                     )
                 else:
                     self.tally.failed += 1
-                    delay = self.backoff.failed(job.name, result.lot)
-                    log.warning("%s; passed over for %.0f s", result.error, delay)
+                    log.warning("%s; retried after its back-off", result.error)
                 self.on_result(result)
         return worked

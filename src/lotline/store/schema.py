@@ -392,6 +392,11 @@ lot_frontier = Table(
     Column("lot", String(LOT), primary_key=True),
     # Set by every upsert: raising a hint must update (and so wait for) a row a searcher holds.
     Column("touched_at", UtcDateTime, nullable=False),
+    # A retry hint (the job's own failure of the lot): not taken before then, the back-off shared
+    # by every worker. Any other hint raised for the lot replaces it (NULL: due at once).
+    Column("not_before", UtcDateTime),
+    # The lot's failures in a row that this hint retries (0: not a retry); doubles the back-off.
+    Column("failures", Integer, nullable=False, server_default=text("0")),
 )
 
 # -- lots on storage (SPEC §5) ----------------------------------------------------------------
@@ -435,8 +440,10 @@ manifests = Table(
     ),
 )
 
+LOT_EVENT_KINDS = "'READY', 'REOPENED', 'FAILED'"
+
 # The durable, ordered lot availability log: appended in the transaction that makes a lot READY
-# (or reopens it). ``id`` is the position; appends take an exclusive lock first (see
+# (or reopens it, or fails it). ``id`` is the position; appends take an exclusive lock first (see
 # store/queries/lot_events.py), so positions are assigned in commit order and a reader that has
 # seen position N can never later find a new event below N.
 lot_events = Table(
@@ -450,7 +457,10 @@ lot_events = Table(
     Column("version_id", ForeignKey("dataset_versions.id")),
     Column("run_id", ForeignKey("runs.id")),
     Column("created_at", UtcDateTime, nullable=False),
-    CheckConstraint("kind IN ('READY', 'REOPENED')", name="kind"),
+    # FAILED events: the failed claim's attempt and the failure's one-line reason.
+    Column("attempt", Integer),
+    Column("reason", Text),
+    CheckConstraint(f"kind IN ({LOT_EVENT_KINDS})", name="kind"),
     Index(None, "dataset_id", "id"),
 )
 

@@ -129,9 +129,9 @@ async def lot_events(
         float, Query(ge=0, le=MAX_EVENT_WAIT_S, description="Seconds to wait for an event if none is there.")
     ] = 0,
 ) -> Json:
-    """The lot availability log (SPEC §5) from a position: READY and REOPENED events in commit
-    order. ``lastPosition`` is where the next request should start (``after``). A request that
-    waits holds no thread (``api/event_waits.py``); beyond the server's cap of waiters it is a 429."""
+    """The lot availability log (SPEC §5) from a position: READY, REOPENED and FAILED events in
+    commit order. ``lastPosition`` is where the next request should start (``after``). A request
+    that waits holds no thread (``api/event_waits.py``); beyond the server's cap of waiters it is a 429."""
     deadline = time.monotonic() + wait
 
     def read() -> list[LotEvent]:

@@ -60,7 +60,7 @@ class DatabaseClaimPath:
             return self._python_path.claim(request)  # nothing was written
         if found is not None:
             candidate = claims.Candidate(
-                found.lot, claims.input_lots(cached.lot_job, found.lot), found.attempt
+                found.lot, claims.input_lots(cached.lot_job, found.lot), found.attempt, found.failures
             )
             return cached.lot_claim(
                 candidate, request.owner, request.namespace, request.job, run_id, found.lease_expires_at
@@ -71,7 +71,8 @@ class DatabaseClaimPath:
         return None if current.guard == cached.guard else self._python_path.claim(request)
 
     def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
-        if end.manifest is not None or end.facets or end.output_facets or end.error is not None:
+        # A failure records its back-off and its FAILED event with the reason: the Python path's.
+        if not end.success or end.manifest is not None or end.facets or end.output_facets:
             return self._python_path.finish(claim, end)
         try:
             claim_functions.finish_claim(

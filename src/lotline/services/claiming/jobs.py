@@ -43,6 +43,7 @@ class CachedJob:
             attempt=candidate.attempt,
             run_id=run_id,
             lease_expires_at=expires,
+            failures=candidate.failures,
         )
 
 

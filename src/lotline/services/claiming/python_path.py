@@ -43,7 +43,7 @@ class PythonClaimPath:
     def _may_find_work(self, request: ClaimRequest) -> bool:
         with self._store.read() as connection:
             found = self._jobs.load(connection, request.namespace, request.job)
-            return not found.lot_job.held and frontier.has_hints(connection, found.job_id)
+            return not found.lot_job.held and frontier.has_hints(connection, found.job_id, self._clock.now())
 
     def _claim(self, connection: Connection, request: ClaimRequest) -> LotClaim | None:
         cached = self._jobs.get(request.namespace, request.job) if request.lot is None else None
@@ -123,7 +123,7 @@ class PythonClaimPath:
                 if isinstance(window, IntervalLot) and run_row.nominal_start_time is None:
                     # The lot's window, as its nominalTime facet says (the claim left it unset).
                     runs.set_nominal_window(connection, claim.run_id, window.start, window.end)
-            claims.announce(connection, fence, success=end.success, now=now)
+            claims.announce(connection, fence, success=end.success, now=now, failures=claim.failures + 1)
             if end.manifest is not None and manifest_id is not None:
                 manifest_rows.insert_manifest(
                     connection,
@@ -137,9 +137,13 @@ class PythonClaimPath:
                     draft=end.manifest,
                     attempt=claim.attempt,
                 )
+            entry = (claim.dataset_id, claim.lot, manifest_id, end.version_id, claim.run_id)
             if end.success:
-                entry = (claim.dataset_id, claim.lot, manifest_id, end.version_id, claim.run_id)
                 lot_events.append(connection, LotEventKind.READY, [entry], now)
+            else:
+                lot_events.append(
+                    connection, LotEventKind.FAILED, [entry], now, attempt=claim.attempt, reason=end.error
+                )
         return manifest_id
 
 

@@ -1,4 +1,4 @@
-"""A worker's common path in one call each: the PostgreSQL functions of migrations 0006 and 0007.
+"""A worker's common path in one call each: the PostgreSQL functions of migrations 0006 to 0016.
 
 ``claim_next_lot`` claims the next lot of a job without a lot mapping and starts its run;
 ``finish_claim`` completes or fails a claim and versions its output. Each is one statement in
@@ -38,7 +38,7 @@ _REFUSALS: dict[str, type[Exception]] = {"LT001": FallBack, "LT002": LostRace, "
 # arguments go as text, which the server casts to the function's parameter types: adapting UUIDs,
 # a list and a timedelta cost the worker ~40 µs of CPU per call, a third of the call.
 _CLAIM_NEXT_LOT = (
-    "SELECT claimed_lot, claimed_attempt, lease_expires_at "
+    "SELECT claimed_lot, claimed_attempt, lease_expires_at, claimed_failures "
     "FROM lotline_claim_next_lot(%s, %s, %s, %s, %s, %s, %s, %s)"
 )
 _FINISH_CLAIM = "SELECT lotline_finish_claim(%s, %s, %s, %s, %s, %s, %s, %s, %s)"
@@ -49,6 +49,8 @@ class Claimed:
     lot: str
     attempt: int
     lease_expires_at: datetime
+    #: Failures in a row of the lot that this claim retries (its retry hint's count).
+    failures: int
 
 
 def claim_next_lot(
@@ -79,8 +81,8 @@ def claim_next_lot(
     row = _call(connections, _CLAIM_NEXT_LOT, params)
     if row is None or row[0] is None:
         return None
-    lot, attempt, lease_expires_at = row
-    return Claimed(lot, attempt, lease_expires_at.astimezone(UTC))
+    lot, attempt, lease_expires_at, failures = row
+    return Claimed(lot, attempt, lease_expires_at.astimezone(UTC), failures)
 
 
 def finish_claim(

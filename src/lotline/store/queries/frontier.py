@@ -4,17 +4,33 @@ Raising a hint is an upsert that *updates* an existing row, so on PostgreSQL it 
 searcher that holds the row and, if the searcher deleted it, inserts it again: a hint raised while
 a searcher looks at the lot is never lost. Searchers take hints with ``FOR UPDATE SKIP LOCKED``, so
 concurrent workers of one job spread over different lots.
+
+A failed lot's hint is a *retry* hint: not taken before its ``not_before`` (the back-off), counting
+the lot's failures in a row. Any other hint raised for the lot replaces it: due at once, count 0.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, String, Uuid, bindparam, delete, exists, select
+from sqlalchemy import (
+    Connection,
+    Integer,
+    String,
+    Uuid,
+    bindparam,
+    delete,
+    exists,
+    literal,
+    null,
+    or_,
+    select,
+    update,
+)
 
 from lotline.domain.coordination import INPUT_LOCKED, Role, Status
 from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
@@ -25,12 +41,23 @@ ft = lot_frontier
 _LOCKED = [s.value for s in INPUT_LOCKED]
 
 
+_COLUMNS = ["job_id", "lot", "touched_at", "not_before", "failures"]
+
+
 def _upsert(connection: Connection, rows: Any) -> Any:
-    """INSERT … SELECT ``rows`` (job_id, lot, touched_at) that updates ``touched_at`` of existing hints."""
-    statement = upsert_insert(connection, ft).from_select(["job_id", "lot", "touched_at"], rows)
+    """INSERT … SELECT ``rows`` (job_id, lot, touched_at, not_before, failures): the latest raise of a
+    hint wins (a retry hint becomes due at once when anything else raises the lot)."""
+    statement = upsert_insert(connection, ft).from_select(_COLUMNS, rows)
+    new = statement.excluded
     return statement.on_conflict_do_update(
-        index_elements=["job_id", "lot"], set_={"touched_at": statement.excluded.touched_at}
+        index_elements=["job_id", "lot"],
+        set_={"touched_at": new.touched_at, "not_before": new.not_before, "failures": new.failures},
     )
+
+
+def _fresh() -> tuple[Any, Any]:
+    """The not_before and failures of a hint due at once."""
+    return null().cast(UtcDateTime).label("not_before"), literal(0, Integer).label("failures")
 
 
 def _job() -> Any:
@@ -45,8 +72,13 @@ def _now() -> Any:
     return bindparam("b_now", type_=UtcDateTime)
 
 
+def _due() -> Any:
+    """A hint is due unless it is a retry hint whose back-off has not run out."""
+    return or_(ft.c.not_before.is_(None), ft.c.not_before <= _now())
+
+
 def _build_pop(connection: Connection, guarded: bool) -> Any:
-    first = select(ft.c.lot).where(ft.c.job_id == _job())
+    first = select(ft.c.lot).where(ft.c.job_id == _job(), _due())
     if guarded:
         first = first.where(
             exists().where(
@@ -64,7 +96,8 @@ def _build_pop(connection: Connection, guarded: bool) -> Any:
     # subquery per deleted row; each rescan skips the rows this statement already deleted and picks
     # the next ones, so ``LIMIT 1`` would delete the whole list.
     picked = first.cte("picked").prefix_with("MATERIALIZED")
-    return delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(select(picked.c.lot))).returning(ft.c.lot)
+    taken = delete(ft).where(ft.c.job_id == _job(), ft.c.lot.in_(select(picked.c.lot)))
+    return taken.returning(ft.c.lot, ft.c.failures)
 
 
 @per_dialect
@@ -86,25 +119,28 @@ class Guard:
     version_id: uuid.UUID | None
 
 
-def pop(connection: Connection, job_id: uuid.UUID, limit: int, guard: Guard | None = None) -> list[str]:
-    """Take (delete) the job's first ``limit`` hints, in lot order; hints others hold are skipped.
+def pop(
+    connection: Connection, job_id: uuid.UUID, limit: int, now: datetime, guard: Guard | None = None
+) -> dict[str, int]:
+    """Take (delete) the job's first ``limit`` hints due at ``now``, in lot order; hints others hold
+    are skipped. Returns each hint's lot with the failures in a row it retries (0: not a retry).
 
     With a ``guard``, nothing is taken unless the job is not on hold and its lot job and current
     version are still the ones the caller has cached. The deletion is part of the caller's
     transaction: if it rolls back, the hints are back.
     """
-    params: dict[str, Any] = {"b_job": job_id, "b_limit": limit}
+    params: dict[str, Any] = {"b_job": job_id, "b_limit": limit, "b_now": now}
     statement = _pop(connection)
     if guard is not None:
         params |= {"b_stamp": guard.stamp, "b_version": guard.version_id}
         statement = _pop_guarded(connection)
-    return sorted(connection.execute(statement, params).scalars())
+    return dict(sorted((lot, failures) for lot, failures in connection.execute(statement, params)))
 
 
 @per_dialect
 def _raise_for_consumers(connection: Connection) -> Any:
     consumers = (
-        select(lot_job_inputs.c.job_id, _lot(), _now())
+        select(lot_job_inputs.c.job_id, _lot(), _now(), *_fresh())
         .where(lot_job_inputs.c.dataset_id == bindparam("b_dataset", type_=Uuid))
         .order_by(lot_job_inputs.c.job_id)
     )
@@ -121,23 +157,36 @@ def raise_for_consumers(connection: Connection, dataset_id: uuid.UUID, lot: str,
 @per_dialect
 def _raise_for_job(connection: Connection) -> Any:
     # A job without inputs takes named lots only: it never searches, so it gets no hints.
-    hint = select(_job(), _lot(), _now()).where(exists().where(lot_job_inputs.c.job_id == _job()))
+    retry = (bindparam("b_not_before", type_=UtcDateTime), bindparam("b_failures", type_=Integer))
+    hint = select(_job(), _lot(), _now(), *retry).where(exists().where(lot_job_inputs.c.job_id == _job()))
     return _upsert(connection, hint)
 
 
-def raise_for_job(connection: Connection, job_id: uuid.UUID, lots: Sequence[str], now: datetime) -> None:
-    """The job may take these lots again (its output failed or was reopened, or it put a hint back)."""
-    if lots:
-        connection.execute(
-            _raise_for_job(connection), [{"b_job": job_id, "b_lot": lot, "b_now": now} for lot in lots]
-        )
+def raise_for_job(
+    connection: Connection,
+    job_id: uuid.UUID,
+    lots: Sequence[str] | Mapping[str, int],
+    now: datetime,
+    *,
+    not_before: datetime | None = None,
+) -> None:
+    """The job may take these lots again (its output was reaped or reopened, or it puts a hint
+    back). Given as a mapping, each lot's hint keeps that count of failures in a row; with
+    ``not_before`` the hints are retry hints, not taken before then (a failure's back-off)."""
+    counts = lots if isinstance(lots, Mapping) else dict.fromkeys(lots, 0)
+    if counts:
+        rows = [
+            {"b_job": job_id, "b_lot": lot, "b_now": now, "b_not_before": not_before, "b_failures": n}
+            for lot, n in counts.items()
+        ]
+        connection.execute(_raise_for_job(connection), rows)
 
 
 @per_dialect
 def _backfill(connection: Connection) -> Any:
     produced, mine = data_status.alias("produced"), data_status.alias("mine")
     unread = (
-        select(_job(), produced.c.lot, _now())
+        select(_job(), produced.c.lot, _now(), *_fresh())
         .distinct()
         .where(
             produced.c.dataset_id.in_(bindparam("b_inputs", expanding=True)),
@@ -179,7 +228,7 @@ def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None
     connection.execute(_drop(connection), {"b_job": job_id, "b_lots": list(lots)})
 
 
-_ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job()).limit(1)
+_ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job(), _due()).limit(1)
 _HINTS = select(ft.c.lot).where(ft.c.job_id == _job()).order_by(ft.c.lot).limit(bindparam("b_limit"))
 
 
@@ -188,5 +237,15 @@ def hints(connection: Connection, job_id: uuid.UUID, limit: int) -> list[str]:
     return list(connection.execute(_HINTS, {"b_job": job_id, "b_limit": limit}).scalars())
 
 
-def has_hints(connection: Connection, job_id: uuid.UUID) -> bool:
-    return connection.execute(_ANY_HINT, {"b_job": job_id}).first() is not None
+def has_hints(connection: Connection, job_id: uuid.UUID, now: datetime) -> bool:
+    """Whether the job has a hint due at ``now``."""
+    return connection.execute(_ANY_HINT, {"b_job": job_id, "b_now": now}).first() is not None
+
+
+def make_due(connection: Connection, job_id: uuid.UUID, lots: Sequence[str] | None, now: datetime) -> int:
+    """Retry hints of the job (of ``lots``, or all) due at once, keeping their count of failures in
+    a row; how many (built per call: an operator's or ``lotline run``'s move, not a worker's)."""
+    query = update(ft).where(ft.c.job_id == job_id, ft.c.not_before.is_not(None))
+    if lots is not None:
+        query = query.where(ft.c.lot.in_(list(lots)))
+    return connection.execute(query.values(not_before=None, touched_at=now)).rowcount

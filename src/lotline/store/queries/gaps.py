@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Integer, cast, func, or_, select
@@ -38,12 +37,12 @@ class ReadyBreak:
 
 @dataclass(frozen=True, slots=True)
 class UnreadyLot:
-    """An OUTPUT row that is not READY: its status, held status and whether its data was removed."""
+    """An OUTPUT row that is not READY: its status, its claims so far and the run of the last one."""
 
     lot: str
     status: str
-    held_status: str | None
-    data_removed_at: datetime | None
+    attempt: int
+    run_id: uuid.UUID | None
 
 
 def _rows(
@@ -111,7 +110,7 @@ def unready_rows(
 ) -> list[UnreadyLot]:
     """The OUTPUT rows in the range that are not READY (few, normally), in lot order."""
     query = (
-        select(ds.c.lot, ds.c.status, ds.c.held_status, ds.c.data_removed_at)
+        select(ds.c.lot, ds.c.status, ds.c.attempt, ds.c.run_id)
         .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status.in_(_NOT_READY))
         .order_by(ds.c.lot)
     )

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Row, Select, func, insert, select
 
 from lotline.domain.manifests import LotEvent, LotEventKind
 from lotline.store.dialect import notify, try_exclusive_lock
-from lotline.store.schema import datasets, lot_events, namespaces
+from lotline.store.schema import datasets, jobs, lot_events, lot_jobs, namespaces
 
 APPEND_LOCK = 7810735312196363877
 #: NOTIFY channel on PostgreSQL: subscribers wake up on it instead of polling.
@@ -33,8 +33,12 @@ def append(
     kind: LotEventKind,
     entries: Sequence[tuple[uuid.UUID, str, uuid.UUID | None, uuid.UUID | None, uuid.UUID | None]],
     now: datetime,
+    *,
+    attempt: int | None = None,
+    reason: str | None = None,
 ) -> None:
-    """Append (dataset, lot, manifest, version, run) events; call last in the transaction."""
+    """Append (dataset, lot, manifest, version, run) events, each with ``attempt`` and ``reason``;
+    call last in the transaction."""
     if not entries:
         return
     try_exclusive_lock(connection, APPEND_LOCK, wait=True)
@@ -49,6 +53,8 @@ def append(
                 "version_id": v,
                 "run_id": r,
                 "created_at": now,
+                "attempt": attempt,
+                "reason": reason,
             }
             for d, lot, m, v, r in entries
         ],
@@ -62,9 +68,13 @@ def _selected() -> Select[Any]:
             lot_events,
             namespaces.c.name.label("namespace_name"),
             datasets.c.name.label("dataset_name"),
+            jobs.c.name.label("job_name"),
         )
         .join(datasets, datasets.c.id == lot_events.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+        # The dataset's one producer (``lot_jobs.output_dataset_id`` is unique): the event's job.
+        .outerjoin(lot_jobs, lot_jobs.c.output_dataset_id == lot_events.c.dataset_id)
+        .outerjoin(jobs, jobs.c.id == lot_jobs.c.job_id)
     )
 
 
@@ -79,6 +89,9 @@ def _event(r: Row[Any]) -> LotEvent:
         version_id=r.version_id,
         run_id=r.run_id,
         created_at=r.created_at,
+        job=r.job_name,
+        attempt=r.attempt,
+        reason=r.reason,
     )
 
 
