@@ -5,6 +5,11 @@ of their own), SQLite and PostgreSQL; ``test_cluster.py`` runs such a UDF on a s
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lotline.domain.coordination import Status
@@ -32,3 +37,32 @@ def test_module_level_udfs_run_on_the_executors(lineage: Lineage, spark: SparkSe
     assert manifest is not None
     rows = spark.read.parquet(*[o.uri for o in manifest.objects]).collect()
     assert sorted((r.page, r["class"]) for r in rows) == [("page:A", 2), ("page:B", 4)]
+
+
+def test_the_venv_s_lotline_called_by_its_path_runs_udfs_without_the_venv_on_the_path(
+    lineage: Lineage, spark: SparkSession, tmp_path: Path
+) -> None:
+    """The demo prints the venv's ``lotline`` by its full path for a shell that never activated the
+    venv; Spark's Python workers then ran ``python3`` from that PATH, which has no pyspark."""
+    register(lineage, load_pipeline(str(PIPELINES / "udfs.py")))  # its @udf needs this process's session
+    ingest(lineage, "udfs", "raw_logs", LOT, [["2023-01-01T00:01:00 /a 200"]])
+    shutil.copy(PIPELINES / "udfs.py", tmp_path / "udfs.py")
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("LOTLINE_", "PYSPARK_"))}
+    environment.update(
+        PATH=os.pathsep.join(p for p in ("/usr/bin", "/bin") if Path(p).is_dir()),
+        LOTLINE_DB_URL=lineage.store.url,
+        LOTLINE_WAREHOUSE=lineage.storage.root,
+        LOTLINE_SPARK_MASTER="local[1]",
+    )
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "lotline"), "run", "udfs.py"],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    (status,) = lineage.lots.status("udfs", job="name_pages")
+    assert status.status is Status.READY, status

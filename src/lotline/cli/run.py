@@ -25,10 +25,10 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.failures import INTERRUPTED
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
-from lotline.spark.pipeline import JobSpec, Pipeline, load_pipeline
+from lotline.spark.pipeline import JobSpec, Pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
-from lotline.spark.session import check_master, spark_session
+from lotline.spark.session import check_master, load_pipeline_with_spark, spark_session
 
 #: Arguments ``lotline run`` and ``lotline worker`` share.
 PipelineArgument = Annotated[
@@ -73,13 +73,13 @@ def run(
 ) -> None:
     """Register the pipeline's datasets and jobs, run every eligible lot (downstream lots too, as they
     become eligible), print a summary. Exit code 1 if a lot is left failed."""
-    loaded = load_pipeline(pipeline)
+    settings = with_verbosity(load_settings(), verbose)
+    loaded = load_pipeline_with_spark(settings, pipeline)
     jobs = loaded.select(job) if job else loaded.ordered_jobs()
     window = _window(start, end)
     if dry_run:
         _print_plan(loaded, jobs, as_json)
         return
-    settings = with_verbosity(load_settings(), verbose)
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     try:

@@ -24,9 +24,8 @@ from lotline.cli.run import (
 )
 from lotline.services import open_configured
 from lotline.services.config import load_settings
-from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotResult, LotRunner, register
-from lotline.spark.session import check_master, spark_session
+from lotline.spark.session import check_master, load_pipeline_with_spark, spark_session
 from lotline.spark.worker import DEFAULT_POLL_S, Worker
 
 
@@ -44,9 +43,9 @@ def worker(
 ) -> None:
     """Run the pipeline's lots as they become eligible, until SIGTERM or SIGINT: the lot in progress
     is finished first (a second signal fails it cleanly, nothing half-written visible), then exit 0."""
-    loaded = load_pipeline(pipeline)
-    jobs = loaded.select(job) if job else loaded.ordered_jobs()
     settings = with_verbosity(load_settings(), verbose)
+    loaded = load_pipeline_with_spark(settings, pipeline)
+    jobs = loaded.select(job) if job else loaded.ordered_jobs()
     check_master(settings.spark_master)
     lineage = open_configured(settings)
     stop = threading.Event()

@@ -40,10 +40,19 @@ LOT_PARAMETER = "lot"
 FILE_MODULE_PREFIX = "lotline_pipeline_"
 
 
+#: PySpark's error class when something at import time needs the active session.
+_NO_SESSION = "SESSION_OR_CONTEXT_NOT_EXISTS"
+
+
 class PipelineError(InvalidInput):
     """The pipeline module is broken: nothing was registered or claimed."""
 
     code = "invalid_pipeline"
+
+
+class NeedsSpark(PipelineError):
+    """The pipeline file asks for a SparkSession while it is imported (a module-level ``@F.udf``):
+    ``session.load_pipeline_with_spark`` starts one and loads it again."""
 
 
 @dataclass(frozen=True)
@@ -378,7 +387,10 @@ def load_pipeline(reference: str) -> Pipeline:
             ) from None
         raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}") from None
     except Exception as error:
-        raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}{_where(error)}") from None
+        message = f"cannot load pipeline {reference}: {_one_line(error)}{_where(error)}"
+        if _NO_SESSION in str(error):
+            raise NeedsSpark(message) from None
+        raise PipelineError(message) from None
     found = [v for v in vars(module).values() if isinstance(v, Pipeline)]
     if len(found) != 1:
         raise PipelineError(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
+import os
 import re
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from lotline.domain import failures
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import Settings
+from lotline.spark.pipeline import NeedsSpark, Pipeline, load_pipeline
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -131,7 +135,24 @@ def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
     if existing is not None:
         yield existing
         return
-    builder = SparkSession.builder.master(check_master(settings.spark_master)).appName(app_name)
+    spark = _start(settings, app_name)
+    try:
+        yield spark
+    finally:
+        in_fresh_thread(spark.stop)
+
+
+def _start(settings: Settings, app_name: str) -> SparkSession:
+    """A new session on ``LOTLINE_SPARK_MASTER`` with ``LOTLINE_SPARK_CONF`` and lotline's log level."""
+    from pyspark.sql import SparkSession
+
+    master = check_master(settings.spark_master)
+    if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        # Spark's Python workers run `python3` from the PATH unless told: the venv's lotline,
+        # called by its path from a shell that never activated the venv, would start workers
+        # without pyspark (every UDF failing). A local master's workers are this Python.
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master).appName(app_name)
     conf = {**DEFAULTS, **dict(settings.spark_conf)}
     conf[_JAVA_OPTIONS] = log_options(settings.log_level, conf.get(_JAVA_OPTIONS))
     for key, value in conf.items():
@@ -143,10 +164,19 @@ def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
         reason = lines[0] if lines else type(error).__name__
         raise InvalidInput(f"cannot start Spark on master {settings.spark_master!r}: {reason}") from None
     spark.sparkContext.setLogLevel(settings.log_level)  # where the launch options were not used
+    return spark
+
+
+def load_pipeline_with_spark(settings: Settings, reference: str) -> Pipeline:
+    """``load_pipeline``, starting Spark first if the file needs it at import (a module-level
+    ``@F.udf`` asks PySpark for the active session): the session is then the command's, found
+    by ``spark_session`` later and stopped when the process exits."""
     try:
-        yield spark
-    finally:
-        in_fresh_thread(spark.stop)
+        return load_pipeline(reference)
+    except NeedsSpark:
+        pass
+    atexit.register(in_fresh_thread, _start(settings, f"lotline {reference}").stop)
+    return load_pipeline(reference)
 
 
 def in_fresh_thread(call: Callable[[], object]) -> None:
