@@ -49,15 +49,21 @@ class ApiServer:
 
 
 def _serve(
-    db_url: str, *, token: str | None = TOKEN, **settings: Any
+    db_url: str, *, token: str | None = TOKEN, read_timeout: float = READ_TIMEOUT_S, **settings: Any
 ) -> tuple[uvicorn.Server, threading.Thread, str]:
-    """A server over ``db_url`` with the bearer token, and any other ``Settings`` given."""
+    """A server over ``db_url`` with the bearer token, its protocol's ``read_timeout``, and any
+    other ``Settings`` given."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     app = create_app(Settings(db_url=db_url, warehouse="./warehouse", api_token=token, **settings))
-    config = uvicorn.Config(app, http=QuickTimeoutProtocol, log_level="warning", access_log=False)
+    protocol = (
+        QuickTimeoutProtocol
+        if read_timeout == READ_TIMEOUT_S
+        else type("TimeoutProtocol", (LotlineHttpProtocol,), {"read_timeout": read_timeout})
+    )
+    config = uvicorn.Config(app, http=protocol, log_level="warning", access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from api.conftest import READ_TIMEOUT_S, ApiServer
+from api.conftest import READ_TIMEOUT_S, ApiServer, _serve
 from lotline.api.protocol import MAX_HEADER_BYTES
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import DEFAULT_READ_TIMEOUT_S, Settings, load_settings
@@ -116,18 +116,32 @@ def test_headers_that_stop_arriving_are_a_408(api_server: ApiServer) -> None:
         assert "stopped arriving" in _json_error(sock, 408)
 
 
+#: The slow request's own server: a silence timeout long enough that no loaded machine stalls the
+#: test's sender that long between two chunks, which still take longer than it in all.
+SLOW_READ_TIMEOUT_S = 6.0
+SLOW_CHUNK_PAUSE_S = 1.0
+
+
 def test_a_slow_request_that_keeps_arriving_is_served(api_server: ApiServer) -> None:
     """The timeout is on silence, not on the request's whole duration."""
-    with _connect(api_server) as sock:
-        body = b'{"name": "slowly"}'
-        sock.sendall(b"PUT /api/v1/namespaces/slow-ns HTTP/1.1\r\nHost: localhost\r\n")
-        sock.sendall(b"Authorization: Bearer s3cret-test-token\r\nContent-Type: application/json\r\n")
-        sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body))
-        for index in range(0, len(body), 6):
-            time.sleep(READ_TIMEOUT_S * 0.6)
-            sock.sendall(body[index : index + 6])
-        status, _, _ = _answer(sock)
-        assert status == 200
+    server, thread, url = _serve(api_server.db_url, read_timeout=SLOW_READ_TIMEOUT_S)
+    try:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as sock:
+            body = b'{"name": "slowly"}'
+            sock.sendall(b"PUT /api/v1/namespaces/slow-ns HTTP/1.1\r\nHost: localhost\r\n")
+            sock.sendall(b"Authorization: Bearer s3cret-test-token\r\nContent-Type: application/json\r\n")
+            sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body))
+            started = time.monotonic()
+            for index in range(0, len(body), 2):
+                time.sleep(SLOW_CHUNK_PAUSE_S)
+                sock.sendall(body[index : index + 2])
+            assert time.monotonic() - started > SLOW_READ_TIMEOUT_S  # longer than the timeout in all
+            status, _, _ = _answer(sock)
+            assert status == 200
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
 
 
 def test_a_connection_that_sends_nothing_is_closed_without_an_answer(api_server: ApiServer) -> None:
