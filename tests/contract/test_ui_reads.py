@@ -226,7 +226,8 @@ def test_the_events_of_one_lot_newest_first(world: LotWorld) -> None:
         LotEventKind.REOPENED,
     ]
     assert [(e.kind, e.lot) for e in events.of_lot(world.ns, "cleaned", hour(3))] == [
-        (LotEventKind.READY, hour(3))
+        (LotEventKind.READY, hour(3)),
+        (LotEventKind.FAILED, hour(3)),  # its first attempt failed: failures are pushed too
     ]
     assert events.of_lot(world.ns, "cleaned", hour(4)) == []  # running: nothing published
     assert events.of_lot(world.ns, "reports", hour(0)) == []
