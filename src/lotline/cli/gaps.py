@@ -38,6 +38,8 @@ def _summary(report: GapReport) -> str:
     owner = f" (job {report.job})" if report.job else ""
     lots = f"{report.interval} lots" if report.interval else "named lots (the rows that exist)"
     counts = "  ".join(f"{s.value} {report.counts[s]}" for s in STATES)
+    if report.failed_by_check:
+        counts += f"  (failed by a check: {report.failed_by_check})"
     span = f"{report.start.isoformat()} .. {report.end.isoformat()}"
     return f"{report.dataset}{owner}: {report.total} {lots}, {span}\n{counts}"
 

@@ -291,7 +291,12 @@ def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> Non
             "jobs": rows,
             "interrupted": summary.interrupted,
         }
-        print(json.dumps({**document, "errors": summary.errors, "held": summary.held}, indent=2))
+        print(
+            json.dumps(
+                {**document, "errors": summary.errors, "held": summary.held, "warnings": summary.warnings},
+                indent=2,
+            )
+        )
         return
     table = Table(title=f"lotline run {pipeline.name}")
     counts = ("job", "done", "failed", "retried", "skipped", "held")
@@ -305,5 +310,9 @@ def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> Non
         console.print(f"[red]left failed:[/red] {error}", highlight=False)
     for held in summary.held:
         console.print(f"[yellow]not taken:[/yellow] {held}", highlight=False, soft_wrap=True)
+    for warning in summary.warnings:
+        console.print(
+            f"[yellow]published with a warning:[/yellow] {warning}", highlight=False, soft_wrap=True
+        )
     if summary.interrupted:
         console.print("[red]interrupted[/red]: the run stopped at Ctrl-C", highlight=False)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from lotline.domain.checks import is_check_failure
 from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import Interval, lot_at, lot_from_index, lot_index
@@ -323,6 +324,15 @@ class GapReport:
     counts: dict[GapState, int]
     runs: list[LotRun]
 
+    @property
+    def failed_by_check(self) -> int:
+        """The failed lots whose last attempt a failing check failed (of ``counts[FAILED]``)."""
+        return sum(
+            r.count
+            for r in self.runs
+            if r.state is GapState.FAILED and r.failure is not None and is_check_failure(r.failure.reason)
+        )
+
 
 #: What a backfill may take: ``complete`` lots are reopened, ``missing`` and ``failed`` ones hinted.
 BACKFILL_STATES = (GapState.MISSING, GapState.FAILED, GapState.COMPLETE)
@@ -387,6 +397,7 @@ def report_json(report: GapReport, offset: int = 0, limit: int | None = None) ->
         "to": report.end.isoformat().replace("+00:00", "Z"),
         "totalLots": report.total,
         "counts": {s.value: report.counts[s] for s in STATES},
+        "failedByCheck": report.failed_by_check,
         "runs": [run_json(r) for r in shown],
         "totalRuns": len(report.runs),
     }

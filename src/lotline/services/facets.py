@@ -17,6 +17,8 @@ from openlineage.client.facet_v2 import (
     BaseFacet,
     base_subset_dataset,
     column_lineage_dataset,
+    data_quality_assertions_dataset,
+    data_quality_metrics_dataset,
     error_message_run,
     job_dependencies_run,
     job_type_job,
@@ -29,6 +31,7 @@ from openlineage.client.facet_v2 import (
 from openlineage.client.serde import Serde
 
 from lotline.domain import failures
+from lotline.domain.checks import Verdict
 from lotline.domain.failures import Failure
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import ManifestDraft
@@ -213,3 +216,32 @@ def version_facets(draft: ManifestDraft, fields: Sequence[FieldSpec]) -> dict[st
     if fields:
         found["schema"] = schema(fields)
     return found
+
+
+def quality_facets(verdict: Verdict | None) -> dict[str, Facet]:
+    """A checked lot's version: ``dataQualityAssertions`` (each check: assertion, success, column)
+    and ``dataQualityMetrics`` (the rows the transform made, nulls per column); none unchecked."""
+    if verdict is None:
+        return {}
+    assertions = data_quality_assertions_dataset.DataQualityAssertionsDatasetFacet(
+        assertions=[
+            data_quality_assertions_dataset.Assertion(
+                assertion=r.name,
+                success=r.success,
+                column=r.column,
+                severity="error" if r.on_fail == "fail" else r.on_fail,
+                actual=None if r.failed is None else str(r.failed),
+            )
+            for r in verdict.results
+        ],
+        producer=PRODUCER,
+    )
+    metrics = data_quality_metrics_dataset.DataQualityMetricsDatasetFacet(
+        rowCount=verdict.rows,
+        columnMetrics={
+            column: data_quality_metrics_dataset.ColumnMetrics(nullCount=count)
+            for column, count in verdict.null_counts.items()
+        },
+        producer=PRODUCER,
+    )
+    return {"dataQualityAssertions": _json(assertions), "dataQualityMetrics": _json(metrics)}

@@ -24,6 +24,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from lotline.domain import checks as quality
+from lotline.domain.checks import (
+    DROP,
+    Check,
+    CheckDeclarationError,
+    Custom,
+    Expectation,
+    check,
+    expect,
+    row_count,
+    unique,
+)
 from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.lots import Interval
@@ -31,6 +43,8 @@ from lotline.domain.names import validate_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Lot", "Pipeline", "check", "expect", "row_count", "unique"]
 
 FORMATS = ("parquet", "csv", "json", "text")
 #: The transform parameter that receives the ``Lot`` context (every other one is an input by name).
@@ -114,6 +128,11 @@ class JobSpec:
     partition_by: tuple[str, ...] | int | None = None
     #: How many parts of one lot run at once (threads sharing the Spark application).
     parallel_parts: int = 2
+    #: What gates the lot's publication (``domain/checks.py``), evaluated by ``spark/checks.py``.
+    checks: tuple[Check, ...] = ()
+    #: A quarantine job (``<job>__quarantine``): it writes the rows failing these drop
+    #: expectations of the checked job, whose transform it shares.
+    quarantine: tuple[Expectation, ...] = ()
 
     @property
     def location(self) -> str:
@@ -133,6 +152,9 @@ class JobSpec:
             "mapping": self.lot_mapping,
             "partitionBy": self.partition_by,
         }
+        if self.checks or self.quarantine:
+            declared["checks"] = [c.declaration() for c in (*self.checks, *self.quarantine)]
+            source += "".join(_source(c.function) for c in self.checks if isinstance(c, Custom))
         text = source + "\n" + json.dumps(declared, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -222,19 +244,29 @@ class Pipeline:
         name: str | None = None,
         partition_by: Sequence[str] | int | None = None,
         parallel_parts: int = 2,
+        checks: Sequence[Check] | None = None,
     ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
         """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``).
 
         ``partition_by`` makes child work: each lot is computed part by part — by the named
         partition values of the first input's objects (``["day"]``), or in groups of at most that
         many of its objects — each part a child run; a retry runs only the parts that failed.
+        ``checks`` gate each lot's publication (``expect``, ``row_count``, ``unique``, ``check``);
+        ``drop`` expectations add the quarantine dataset and job (``<output>__quarantine``).
         """
 
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
             job = name or transform.__name__
+            try:
+                declared = quality.validate(job, checks)
+            except CheckDeclarationError as error:
+                raise PipelineError(error.message) from None
             self._add_job(job, inputs, output, transform)
             partitioning = _partitioning(job, partition_by, parallel_parts)
-            self.jobs[job] = replace(self.jobs[job], partition_by=partitioning, parallel_parts=parallel_parts)
+            self.jobs[job] = replace(
+                self.jobs[job], partition_by=partitioning, parallel_parts=parallel_parts, checks=declared
+            )
+            self._add_quarantine(self.jobs[job])
             return transform
 
         return declare
@@ -266,6 +298,23 @@ class Pipeline:
             )
         parameters, takes_lot = _match_parameters(name, transform, ins)
         self.jobs[name] = JobSpec(name, ins, out, transform, parameters, takes_lot, _mapping(name, ins, out))
+
+    def _add_quarantine(self, job: JobSpec) -> None:
+        """A job with ``drop`` expectations gets ``<job>__quarantine``: same inputs, transform and lot
+        mapping, writing the failing rows to ``<output>__quarantine`` (parquet, the output's interval)."""
+        drops = tuple(c for c in job.checks if isinstance(c, Expectation) and c.on_fail == DROP)
+        if not drops:
+            return
+        dataset = self.dataset(
+            quality.quarantine_name(job.output.name),
+            format="parquet",
+            interval=str(job.output.interval) if job.output.interval else None,
+        )
+        name = quality.quarantine_name(job.name)
+        validate_name("Job", name)
+        if name in self.jobs:
+            raise PipelineError(f"job {name} is declared twice (it is job {job.name}'s quarantine).")
+        self.jobs[name] = replace(job, name=name, output=dataset, checks=(), quarantine=drops)
 
     def _known(self, job: str, dataset: DatasetSpec | str) -> DatasetSpec:
         key = dataset.name if isinstance(dataset, DatasetSpec) else dataset
@@ -341,6 +390,13 @@ def _match_parameters(
     if missing and not takes_any:
         raise PipelineError(f"job {job}: input {', '.join(missing)} is not a parameter of the transform.")
     return parameters, takes_lot
+
+
+def _source(function: Callable[..., Any]) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return getattr(function, "__qualname__", repr(function))
 
 
 def _identifier(name: str) -> str:

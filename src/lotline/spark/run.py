@@ -18,6 +18,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from lotline.domain.coordination import LotClaim, LotMapping, LotStatus, Status
 from lotline.domain.lots import IntervalLot, parse_lot
@@ -47,6 +48,9 @@ class RunSummary:
     held: list[str] = field(default_factory=list)
     #: Ctrl-C stopped the run (its lots in progress failed as "interrupted by the user").
     interrupted: bool = False
+    #: Per job and ``warn`` check that did not hold:
+    #: "job parse: check status < 500 warned on 3 lots (12 rows)".
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -91,6 +95,8 @@ class _Run:
         self.failures: Counter[tuple[str, str]] = Counter()
         self.errors: dict[tuple[str, str], str] = {}
         self.interrupted = False
+        #: (job, check) -> [lots published with it failing, its failing rows (None: not counted)].
+        self.warned: dict[tuple[str, str], list[Any]] = {}
 
     def loop(self, worker: str, on_result: Callable[[LotResult], None]) -> None:
         """Reap, then visit the jobs in order, until a whole visit claims nothing, or Ctrl-C."""
@@ -130,6 +136,10 @@ class _Run:
             if result.ok:
                 tally.done += 1
                 self.errors.pop(key, None)
+                for check, rows in result.warnings:
+                    seen = self.warned.setdefault((job.name, check), [0, 0])
+                    seen[0] += 1
+                    seen[1] = None if rows is None or seen[1] is None else seen[1] + rows
                 return False
             self.failures[key] += 1
             self.errors[key] = result.error or "failed"
@@ -151,7 +161,11 @@ class _Run:
             self.tallies[spec.name].held = len(claims)
             held += _held_lines(spec.name, claims)
         errors = [self.errors[k] for k in sorted(self.errors)]
-        return RunSummary(self.tallies, errors, held, self.interrupted or self.runner.interrupted)
+        warnings = [
+            f"job {job}: check {check} warned on {lots} lots" + ("" if rows is None else f" ({rows} rows)")
+            for (job, check), (lots, rows) in sorted(self.warned.items())
+        ]
+        return RunSummary(self.tallies, errors, held, self.interrupted or self.runner.interrupted, warnings)
 
     def _held(self, job: JobSpec) -> list[LotStatus]:
         """The job's lots still RUNNING (at most the first 1,000) within the run's window."""

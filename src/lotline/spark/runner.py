@@ -21,6 +21,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from lotline.domain.checks import CHECKS_FACET, Verdict, merge
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError, NotFound
 from lotline.domain.failures import INTERRUPTED, Failure
@@ -34,6 +35,7 @@ from lotline.services import facets as ol
 from lotline.services.lots import DEFAULT_LEASE
 from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
+from lotline.spark.checks import Gate, check_conditions
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
@@ -68,6 +70,8 @@ class LotResult:
     error: str | None = None
     #: A failure's one-line reason alone (``spark/failures.py``), as recorded in ``runs.error``.
     reason: str | None = None
+    #: The ``warn`` checks that did not hold on the published lot: (check, failing rows or None).
+    warnings: tuple[tuple[str, int | None], ...] = ()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -163,6 +167,7 @@ class LotRunner:
         """``quiet_on_interrupt``: silence Spark's log at Ctrl-C (``--verbose`` keeps it). A warehouse
         Spark cannot write (``s3://`` without hadoop-aws) is refused here, before any claim."""
         check_storage(spark, lineage.storage.root)
+        check_conditions(spark, pipeline)
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
@@ -209,6 +214,7 @@ class LotRunner:
         facets = self._facets(claim)
         location: str | None = None
         fields: tuple[FieldSpec, ...] = ()
+        verdict: Verdict | None = None
         run_log = RunLog(job.name)
         emission = self.lineage.emission
         emission.started(
@@ -222,9 +228,13 @@ class LotRunner:
                     draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
                 elif job.partition_by is None:
                     location = self._attempt_uri(job, claim)
-                    draft, fields = self._write(job, claim, objects, location, context)
+                    draft, fields, verdict = self._write(job, claim, objects, location, context)
                 else:
-                    draft, fields = self._write_parts(job, claim, objects, facets, context)
+                    draft, fields, verdict = self._write_parts(job, claim, objects, facets, context)
+                # Checks gate the commit: a failing `fail` check fails the lot like any error.
+                if verdict is not None:
+                    facets[CHECKS_FACET] = ol.custom(**verdict.summary())
+                    verdict.raise_failures()
                 beat.check()
                 _add_log(facets, run_log)
                 statistics = {
@@ -233,9 +243,8 @@ class LotRunner:
                     "size": sum(o.size for o in draft.objects),
                 }
                 facets["lotline_output"] = ol.custom(**statistics, location=draft.location)
-                self.lineage.lots.complete(
-                    claim, manifest=draft, facets=facets, output_facets=ol.version_facets(draft, fields)
-                )
+                output_facets = {**ol.version_facets(draft, fields), **ol.quality_facets(verdict)}
+                self.lineage.lots.complete(claim, manifest=draft, facets=facets, output_facets=output_facets)
         except BaseException as error:
             _add_log(facets, run_log)
             stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
@@ -251,8 +260,12 @@ class LotRunner:
             if not isinstance(error, Exception):
                 raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
             return result
-        emission.completed(claim, draft, run_facets=facets, dataset_facets=self._dataset_facets(job, fields))
-        return _result(job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects))
+        dataset_facets = {**self._dataset_facets(job, fields), **ol.quality_facets(verdict)}
+        emission.completed(claim, draft, run_facets=facets, dataset_facets=dataset_facets)
+        warned = () if verdict is None else tuple((w.name, w.failed) for w in verdict.warnings)
+        return _result(
+            job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects), warnings=warned
+        )
 
     def _record_output(
         self,
@@ -349,22 +362,26 @@ class LotRunner:
         objects: Mapping[str, Sequence[ManifestObject]],
         location: str,
         context: Lot,
-    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
+    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...], Verdict | None]:
         """Transform DataFrames over ``objects`` and write the result to ``location``: the draft of
-        what was written (Spark's row count) and the output's fields."""
+        what was written (Spark's row count), the output's fields, and the checks' verdict."""
         frames = {
             d.name: read_objects(self.spark, d, [o.uri for o in objects[d.name]])
             if objects[d.name]
             else empty_frame(self.spark, d, job.name)
             for d in job.inputs
         }
-        output = job.call(frames, context)
-        write_attempt(output, job.output, location)
+        gate = Gate.over(job.call(frames, context), job)
+        write_attempt(gate.frame, job.output, location)
         report = self._capture.written(location)
         given = {o.uri: dataset for dataset, listed in objects.items() for o in listed}
-        fields = self._record_output(job, claim, output, report, given)
+        fields = self._record_output(job, claim, gate.frame, report, given)
         written = self.lineage.storage.describe_written(location, format=job.output.format)
-        return ManifestDraft(location, written, report.rows if report else None), fields
+        rows = report.rows if report else None
+        verdict = gate.verdict(
+            rows, lambda: read_objects(self.spark, job.output, [o.uri for o in written]), context
+        )
+        return ManifestDraft(location, written, rows), fields, verdict
 
     def _write_parts(
         self,
@@ -373,7 +390,7 @@ class LotRunner:
         objects: dict[str, list[ManifestObject]],
         facets: dict[str, Any],
         lot: Lot,
-    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
+    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...], Verdict | None]:
         """Child work: each part of the first input not kept from an earlier attempt is a child run
         writing under ``<attempt>/<part>/`` (``parallel_parts`` at a time); the lot's draft lists
         every part's objects once all are complete, else the lot fails naming the failed parts."""
@@ -385,6 +402,7 @@ class LotRunner:
         todo = [name for name in parts if name not in kept]
         base = self._attempt_uri(job, claim)
         fields: tuple[FieldSpec, ...] = ()
+        verdicts: list[Verdict] = []  # of the parts run now (list.append is atomic)
 
         def run_part(name: str) -> Manifest:
             nonlocal fields
@@ -393,7 +411,12 @@ class LotRunner:
             location = posixpath.join(base, name)
             context = replace(lot, part=name, part_values=values, child_run_id=child)
             try:
-                draft, fields = self._write(job, claim, {**objects, first: part_objects}, location, context)
+                draft, fields, verdict = self._write(
+                    job, claim, {**objects, first: part_objects}, location, context
+                )
+                if verdict is not None:
+                    verdict.raise_failures()  # the part fails; the retry runs it again
+                    verdicts.append(verdict)
             except Exception as error:
                 written = self.lineage.storage.describe_written(location, format=job.output.format)
                 draft = ManifestDraft(location, written, part=name)
@@ -430,7 +453,7 @@ class LotRunner:
         listed = tuple(o for name in parts for o in finished[name].objects)
         counts = [finished[name].row_count for name in parts]
         rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-        return ManifestDraft(base, listed, rows), fields
+        return ManifestDraft(base, listed, rows), fields, merge(verdicts)
 
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)

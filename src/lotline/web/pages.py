@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from lotline.domain.checks import CHECKS_FACET
 from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
@@ -198,6 +199,7 @@ async def run_page(request: Request, run_id: str) -> HTMLResponse:
             "run": found,
             "error": found.facets.get("errorMessage"),
             "log": found.facets.get(LOG_FACET),
+            "checks": found.facets.get(CHECKS_FACET),
             "children": lineage.runs.child_runs(found.id),
             "manifests": lineage.manifests.of_run(found.id),
             "events": lineage.openlineage.list_events(limit=50, run_id=found.id).items,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lotline.spark.pipeline import Lot, Pipeline
+from lotline.spark.pipeline import Lot, Pipeline, expect
 
 p = Pipeline("weblogs")
 raw = p.dataset("raw_logs", format="text", interval="PT5M")
@@ -39,7 +39,9 @@ LINE = r'^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{3}) (\d+|-)$'
 COLUMNS = ("ip", "ts", "method", "path", "status", "bytes")
 
 
-@p.job(inputs=[raw], output=hits)
+# A server error is worth knowing about, not worth holding the lot back: `warn` publishes the lot and
+# records how many rows failed (the version's dataQualityAssertions facet; the run's summary).
+@p.job(inputs=[raw], output=hits, checks=[expect("status < 500", on_fail="warn")])
 def parse(raw_logs: DataFrame, lot: Lot) -> DataFrame:
     """Lines into columns. A line that does not parse fails the lot: bad data stops here, and
     nothing downstream ever reads it."""

@@ -1,0 +1,211 @@
+"""Evaluating a job's checks on one output's DataFrame of one lot (or part), before the commit.
+
+Row expectations and the row count ride on the write itself: ``DataFrame.observe`` adds one
+aggregation (rows, each expectation's failing rows, each column's nulls) to the write's own pass,
+and its metrics arrive when the write ends — no second scan. A ``drop`` expectation filters the
+written rows after that aggregation, so its metrics count every row the transform made. Lot-level
+checks (``unique``, ``check(function)``) read the attempt's written files back, before anything is
+published. The quarantine job of a job with ``drop`` expectations writes the rows that fail them.
+
+The unit is (checks, DataFrame, lot): ``Gate.over`` wraps the frame to write, ``Gate.verdict``
+judges it once written; the runner decides (fail the lot, or publish with the results as facets).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lotline.domain.checks import (
+    DROP,
+    FAILED_COLUMN,
+    CheckDeclarationError,
+    CheckResult,
+    Custom,
+    Expectation,
+    RowCount,
+    Unique,
+    Verdict,
+)
+from lotline.spark.pipeline import JobSpec, Lot, Pipeline, PipelineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+
+#: Null counts are computed for at most this many columns (each is one more sum in the aggregation).
+MAX_NULL_COLUMNS = 100
+_WORD = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def check_conditions(spark: SparkSession, pipeline: Pipeline) -> None:
+    """Every expectation parses as a Spark SQL expression (Spark's own parser, on the driver; no
+    job): checked before any lot is claimed, one line naming the job and the condition."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    for job in pipeline.ordered_jobs():
+        for item in job.checks:
+            if not isinstance(item, Expectation):
+                continue
+            try:
+                parser.parseExpression(item.condition)
+            except Exception as error:
+                detail = " ".join(str(error).split())[:300]
+                raise PipelineError(
+                    f"job {job.name}: check {item.condition}: invalid Spark SQL condition: {detail}"
+                ) from None
+
+
+def _passes(expectation: Expectation) -> Column:
+    """True when the row meets the condition; NULL counts as not meeting it."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(F.expr(expectation.condition), F.lit(False))
+
+
+def _all_pass(expectations: Sequence[Expectation]) -> Column:
+    from pyspark.sql import functions as F
+
+    condition = F.lit(True)
+    for expectation in expectations:
+        condition = condition & _passes(expectation)
+    return condition
+
+
+def failing_rows(frame: DataFrame, expectations: Sequence[Expectation]) -> DataFrame:
+    """The quarantine's rows: those failing any of ``expectations``, with ``_failed_checks`` naming them."""
+    from pyspark.sql import functions as F
+
+    failed = F.concat_ws(", ", *[F.when(~_passes(e), F.lit(e.condition)) for e in expectations]).alias(
+        FAILED_COLUMN
+    )
+    return frame.where(~_all_pass(expectations)).select("*", failed)
+
+
+@dataclass
+class Gate:
+    """The frame to write for one output of one lot, and how to judge it once written."""
+
+    frame: DataFrame
+    checks: tuple[Any, ...]
+    columns: tuple[str, ...]
+    observation: Observation | None
+
+    @classmethod
+    def over(cls, output: DataFrame, job: JobSpec) -> Gate:
+        """The frame to write: with the checks' metrics observed (and drop expectations' failing
+        rows filtered out); a quarantine job's frame is the failing rows."""
+        if job.quarantine:
+            return cls(failing_rows(output, job.quarantine), (), (), None)
+        if not job.checks:
+            return cls(output, (), (), None)
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        expectations = [c for c in job.checks if isinstance(c, Expectation)]
+        columns = tuple(output.columns[:MAX_NULL_COLUMNS])
+        metrics = [F.count(F.lit(1)).alias("rows")]
+        metrics += [
+            F.sum(F.when(_passes(e), 0).otherwise(1)).alias(f"failed{i}") for i, e in enumerate(expectations)
+        ]
+        metrics += [
+            F.sum(F.when(F.col(_quoted(c)).isNull(), 1).otherwise(0)).alias(f"null{i}")
+            for i, c in enumerate(columns)
+        ]
+        observation = Observation()
+        frame = output.observe(observation, *metrics)
+        drops = [e for e in expectations if e.on_fail == DROP]
+        if drops:
+            frame = frame.where(_all_pass(drops))
+        return cls(frame, job.checks, columns, observation)
+
+    def verdict(self, written_rows: int | None, written: Callable[[], DataFrame], lot: Lot) -> Verdict | None:
+        """The checks' results once the frame is written: ``written_rows`` as the write reported
+        them (None: unknown), ``written`` reads the attempt's files back (for lot-level checks
+        only). None: the job has no checks."""
+        if self.observation is None:
+            return None
+        got = self.observation.get
+        rows = int(got.get("rows") or 0)
+        expectations = [c for c in self.checks if isinstance(c, Expectation)]
+        failed = {e.condition: int(got.get(f"failed{i}") or 0) for i, e in enumerate(expectations)}
+        dropped_expectations = [e for e in expectations if e.on_fail == DROP]
+        nulls = {c: int(got.get(f"null{i}") or 0) for i, c in enumerate(self.columns)}
+        published = rows if not dropped_expectations else written_rows
+        frame: DataFrame | None = None
+        results: list[CheckResult] = []
+        for item in self.checks:
+            if isinstance(item, Expectation):
+                count = failed[item.condition]
+                column = _column_of(item.condition, self.columns)
+                results.append(
+                    CheckResult(item.name, "expect", item.on_fail, count == 0, column, count, rows)
+                )
+                continue
+            if isinstance(item, RowCount):
+                if published is None:
+                    published = written().count()
+                results.append(_row_count(item, published))
+                continue
+            if frame is None:
+                frame = written()
+            if isinstance(item, Unique):
+                results.append(_unique(item, frame))
+            elif isinstance(item, Custom):
+                results.append(_custom(item, frame, lot))
+        dropped = 0
+        if dropped_expectations:
+            # A row dropped by several expectations is dropped once: the published rows tell.
+            dropped = rows - (published if published is not None else written().count())
+        return Verdict(tuple(results), rows, dropped, nulls)
+
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _column_of(condition: str, columns: Sequence[str]) -> str | None:
+    """The one output column a condition names (None: none or several)."""
+    known = {c.lower(): c for c in columns}
+    named = {known[w.lower()] for a, b in _WORD.findall(condition) if (w := a or b).lower() in known}
+    return named.pop() if len(named) == 1 else None
+
+
+def _row_count(item: RowCount, rows: int) -> CheckResult:
+    ok = (item.min is None or rows >= item.min) and (item.max is None or rows <= item.max)
+    return CheckResult(item.name, "row_count", item.on_fail, ok, None, None, rows)
+
+
+def _unique(item: Unique, frame: DataFrame) -> CheckResult:
+    """Duplicates: rows beyond the first of each key (one aggregation over the written files)."""
+    from pyspark.sql import functions as F
+
+    counts = frame.groupBy(*[_quoted(c) for c in item.columns]).count()
+    row = counts.agg(
+        F.coalesce(F.sum("count"), F.lit(0)).alias("rows"),
+        F.coalesce(F.sum(F.col("count") - 1), F.lit(0)).alias("duplicates"),
+    ).collect()[0]
+    duplicates = int(row["duplicates"])
+    column = item.columns[0] if len(item.columns) == 1 else None
+    return CheckResult(
+        item.name, "unique", item.on_fail, duplicates == 0, column, duplicates, int(row["rows"])
+    )
+
+
+def _custom(item: Custom, frame: DataFrame, lot: Lot) -> CheckResult:
+    """``function(df, lot)``: ``bool`` or ``(bool, metadata)``; anything else fails the lot naming it."""
+    answer = item.function(frame, lot)
+    metadata: dict[str, Any] = {}
+    if isinstance(answer, tuple) and len(answer) == 2 and isinstance(answer[1], dict):
+        answer, metadata = answer[0], {str(k): _plain(v) for k, v in answer[1].items()}
+    if not isinstance(answer, bool):
+        raise CheckDeclarationError(
+            f"check {item.name}: the function must return True/False or (ok, {{metadata}}), "
+            f"got {type(answer).__name__}."
+        )
+    return CheckResult(item.name, "check", item.on_fail, answer, None, None, None, metadata)
+
+
+def _plain(value: Any) -> Any:
+    """A metadata value as JSON can carry it."""
+    return value if isinstance(value, (str, int, float, bool)) or value is None else str(value)
