@@ -9,6 +9,7 @@ from pathlib import Path
 from lotline.cli import demo
 from lotline.domain.coordination import Status
 from lotline.domain.manifests import ManifestState
+from lotline.domain.versions import VersionState
 from lotline.lots.storage import Storage
 from lotline.services import open_lineage
 from support.processes import lotline
@@ -54,6 +55,12 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
         run = lineage.runs.get_run(failed_run)
         assert run.state.value == "FAILED"
         assert "malformed log line" in run.facets["errorMessage"]["message"]
+
+        # parse's check warns on server errors: the lots are published, the result is their versions'.
+        assert "published with a warning: job parse: check status < 500 warned on " in done.stdout
+        [version] = lineage.versions.list_versions(NS, "hits", broken_raw, states=[VersionState.CURRENT]).items
+        [assertion] = version.facets["dataQualityAssertions"]["assertions"]
+        assert (assertion["assertion"], assertion["column"]) == ("status < 500", "status")
 
         day = broken_raw[:8]
         report = lineage.manifests.current(NS, "daily_report", f"{day}P1D000")

@@ -91,7 +91,10 @@ def demo(
         with spark_session(settings, "lotline demo") as spark:
             spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
             runner = LotRunner(lineage, pipeline, spark)
-            console.print(f"3. lotline run {PIPELINE_FILE}: parse -> hourly_counts -> daily_report")
+            console.print(
+                f"3. lotline run {PIPELINE_FILE}: parse -> hourly_counts -> daily_report "
+                "(parse checks status < 500: a server error warns, the lot is still published)"
+            )
             _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
             sample_logs.repair(broken)
             console.print(
