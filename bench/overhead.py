@@ -13,17 +13,24 @@ raw lots are registered before the clock starts (ingest is not part of the compa
 loop calls the same transforms on the same files and writes the same folders, with nothing else.
 Rounds alternate the two sides after a warm-up round of each (the JVM's JIT); each round's ratio is
 its own pair, and the median ratio is reported. Target: at most 1.10.
+
+``--checks`` compares lotline with lotline instead: ``parse`` with three row expectations
+(``CHECKS``: observed in the write's own pass) against ``parse`` with none, the same way
+(alternating rounds, median ratio). Target: at most 1.05.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import logging
 import statistics
 import tempfile
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +40,7 @@ from lotline.domain.manifests import ManifestDraft
 from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.spark.examples import sample_logs, weblogs
-from lotline.spark.pipeline import Lot
+from lotline.spark.pipeline import Lot, Pipeline, expect
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
 
@@ -44,6 +51,19 @@ START = datetime(2026, 11, 2, 8, tzinfo=UTC)
 FIVE_MINUTES = Interval.parse("PT5M")
 HOUR = Interval.parse("PT1H")
 JOBS = ("parse", "hourly_counts")
+#: ``--checks``: three row expectations on parse's output (one warns on ~10% of rows).
+CHECKS = (
+    expect("status < 500", on_fail="warn"),
+    expect("ts IS NOT NULL"),
+    expect("bytes >= 0"),
+)
+
+
+def with_parse_checks(checks: tuple[object, ...]) -> Pipeline:
+    """The example pipeline with ``checks`` as parse's checks (nothing else changed)."""
+    pipeline = copy.copy(weblogs.p)
+    pipeline.jobs = {**weblogs.p.jobs, "parse": replace(weblogs.p.jobs["parse"], checks=checks)}  # type: ignore[arg-type]
+    return pipeline
 
 
 def _publish_raw(lineage: Lineage, files: list[sample_logs.LandingFile]) -> None:
@@ -59,15 +79,23 @@ def _publish_raw(lineage: Lineage, files: list[sample_logs.LandingFile]) -> None
         lineage.lots.complete(claim, manifest=ManifestDraft(uri, objects))
 
 
-def lotline_round(spark: SparkSession, files: list[sample_logs.LandingFile], folder: Path) -> float:
+def lotline_round(
+    spark: SparkSession,
+    files: list[sample_logs.LandingFile],
+    folder: Path,
+    pipeline: Pipeline | None = None,
+) -> float:
+    """One lotline run; by default of the example pipeline without parse's check, as the bare loop
+    checks nothing."""
+    pipeline = pipeline or with_parse_checks(())
     folder.mkdir(parents=True)
     lineage = open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse")))
     try:
-        register(lineage, weblogs.p)
+        register(lineage, pipeline)
         _publish_raw(lineage, files)
-        runner = LotRunner(lineage, weblogs.p, spark)
+        runner = LotRunner(lineage, pipeline, spark)
         started = time.perf_counter()
-        summary = run_pipeline(runner, weblogs.p.select(JOBS), worker="bench")
+        summary = run_pipeline(runner, pipeline.select(JOBS), worker="bench")
         elapsed = time.perf_counter() - started
     finally:
         lineage.close()
@@ -104,6 +132,9 @@ def main() -> None:
     parser.add_argument("--lots", type=int, default=48, help="five-minute lots (a multiple of 12)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--checks", action="store_true", help="parse with three row expectations against parse without"
+    )
     args = parser.parse_args()
     if args.lots % 12 or args.lots > 288 - 12 * START.hour:
         raise SystemExit("--lots must be a multiple of 12 within the day")
@@ -123,6 +154,10 @@ def main() -> None:
         files = sample_logs.write_access_logs(root / "landing", START, args.lots)
         lines = sum(f.lines for f in files)
         print(f"{args.lots} five-minute lots ({len(files)} files, {lines} lines), master {args.master}")
+        if args.checks:
+            compare_checks(spark, files, root, args.rounds, args.lots)
+            spark.stop()
+            return
         bare_round(spark, files, root / "warm-bare")
         lotline_round(spark, files, root / "warm-lotline")
         ratios = []
@@ -141,6 +176,28 @@ def main() -> None:
             )
         print(f"median ratio lotline / bare PySpark: {statistics.median(ratios):.3f} (target <= 1.10)")
     spark.stop()
+
+
+def compare_checks(
+    spark: SparkSession, files: list[sample_logs.LandingFile], root: Path, rounds: int, lots: int
+) -> None:
+    """lotline with parse's three expectations against lotline without: alternating rounds."""
+    sides: dict[str, Callable[[Path], float]] = {
+        "checked": lambda f: lotline_round(spark, files, f, with_parse_checks(CHECKS)),
+        "unchecked": lambda f: lotline_round(spark, files, f, with_parse_checks(())),
+    }
+    for name, measure in sides.items():
+        measure(root / f"warm-{name}")
+    ratios = []
+    for index in range(rounds):
+        order = ("checked", "unchecked") if index % 2 == 0 else ("unchecked", "checked")
+        seconds = {side: sides[side](root / f"{side}-{index}") for side in order}
+        ratios.append(seconds["checked"] / seconds["unchecked"])
+        print(
+            f"round {index + 1}: with 3 expectations {seconds['checked']:.2f} s, without "
+            f"{seconds['unchecked']:.2f} s for {lots + lots // 12} lots; ratio {ratios[-1]:.3f}"
+        )
+    print(f"median ratio with / without 3 expectations: {statistics.median(ratios):.3f} (target <= 1.05)")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,9 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
 
         # parse's check warns on server errors: the lots are published, the result is their versions'.
         assert "published with a warning: job parse: check status < 500 warned on " in done.stdout
-        [version] = lineage.versions.list_versions(NS, "hits", broken_raw, states=[VersionState.CURRENT]).items
+        [version] = lineage.versions.list_versions(
+            NS, "hits", broken_raw, states=[VersionState.CURRENT]
+        ).items
         [assertion] = version.facets["dataQualityAssertions"]["assertions"]
         assert (assertion["assertion"], assertion["column"]) == ("status < 500", "status")
 

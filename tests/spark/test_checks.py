@@ -90,6 +90,16 @@ def test_fail_warn_and_drop_on_one_run(
     assert metrics["rowCount"] == 4
     assert metrics["columnMetrics"]["dep_delay"]["nullCount"] == 1
 
+    # The web UI: the checks on the run and lot pages, the warned lot marked on the grid.
+    run_page = client.get(f"/runs/{clean.run_id}").text
+    assert 'id="checks"' in run_page and "warned" in run_page and "1 of 4 rows dropped" in run_page
+    lot_page = client.get(f"/datasets/{NS}/flights/lots/{LOT}").text
+    assert 'id="lot-checks"' in lot_page
+    grid = client.get(f"/jobs/{NS}/clean/lots?from=2023-01-01&to=2023-01-02").text
+    assert f'data-lot="{LOT}" data-state="complete" data-warned="1"' in grid
+    strict_grid = client.get(f"/jobs/{NS}/strict/lots?from=2023-01-01&to=2023-01-02").text
+    assert "data-warned" not in strict_grid
+
     # The gap report counts the lot failed by a check apart.
     report = lineage.gaps.report(NS, job="strict", start="2023-01-01T00:00:00Z", end="2023-01-01T01:00:00Z")
     assert (report.counts[GapState.FAILED], report.failed_by_check) == (1, 1)

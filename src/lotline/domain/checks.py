@@ -323,6 +323,12 @@ def merge(verdicts: list[Verdict]) -> Verdict | None:
     )
 
 
+def published_with_warnings(facets: Mapping[str, Any] | None) -> bool:
+    """Whether a version's facets say a ``warn`` check did not hold on it (``dataQualityAssertions``)."""
+    assertions = ((facets or {}).get("dataQualityAssertions") or {}).get("assertions") or []
+    return any(a.get("success") is False and a.get("severity") == WARN for a in assertions)
+
+
 def is_check_failure(reason: str | None) -> bool:
     """Whether a failed run's one-line reason is a failing check's (the gap report counts them apart)."""
     return reason is not None and _REASON.search(reason) is not None

@@ -87,6 +87,8 @@ class Cell:
     stop: int
     counts: dict[CellState, int]
     lot: str | None
+    #: Lots of the cell published although a ``warn`` check did not hold on them.
+    warned: int = 0
 
     @property
     def mark(self) -> CellState | None:
@@ -151,8 +153,14 @@ def choose_resolution(interval: Interval, lots: int, wanted: Resolution | None) 
     return Resolution.DAY
 
 
-def build(report: GapReport, empty_lots: Iterable[str], resolution: Resolution | None = None) -> Grid:
-    """The grid of an interval report, ``empty_lots`` (READY lots whose manifest is empty) told apart."""
+def build(
+    report: GapReport,
+    empty_lots: Iterable[str],
+    resolution: Resolution | None = None,
+    warned_lots: Iterable[str] = (),
+) -> Grid:
+    """The grid of an interval report, ``empty_lots`` (READY lots whose manifest is empty) told
+    apart, ``warned_lots`` (published with a failing ``warn`` check) marked."""
     interval = report.interval
     if interval is None:
         raise InvalidInput(
@@ -185,6 +193,10 @@ def build(report: GapReport, empty_lots: Iterable[str], resolution: Resolution |
     for index in empties:
         if not _inside(not_complete, index):
             add(CellState.EMPTY, index, index + 1)
+    warned = [0] * count
+    for index in (index_of(lot, interval) for lot in warned_lots):
+        if first <= index < stop and not _inside(not_complete, index):
+            warned[(index - base) // per] += 1
     cells = []
     for number, tally in enumerate(tallies):
         lo, hi = max(base + number * per, first), min(base + (number + 1) * per, stop)
@@ -192,9 +204,8 @@ def build(report: GapReport, empty_lots: Iterable[str], resolution: Resolution |
         if taken < hi - lo:
             tally[CellState.COMPLETE] = tally.get(CellState.COMPLETE, 0) + (hi - lo - taken)
         start = lot_from_index(base + number * per, interval)
-        cells.append(
-            Cell(start.start, lo, hi, tally, str(lot_from_index(lo, interval)) if per == 1 else None)
-        )
+        lot = str(lot_from_index(lo, interval)) if per == 1 else None
+        cells.append(Cell(start.start, lo, hi, tally, lot, warned[number]))
     return Grid(report, interval, chosen, per, cells)
 
 

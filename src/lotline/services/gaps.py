@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jobs
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
+from lotline.domain.checks import published_with_warnings
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
@@ -246,7 +247,15 @@ def _grid(
         str(lot_from_index(stop - 1, report.interval)),
         g.id_pattern(report.interval),
     )
-    return lot_grid.build(report, empty, chosen)
+    checked = gaps.checked_versions(
+        connection,
+        target.dataset_id,
+        str(lot_from_index(first, report.interval)),
+        str(lot_from_index(stop - 1, report.interval)),
+        g.id_pattern(report.interval),
+    )
+    warned = [lot for lot, facets in checked if published_with_warnings(facets)]
+    return lot_grid.build(report, empty, chosen, warned)
 
 
 def _span(

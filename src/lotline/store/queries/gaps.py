@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, cast, func, or_, select
+from sqlalchemy import Connection, Integer, Text, cast, func, or_, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import OUTPUT_STATUSES, Role, Status
@@ -143,6 +143,26 @@ def output_lot_bounds(connection: Connection, dataset_id: uuid.UUID, pattern: st
         select(func.min(ds.c.lot), func.max(ds.c.lot)).where(*_rows(dataset_id, None, None, pattern))
     ).one()
     return None if low is None else (low, high)
+
+
+def checked_versions(
+    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str
+) -> list[tuple[str, Any]]:
+    """(lot, facets) of the current versions in ``[lot_from, lot_to]`` that carry check results
+    (``dataQualityAssertions``): the lot grid marks those published with warnings."""
+    query = (
+        select(dataset_versions.c.lot, dataset_versions.c.facets)
+        .where(
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot >= lot_from,
+            dataset_versions.c.lot <= lot_to,
+            dataset_versions.c.lot.like(pattern),
+            dataset_versions.c.state == VersionState.CURRENT.value,
+            cast(dataset_versions.c.facets, Text).like("%dataQualityAssertions%"),
+        )
+        .order_by(dataset_versions.c.lot)
+    )
+    return [(row.lot, row.facets) for row in connection.execute(query)]
 
 
 def empty_lots(
