@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
@@ -42,6 +42,8 @@ class WriteReport:
     bytes: int | None
     files: int | None
     plan: WritePlan | None
+    #: The write's ``DataFrame.observe`` metrics by name (a job's checks: ``spark/checks.py``).
+    observed: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def path_key(uri: str) -> str:
@@ -116,6 +118,21 @@ def _metric(metrics: Any, name: str) -> int | None:
     return int(metrics.get(name).get().value())
 
 
+def _observed(qe: Any) -> dict[str, dict[str, Any]]:
+    """``QueryExecution.observedMetrics``: each named observation's row as a dict (one look when none)."""
+    metrics = qe.observedMetrics()
+    if metrics.isEmpty():
+        return {}
+    found: dict[str, dict[str, Any]] = {}
+    entries = metrics.iterator()
+    while entries.hasNext():
+        entry = entries.next()
+        row = entry._2()
+        names = list(row.schema().fieldNames())
+        found[str(entry._1())] = {name: row.get(index) for index, name in enumerate(names)}
+    return found
+
+
 class _Listener:
     """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
 
@@ -138,7 +155,13 @@ class _Listener:
             log.exception("could not read the plan of the write to %s; its reads are unknown", output)
             plan = None
         rows, size, files = (_metric(metrics, n) for n in ("numOutputRows", "numOutputBytes", "numFiles"))
-        self._capture.report(output, WriteReport(rows=rows, bytes=size, files=files, plan=plan))
+        try:
+            observed = _observed(qe)
+        except Exception:
+            log.exception("could not read the observed metrics of the write to %s", output)
+            observed = {}
+        report = WriteReport(rows=rows, bytes=size, files=files, plan=plan, observed=observed)
+        self._capture.report(output, report)
 
     def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:
         """A failed write raises in the writer itself; there is nothing to count."""

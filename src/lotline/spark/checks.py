@@ -14,7 +14,8 @@ judges it once written; the runner decides (fail the lot, or publish with the re
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from lotline.domain.checks import (
     DROP,
     FAILED_COLUMN,
     CheckDeclarationError,
+    CheckFailed,
     CheckResult,
     Custom,
     Expectation,
@@ -32,7 +34,7 @@ from lotline.domain.checks import (
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline, PipelineError
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, Observation, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: Null counts are computed for at most this many columns (each is one more sum in the aggregation).
 MAX_NULL_COLUMNS = 100
@@ -89,7 +91,8 @@ class Gate:
     frame: DataFrame
     checks: tuple[Any, ...]
     columns: tuple[str, ...]
-    observation: Observation | None
+    #: The name of the write's observation (its metrics come with the write's report); None: no checks.
+    observation: str | None
 
     @classmethod
     def over(cls, output: DataFrame, job: JobSpec) -> Gate:
@@ -99,7 +102,6 @@ class Gate:
             return cls(failing_rows(output, job.quarantine), (), (), None)
         if not job.checks:
             return cls(output, (), (), None)
-        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         expectations = [c for c in job.checks if isinstance(c, Expectation)]
@@ -112,20 +114,32 @@ class Gate:
             F.sum(F.when(F.col(_quoted(c)).isNull(), 1).otherwise(0)).alias(f"null{i}")
             for i, c in enumerate(columns)
         ]
-        observation = Observation()
+        # A named observation: its metrics ride on the write's QueryExecution, which the capture
+        # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own).
+        observation = f"lotline_checks_{uuid.uuid4().hex}"
         frame = output.observe(observation, *metrics)
         drops = [e for e in expectations if e.on_fail == DROP]
         if drops:
             frame = frame.where(_all_pass(drops))
         return cls(frame, job.checks, columns, observation)
 
-    def verdict(self, written_rows: int | None, written: Callable[[], DataFrame], lot: Lot) -> Verdict | None:
-        """The checks' results once the frame is written: ``written_rows`` as the write reported
-        them (None: unknown), ``written`` reads the attempt's files back (for lot-level checks
+    def verdict(
+        self,
+        observed: Mapping[str, Mapping[str, Any]],
+        written_rows: int | None,
+        written: Callable[[], DataFrame],
+        lot: Lot,
+    ) -> Verdict | None:
+        """The checks' results once the frame is written: ``observed`` and ``written_rows`` as the
+        write's report has them, ``written`` reads the attempt's files back (for lot-level checks
         only). None: the job has no checks."""
         if self.observation is None:
             return None
-        got = self.observation.get
+        got = observed.get(self.observation)
+        if got is None:
+            raise CheckFailed(
+                "the checks could not be evaluated: Spark did not report the write's metrics in time"
+            )
         rows = int(got.get("rows") or 0)
         expectations = [c for c in self.checks if isinstance(c, Expectation)]
         failed = {e.condition: int(got.get(f"failed{i}") or 0) for i, e in enumerate(expectations)}

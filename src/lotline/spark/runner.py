@@ -378,9 +378,9 @@ class LotRunner:
         fields = self._record_output(job, claim, gate.frame, report, given)
         written = self.lineage.storage.describe_written(location, format=job.output.format)
         rows = report.rows if report else None
-        verdict = gate.verdict(
-            rows, lambda: read_objects(self.spark, job.output, [o.uri for o in written]), context
-        )
+        observed = report.observed if report else {}
+        reader = lambda: read_objects(self.spark, job.output, [o.uri for o in written])  # noqa: E731
+        verdict = gate.verdict(observed, rows, reader, context)
         return ManifestDraft(location, written, rows), fields, verdict
 
     def _write_parts(
