@@ -22,8 +22,8 @@ from lotline.services import Lineage
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
-#: How long a page waits for the projector to apply what was journaled before it (as the API does).
-CATCH_UP_SECONDS = 5.0
+#: The header that says how many journaled events a page or document does not show yet (as the API's).
+PENDING_HEADER = "X-Lineage-Pending"
 
 
 def segment(name: str) -> str:
@@ -100,19 +100,20 @@ async def page(
     request: Request, template: str, build: Callable[[Lineage], Mapping[str, Any]], *, fresh: bool = True
 ) -> HTMLResponse:
     """Render ``template`` with what ``build`` reads (in the thread pool: the services are sync).
-    ``fresh``: first apply the OpenLineage events journaled before the request, as the API does.
+    ``fresh``: first apply the OpenLineage events journaled before the request as an API read does
+    (a small backlog; a larger one is announced on the page and in ``X-Lineage-Pending``).
     A use-case error is an error page with its status; an unreachable database a 503 page."""
     lineage = lineage_of(request)
 
     def read() -> Mapping[str, Any]:
-        if fresh:
-            lineage.projection.catch_up(CATCH_UP_SECONDS)
+        pending = lineage.projection.catch_up_for_read() if fresh else 0
         # Read first: a lot event committed while the page is built is one the page refreshes for.
         position = None if is_fragment(request) else lineage.lot_events.last_position()
         found = dict(build(lineage))
         if position is not None:  # the layout's namespace switcher, and where live parts follow from
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
             found["events_after"] = position
+        found["pending_events"] = pending
         return found
 
     try:
@@ -121,7 +122,10 @@ async def page(
         return error_page(request, *failure(error))
     # A page that shows a refused input in place (a grid's form) still answers with its status.
     status = int(context.get("http_status", 200))
-    return templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
+    response = templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
+    if context["pending_events"]:
+        response.headers[PENDING_HEADER] = str(context["pending_events"])
+    return response
 
 
 def failure(error: LotlineError) -> tuple[int, str]:

@@ -1,0 +1,182 @@
+"""Projection alone, and reads under a backlog: the journal's events applied by ``lotline project``'s
+code path (``ProjectionService.drain``), next to a bare INSERT of the same bodies, in one run.
+
+Run: ``.venv/bin/python -m bench.projection [--events N] [--backends postgresql,sqlite] [--reads R]``.
+
+For each backend, on a fresh database: the bench events of ``bench/ingest`` (START then COMPLETE
+of distinct runs, one input and one output, 50 jobs per client, 8 clients' worth) are journaled
+without being projected (``accept_batch``), then drained in this process; the figure is events
+applied per second of the drain, and the baseline is a bare one-statement-per-row INSERT of the
+same JSON bodies into a one-table journal on the same database (autocommit, one connection: the
+projector is one connection too). On PostgreSQL, ``--reads`` then measures a read under a backlog:
+``--events`` more events are journaled, a server is started (its projector starts on them at once)
+and ``GET`` a run, a job's runs and the jobs page of the web UI ``--reads`` times each, p50/p95
+printed next to the same reads once the backlog is 0; and one read with ``Prefer: wait=600`` (the
+read that waits for its writes, as every read did before) to show what catching up costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import requests
+import sqlalchemy as sa
+
+from bench._server import fresh_database, serve
+from bench.ingest import CLIENTS, events
+from lotline.services import Lineage
+from lotline.store.engine import Store
+
+PORT = 5097
+CHUNK = 1000
+
+
+def _journal(lineage: Lineage, bodies: list[dict[str, Any]]) -> None:
+    for i in range(0, len(bodies), CHUNK):
+        outcome = lineage.openlineage.accept_batch(bodies[i : i + CHUNK])
+        assert not outcome.refused and not outcome.duplicates, outcome
+
+
+def _bodies(count: int, salt: int) -> list[dict[str, Any]]:
+    per = count // CLIENTS
+    return [e for worker in range(CLIENTS) for e in events(worker + salt, per)]
+
+
+def _bare_postgresql(db_url: str, bodies: list[str]) -> float:
+    dsn = sa.make_url(db_url).set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(dsn, autocommit=True) as connection:
+        connection.execute("CREATE TABLE IF NOT EXISTS bare_events (id bigserial PRIMARY KEY, payload jsonb)")
+        started = time.perf_counter()
+        for body in bodies:
+            connection.execute("INSERT INTO bare_events (payload) VALUES (%s::jsonb)", (body,))
+        return len(bodies) / (time.perf_counter() - started)
+
+
+def _bare_sqlite(path: Path, bodies: list[str]) -> float:
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("CREATE TABLE bare_events (id INTEGER PRIMARY KEY, payload TEXT)")
+    started = time.perf_counter()
+    for body in bodies:
+        connection.execute("INSERT INTO bare_events (payload) VALUES (?)", (body,))
+    rate = len(bodies) / (time.perf_counter() - started)
+    connection.close()
+    return rate
+
+
+def _drain(db_url: str, count: int) -> tuple[float, float]:
+    """Events projected per second of wall time and ms of this process's CPU per event."""
+    lineage = Lineage.over(Store(db_url))
+    try:
+        _journal(lineage, _bodies(count, 0))
+        wall, cpu = time.perf_counter(), time.process_time()
+        drained = lineage.projection.drain()
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        assert not drained.failed and len(drained.applied) == count, drained.failed[:3]
+        return count / wall, cpu * 1000 / count
+    finally:
+        lineage.close()
+
+
+def projection(backend: str, count: int) -> None:
+    bodies = [json.dumps(e) for e in _bodies(count, 50)]
+    if backend == "postgresql":
+        with fresh_database("projection") as db_url:
+            bare = _bare_postgresql(db_url, bodies)
+            rate, cpu = _drain(db_url, count)
+    else:
+        with tempfile.TemporaryDirectory() as directory:
+            bare = _bare_sqlite(Path(directory) / "bare.db", bodies)
+            db_url = f"sqlite:///{directory}/lotline.db"
+            Store(db_url).upgrade()
+            rate, cpu = _drain(db_url, count)
+    print(
+        f"{backend}: {count} events projected at {rate:,.0f}/s ({cpu:.2f} ms of projector CPU per event); "
+        f"bare INSERT of the same bodies {bare:,.0f}/s; ratio {rate / bare:.2f}x",
+        flush=True,
+    )
+
+
+def _timed(url: str, headers: dict[str, str] | None = None) -> tuple[float, requests.Response]:
+    started = time.perf_counter()
+    answer = requests.get(url, headers=headers, timeout=1200)
+    return (time.perf_counter() - started) * 1000, answer
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+
+
+def reads_under_backlog(count: int, reads: int) -> None:
+    with fresh_database("reads") as db_url:
+        lineage = Lineage.over(Store(db_url))
+        try:
+            bodies = _bodies(count, 0)
+            _journal(lineage, bodies[:2])
+            lineage.projection.drain()
+            _journal(lineage, bodies[2:])
+        finally:
+            lineage.close()
+        run_id = bodies[0]["run"]["runId"]
+        job = bodies[0]["job"]["name"]
+        with serve(db_url, PORT) as (url, _):
+            paths = {
+                "GET /api/v1/jobs/runs/{id}": f"{url}/api/v1/jobs/runs/{run_id}",
+                "GET /api/v1/namespaces/bench/jobs/{job}/runs": f"{url}/api/v1/namespaces/bench/jobs/{job}/runs",
+                "GET /jobs (web)": f"{url}/jobs?ns=bench",
+            }
+            under: dict[str, list[float]] = {what: [] for what in paths}
+            backlogs = []
+            for _ in range(reads):
+                for what, path in paths.items():
+                    took, answer = _timed(path)
+                    assert answer.status_code == 200, (path, answer.status_code, answer.text[:200])
+                    backlogs.append(int(answer.headers.get("X-Lineage-Pending", "0")))
+                    under[what].append(took)
+            health = requests.get(f"{url}/healthz", timeout=60).json()
+            print(
+                f"reads with {count} events journaled when the server started: backlog seen by the reads "
+                f"{max(backlogs):,} .. {min(backlogs):,} (header), /healthz pendingEvents {health['pendingEvents']}",
+                flush=True,
+            )
+            waited, answer = _timed(paths["GET /api/v1/jobs/runs/{id}"], {"Prefer": "wait=1200"})
+            assert "X-Lineage-Pending" not in answer.headers, answer.headers
+            print(f"  a read with Prefer: wait=1200 (every read before this change): {waited:,.0f} ms", flush=True)
+            idle: dict[str, list[float]] = {what: [] for what in paths}
+            for _ in range(reads):
+                for what, path in paths.items():
+                    idle[what].append(_timed(path)[0])
+            print("| read | p50 / p95 under the backlog (ms) | p50 / p95 with no backlog (ms), same run |")
+            print("|---|---|---|")
+            for what in paths:
+                print(
+                    f"| {what} | {_p(under[what], 50):.1f} / {_p(under[what], 95):.1f} | "
+                    f"{_p(idle[what], 50):.1f} / {_p(idle[what], 95):.1f} |",
+                    flush=True,
+                )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=4000, help="events to project per backend")
+    parser.add_argument("--backends", default="postgresql,sqlite")
+    parser.add_argument("--reads", type=int, default=0, help="each read this many times under a backlog")
+    parser.add_argument("--backlog", type=int, default=30_000, help="events pending when the reads start")
+    options = parser.parse_args()
+    for backend in options.backends.split(","):
+        projection(backend, options.events)
+    if options.reads:
+        reads_under_backlog(options.backlog, options.reads)
+
+
+if __name__ == "__main__":
+    main()
