@@ -18,8 +18,8 @@ from lotline.api.guards import Guard, GuardMiddleware
 from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
-from lotline.domain.errors import LotlineError
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
+from lotline.domain.errors import LotlineError
 from lotline.server.journal import JournalWriter
 from lotline.server.projector import SupervisedProjector
 from lotline.services import open_configured

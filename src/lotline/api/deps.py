@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -76,5 +77,5 @@ def prefer_wait(header: str | None) -> float | None:
                 seconds = float(value.strip().strip('"'))
             except ValueError:
                 return None
-            return min(max(seconds, 0.0), MAX_WAIT_SECONDS) if seconds == seconds else None
+            return min(max(seconds, 0.0), MAX_WAIT_SECONDS) if math.isfinite(seconds) else None
     return None

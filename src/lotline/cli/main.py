@@ -12,8 +12,8 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from lotline.cli.progress import Progress
 from lotline.cli import cleanup, context, demo, events, gaps, ingest, logs, lots, run, webhooks, worker
+from lotline.cli.progress import Progress
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
@@ -113,9 +113,7 @@ def project(
     lineage = open_lineage(settings.db_url, create=False)
     try:
         progress = Progress(lineage.projection.backlog())
-        drained = lineage.projection.drain(
-            wait=True, max_events=max_events or None, on_group=progress.group
-        )
+        drained = lineage.projection.drain(wait=True, max_events=max_events or None, on_group=progress.group)
         status = lineage.projection.status()
     finally:
         lineage.close()

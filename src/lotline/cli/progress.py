@@ -35,7 +35,9 @@ class Progress:
         rate = done / (now - self._started)
         left = max(self._backlog - done, 0)
         to_go = f", about {left / rate:,.0f} s to go" if left and rate else ""
-        self._say(f"{done:,} of {self._backlog:,} projected ({self._failed:,} failed), {rate:,.0f} events/s{to_go}")
+        self._say(
+            f"{done:,} of {self._backlog:,} projected ({self._failed:,} failed), {rate:,.0f} events/s{to_go}"
+        )
 
     def _say(self, line: str) -> None:
         print(line, file=self._out, flush=True)

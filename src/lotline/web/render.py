@@ -122,7 +122,9 @@ async def page(
         return error_page(request, *failure(error))
     # A page that shows a refused input in place (a grid's form) still answers with its status.
     status = int(context.get("http_status", 200))
-    response = templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
+    response = templates.TemplateResponse(
+        request, template, {**common(request), **context}, status_code=status
+    )
     if context["pending_events"]:
         response.headers[PENDING_HEADER] = str(context["pending_events"])
     return response

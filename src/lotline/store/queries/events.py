@@ -111,7 +111,9 @@ _PENDING_UPTO = _PENDING.where(lineage_events.c.id <= bindparam("b_upto"))
 _BACKLOG = select(func.count(), func.max(lineage_events.c.id)).where(_pending())
 
 
-def pending(connection: Connection, limit: int, upto: int | None = None, after: int = 0) -> list[PendingEvent]:
+def pending(
+    connection: Connection, limit: int, upto: int | None = None, after: int = 0
+) -> list[PendingEvent]:
     """The oldest events not projected yet, in journal order (those after id ``after``, up to id
     ``upto``)."""
     if upto is None:
