@@ -8,11 +8,12 @@ of distinct runs, one input and one output, 50 jobs per client, 8 clients' worth
 without being projected (``accept_batch``), then drained in this process; the figure is events
 applied per second of the drain, and the baseline is a bare one-statement-per-row INSERT of the
 same JSON bodies into a one-table journal on the same database (autocommit, one connection: the
-projector is one connection too). On PostgreSQL, ``--reads`` then measures a read under a backlog:
-``--events`` more events are journaled, a server is started (its projector starts on them at once)
-and ``GET`` a run, a job's runs and the jobs page of the web UI ``--reads`` times each, p50/p95
-printed next to the same reads once the backlog is 0; and one read with ``Prefer: wait=600`` (the
-read that waits for its writes, as every read did before) to show what catching up costs.
+projector is one connection too). On PostgreSQL, ``--reads`` then measures reads under a backlog: with
+a server running, ``GET`` a run, a job's runs and the web UI's home page ``--reads`` times each
+with nothing pending (the baseline), then again right after ``--backlog`` events were journaled at
+once (the server's projector works on them meanwhile): p50/p95 of each; and one read with
+``Prefer: wait=60`` (the read that waits for its writes, as every read did before, then for at
+most 5 s) to show what catching up costs.
 """
 
 from __future__ import annotations
@@ -111,66 +112,67 @@ def _timed(url: str, headers: dict[str, str] | None = None) -> tuple[float, requ
     return (time.perf_counter() - started) * 1000, answer
 
 
-def _p(values: list[float], q: float) -> float:
+def _p(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def _reads(paths: dict[str, str], reads: int) -> tuple[dict[str, list[float]], list[int]]:
+    took: dict[str, list[float]] = {what: [] for what in paths}
+    backlogs = []
+    for _ in range(reads):
+        for what, path in paths.items():
+            ms, answer = _timed(path)
+            assert answer.status_code == 200, (path, answer.status_code, answer.text[:200])
+            backlogs.append(int(answer.headers.get("X-Lineage-Pending", "0")))
+            took[what].append(ms)
+    return took, backlogs
+
+
 def reads_under_backlog(count: int, reads: int) -> None:
+    """The same reads with no backlog (the baseline) then with ``count`` events journaled at once
+    (through the service, as a burst of batch POSTs would), while the server's projector works on them."""
     with fresh_database("reads") as db_url:
         lineage = Lineage.over(Store(db_url))
         try:
             bodies = _bodies(count, 0)
             _journal(lineage, bodies[:2])
             lineage.projection.drain()
-            _journal(lineage, bodies[2:])
-        finally:
-            lineage.close()
-        run_id = bodies[0]["run"]["runId"]
-        job = bodies[0]["job"]["name"]
-        with serve(db_url, PORT) as (url, _):
-            paths = {
-                "GET /api/v1/jobs/runs/{id}": f"{url}/api/v1/jobs/runs/{run_id}",
-                "GET /api/v1/namespaces/bench/jobs/{job}/runs": (
-                    f"{url}/api/v1/namespaces/bench/jobs/{job}/runs"
-                ),
-                "GET /?ns=bench (web)": f"{url}/?ns=bench",
-            }
-            under: dict[str, list[float]] = {what: [] for what in paths}
-            backlogs = []
-            for _ in range(reads):
-                for what, path in paths.items():
-                    took, answer = _timed(path)
-                    assert answer.status_code == 200, (path, answer.status_code, answer.text[:200])
-                    backlogs.append(int(answer.headers.get("X-Lineage-Pending", "0")))
-                    under[what].append(took)
-            before = int(requests.get(f"{url}/healthz", timeout=60).json()["pendingEvents"])
-            print(
-                f"reads with {count:,} events journaled when the server started: backlog seen by the reads "
-                f"{max(backlogs):,} .. {min(backlogs):,} (X-Lineage-Pending); then /healthz pendingEvents "
-                f"{before:,}",
-                flush=True,
-            )
-            waited, answer = _timed(paths["GET /api/v1/jobs/runs/{id}"], {"Prefer": "wait=60"})
-            left = int(answer.headers.get("X-Lineage-Pending", "0"))
-            print(
-                f"  a read with Prefer: wait=60 (every read waited so, for at most 5 s, before): "
-                f"{waited:,.0f} ms, {before:,} pending before it, {left:,} after",
-                flush=True,
-            )
-            while requests.get(f"{url}/healthz", timeout=60).json()["pendingEvents"]:
-                time.sleep(0.5)
-            idle: dict[str, list[float]] = {what: [] for what in paths}
-            for _ in range(reads):
-                for what, path in paths.items():
-                    idle[what].append(_timed(path)[0])
-            print("| read | p50 / p95 under the backlog (ms) | p50 / p95 with no backlog (ms), same run |")
-            print("|---|---|---|")
-            for what in paths:
+            run_id, job = bodies[0]["run"]["runId"], bodies[0]["job"]["name"]
+            with serve(db_url, PORT) as (url, _):
+                paths = {
+                    "GET /api/v1/jobs/runs/{id}": f"{url}/api/v1/jobs/runs/{run_id}",
+                    "GET /api/v1/namespaces/bench/jobs/{job}/runs": (
+                        f"{url}/api/v1/namespaces/bench/jobs/{job}/runs"
+                    ),
+                    "GET /?ns=bench (web)": f"{url}/?ns=bench",
+                }
+                idle, _ = _reads(paths, reads)
+                _journal(lineage, bodies[2:])
+                under, backlogs = _reads(paths, reads)
+                before = int(requests.get(f"{url}/healthz", timeout=60).json()["pendingEvents"])
                 print(
-                    f"| {what} | {_p(under[what], 50):.1f} / {_p(under[what], 95):.1f} | "
-                    f"{_p(idle[what], 50):.1f} / {_p(idle[what], 95):.1f} |",
+                    f"reads after {count - 2:,} events were journaled at once: backlog seen by the reads "
+                    f"{max(backlogs):,} .. {min(backlogs):,} (X-Lineage-Pending); then /healthz "
+                    f"pendingEvents {before:,}",
                     flush=True,
                 )
+                waited, answer = _timed(paths["GET /api/v1/jobs/runs/{id}"], {"Prefer": "wait=60"})
+                left = int(answer.headers.get("X-Lineage-Pending", "0"))
+                print(
+                    f"  one read with Prefer: wait=60 (as every read waited before, for at most 5 s): "
+                    f"{waited:,.0f} ms, {before:,} pending before it, {left:,} after",
+                    flush=True,
+                )
+        finally:
+            lineage.close()
+    print("| read | p50 / p95 under the backlog (ms) | p50 / p95 with no backlog (ms), same run |")
+    print("|---|---|---|")
+    for what in paths:
+        print(
+            f"| {what} | {_p(under[what], 50):.1f} / {_p(under[what], 95):.1f} | "
+            f"{_p(idle[what], 50):.1f} / {_p(idle[what], 95):.1f} |",
+            flush=True,
+        )
 
 
 def main() -> None:
