@@ -120,6 +120,18 @@ def _p(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
+def _up(url: str) -> None:
+    """Wait for the server to answer (``serve`` gives up after ~20 s; a loaded machine needs more)."""
+    for _ in range(600):
+        try:
+            if requests.get(f"{url}/healthz", timeout=5).status_code == 200:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.5)
+    raise SystemExit("the server did not start")
+
+
 def _reads(paths: dict[str, str], reads: int) -> tuple[dict[str, list[float]], list[int]]:
     took: dict[str, list[float]] = {what: [] for what in paths}
     backlogs = []
@@ -150,6 +162,7 @@ def reads_under_backlog(count: int, reads: int) -> None:
                     ),
                     "GET /?ns=bench (web)": f"{url}/?ns=bench",
                 }
+                _up(url)
                 idle, _ = _reads(paths, reads)
                 _journal(lineage, bodies[2:])
                 under, backlogs = _reads(paths, reads)
