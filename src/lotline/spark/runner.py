@@ -105,11 +105,15 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
     _check_storage(lineage, pipeline)
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
+        kind = ol.file_dataset(dataset.format)  # files of its format, not the catalog's DB_TABLE
         try:
-            catalog.get_dataset(namespace, dataset.name)
+            known = catalog.get_dataset(namespace, dataset.name)
         except NotFound:
             where = storage.dataset_uri(namespace, dataset.name) if dataset.name in produced else None
-            catalog.upsert_dataset(namespace, dataset.name, physical_name=where)
+            catalog.upsert_dataset(namespace, dataset.name, physical_name=where, facets=kind)
+            continue
+        if any(known.facets.get(name) != facet for name, facet in kind.items()):
+            catalog.upsert_dataset(namespace, dataset.name, facets=kind)
     for job in pipeline.ordered_jobs():
         lineage.lots.register_job(
             namespace,
