@@ -76,8 +76,8 @@ def test_a_dragged_range_is_backfilled_and_its_progress_follows_the_lots(
     expect(page.locator("#grid a.c.in-range")).to_have_count(4)
     expect(page.locator("#backfill")).to_have_attribute("open", "")
     form = page.locator("#backfill-form")
-    expect(form.locator("input[name=from]")).to_have_value("2023-01-01 01:00:00")
-    expect(form.locator("input[name=to]")).to_have_value("2023-01-01 05:00:00")
+    expect(form.locator("input[name=backfill-from]")).to_have_value("2023-01-01 01:00:00")
+    expect(form.locator("input[name=backfill-to]")).to_have_value("2023-01-01 05:00:00")
     plan = page.locator("#backfill-plan")
     expect(plan).to_have_attribute("data-queued", "2")  # previewed at once: hours 2 and 4
     expect(page.locator("#lot-panel")).to_be_empty()  # a drag is not a click on a lot

@@ -503,7 +503,7 @@ function shownTime(iso) {
 }
 
 function backfillRange(form) {
-  return { from: utcText(form.elements.from.value), to: utcText(form.elements.to.value) };
+  return { from: utcText(form.elements["backfill-from"].value), to: utcText(form.elements["backfill-to"].value) };
 }
 
 function backfillUrl(form, dry) {
@@ -595,8 +595,8 @@ function setUpRangeDrag() {
     const picked = anchor === current ? [] : chosen();
     anchor = current = null;
     if (!picked.length) return;  // a click: the cell opens as before
-    form.elements.from.value = shownTime(picked[0].dataset.from);
-    form.elements.to.value = shownTime(picked[picked.length - 1].dataset.to);
+    form.elements["backfill-from"].value = shownTime(picked[0].dataset.from);
+    form.elements["backfill-to"].value = shownTime(picked[picked.length - 1].dataset.to);
     form.querySelector("[data-backfill=run]").disabled = true;  // a new range: preview it first
     document.getElementById("backfill-plan").textContent = `${picked.length} cells chosen: preview what a backfill would do.`;
     const dialog = document.getElementById("backfill");
