@@ -47,7 +47,7 @@ def test_both_outputs_are_published_together_or_neither_is(
 ) -> None:
     pipeline = load_pipeline(str(FILE))
     register(lineage, pipeline)
-    ingest(lineage, NS, "numbers", LOT, [["1", "2", "-3"]])
+    ingest(lineage, NS, "numbers", LOT, [["1", "-3"], ["2"]])
     module = sys.modules[pipeline.jobs["split"].transform.__module__]
     probe = tmp_path / "probe.json"
     module.PROBE = {"url": backend_url, "out": str(probe), "lot": LOT}
@@ -117,6 +117,19 @@ def test_both_outputs_are_published_together_or_neither_is(
     claim = runner.claim("w", split)
     assert claim is not None and claim.attempt == 3 and runner.execute(split, claim).ok
     assert _statuses(lineage, "rejected") == [(LOT, Status.READY)]
+
+    # Child work: each part (one object of the input) is a child run writing both outputs; each
+    # output's manifest lists both parts' objects.
+    parity = pipeline.jobs["parity"]
+    claim = runner.claim("w", parity)
+    assert claim is not None and runner.execute(parity, claim).ok
+    for dataset, rows in (("evens", 1), ("odds", 2)):
+        manifest = lineage.manifests.readable(NS, dataset, [LOT])[LOT]
+        assert manifest.row_count == rows
+        assert {o.uri.split("/attempt=1/")[1].split("/")[0] for o in manifest.objects} == {
+            "part=00000",
+            "part=00001",
+        }
 
 
 def test_bad_declarations_and_results_are_refused_in_one_line(spark: SparkSession) -> None:

@@ -228,8 +228,7 @@ class LotRunner:
                     locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
                     written = self._write(job, claim, objects, locations, context)
                 else:
-                    draft, fields = self._write_parts(job, claim, objects, facets, context)
-                    written[job.output.name] = Written(draft, fields)
+                    written = self._write_parts(job, claim, objects, facets, context)
                 beat.check()
                 _add_log(facets, run_log)
                 facets["lotline_output"] = ol.custom(**_output_statistics(written[job.output.name].draft))
@@ -417,43 +416,52 @@ class LotRunner:
         objects: dict[str, list[ManifestObject]],
         facets: dict[str, Any],
         lot: Lot,
-    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...]]:
+    ) -> dict[str, Written]:
         """Child work: each part of the first input not kept from an earlier attempt is a child run
-        writing under ``<attempt>/<part>/`` (``parallel_parts`` at a time); the lot's draft lists
-        every part's objects once all are complete, else the lot fails naming the failed parts."""
+        writing every output under ``<its attempt>/<part>/`` (``parallel_parts`` at a time); each
+        output's draft lists every part's objects once all are complete, else the lot fails naming
+        the failed parts."""
         if job.partition_by is None:
             raise InvalidInput(f"job {job.name} is not partitioned.")
         first = job.inputs[0].name
         parts = split(job.name, job.partition_by, objects[first])
         kept = self.lineage.children.kept(claim)
         todo = [name for name in parts if name not in kept]
-        base = self._attempt_uri(job.output, claim)
-        fields: tuple[FieldSpec, ...] = ()
+        bases = {spec.name: self._attempt_uri(spec, claim) for spec in job.outputs}
+        fields: dict[str, tuple[FieldSpec, ...]] = {spec.name: () for spec in job.outputs}
 
-        def run_part(name: str) -> Manifest:
-            nonlocal fields
+        def run_part(name: str) -> dict[str, Manifest]:
             values, part_objects = parts[name]
             child = self.lineage.children.start(claim, name)
-            location = posixpath.join(base, name)
+            locations = {output: posixpath.join(base, name) for output, base in bases.items()}
             context = replace(lot, part=name, part_values=values, child_run_id=child)
             try:
-                part_objects_of = {**objects, first: part_objects}
-                part = self._write(job, claim, part_objects_of, {job.output.name: location}, context)
-                draft, fields = part[job.output.name].draft, part[job.output.name].fields
+                written = self._write(job, claim, {**objects, first: part_objects}, locations, context)
             except Exception as error:
-                written = self.lineage.storage.describe_written(location, format=job.output.format)
-                draft = ManifestDraft(location, written, part=name)
-                self.lineage.children.finish(claim, child, draft, failure_of(error))
+                drafts = {
+                    spec.name: ManifestDraft(
+                        locations[spec.name],
+                        self.lineage.storage.describe_written(locations[spec.name], format=spec.format),
+                        part=name,
+                    )
+                    for spec in job.outputs
+                }
+                self._finish_part(job, claim, child, drafts, failure_of(error))
                 raise
-            described = tuple(
-                replace(o, partition_values={**values, **o.partition_values}) for o in draft.objects
-            )
-            done = self.lineage.children.finish(claim, child, replace(draft, objects=described, part=name))
-            if done.state not in (ManifestState.COMPLETE, ManifestState.EMPTY):
+            drafts = {}
+            for output, done_output in written.items():
+                fields[output] = done_output.fields
+                described = tuple(
+                    replace(o, partition_values={**values, **o.partition_values})
+                    for o in done_output.draft.objects
+                )
+                drafts[output] = replace(done_output.draft, objects=described, part=name)
+            done = self._finish_part(job, claim, child, drafts)
+            if any(m.state not in (ManifestState.COMPLETE, ManifestState.EMPTY) for m in done.values()):
                 raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
             return done
 
-        finished: dict[str, Manifest] = dict(kept)
+        finished: dict[str, dict[str, Manifest]] = dict(kept)
         failed: dict[str, BaseException] = {}
         with ThreadPoolExecutor(
             max_workers=job.parallel_parts, thread_name_prefix=f"{job.name} part"
@@ -473,10 +481,25 @@ class LotRunner:
                 f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
                 f"part {first_failed}: {reason(failed[first_failed])}"
             )
-        listed = tuple(o for name in parts for o in finished[name].objects)
-        counts = [finished[name].row_count for name in parts]
-        rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-        return ManifestDraft(base, listed, rows), fields
+        found = {}
+        for output, base in bases.items():
+            listed = tuple(o for name in parts for o in finished[name][output].objects)
+            counts = [finished[name][output].row_count for name in parts]
+            rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+            found[output] = Written(ManifestDraft(base, listed, rows), fields[output])
+        return found
+
+    def _finish_part(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        child: uuid.UUID,
+        drafts: Mapping[str, ManifestDraft],
+        error: Failure | None = None,
+    ) -> dict[str, Manifest]:
+        """End a part's child run with every output's manifest of the part."""
+        others = {spec.name: drafts[spec.name] for spec in job.others}
+        return self.lineage.children.finish(claim, child, drafts[job.output.name], error, others=others)
 
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)

@@ -1,9 +1,11 @@
-"""A job with two outputs (``split``: ``kept`` and ``rejected`` lots from one pass over ``numbers``)
-and a consumer of its second output (``tally``). ``rejected`` is written second; its UDF can stop
-the run between the two writes: ``PROBE`` (a test sets it, or ``MULTIOUT_PROBE``) names a database
-and a file: from Spark's Python worker, a process of its own, it records what a reader sees of
-``kept`` then, and fails the write; ``MULTIOUT_KILL`` makes it SIGKILL the driver instead (a real
-``lotline run``: ``DRIVER`` is the pid of the process that loaded this file)."""
+"""A job with two outputs (``split``: ``kept`` and ``rejected`` lots from one pass over ``numbers``),
+a consumer of its second output (``tally``), and child work with two outputs (``parity``).
+
+``rejected`` is written second; its UDF can stop the run between the two writes: ``PROBE`` (a test
+sets it, or ``MULTIOUT_PROBE``) names a database and a file: from Spark's Python worker, a process
+of its own, it records what a reader sees of ``kept`` then, and fails the write; ``MULTIOUT_KILL``
+makes it SIGKILL the driver instead (a real ``lotline run``: ``DRIVER`` is the pid of the process
+that loaded this file)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ numbers = p.dataset("numbers", format="text", interval="PT1H")
 kept = p.dataset("kept", format="parquet", interval="PT1H")
 rejected = p.dataset("rejected", format="parquet", interval="PT1H")
 tally = p.dataset("tally", format="parquet", interval="PT1H")
+evens = p.dataset("evens", format="parquet", interval="PT1H")
+odds = p.dataset("odds", format="parquet", interval="PT1H")
 
 DRIVER = os.getpid()
 KILL = os.environ.get("MULTIOUT_KILL") == "1"
@@ -63,3 +67,10 @@ def split(numbers: DataFrame) -> dict[str, DataFrame]:
 @p.job(inputs=[rejected], output=tally)
 def count_rejected(rejected: DataFrame) -> DataFrame:
     return rejected.groupBy().count()
+
+
+@p.job(inputs=[numbers], outputs=[evens, odds], partition_by=1)
+def parity(numbers: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """Child work with two outputs: each part (one object of ``numbers``) writes both."""
+    parsed = numbers.select(F.col("value").cast("int").alias("n"))
+    return parsed.where("n % 2 = 0"), parsed.where("n % 2 != 0")
