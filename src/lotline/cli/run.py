@@ -269,9 +269,8 @@ def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
     print(f"pipeline {pipeline.name} (namespace {pipeline.namespace}): {len(jobs)} jobs, in order")
     for step in plan:
         mapping = f" [{step['lotMapping']}]" if step["lotMapping"] else ""
-        print(
-            f"  {step['job']}: {', '.join(step['inputs'])} -> {', '.join(step.get('outputs', [step['output']]))}{mapping}"
-        )
+        outputs = ", ".join(step.get("outputs", [step["output"]]))
+        print(f"  {step['job']}: {', '.join(step['inputs'])} -> {outputs}{mapping}")
 
 
 def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> None:
