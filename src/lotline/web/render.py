@@ -18,6 +18,7 @@ from lotline.domain.errors import DatabaseUnavailable, LotlineError
 from lotline.domain.grid import DONE, HEALTH_ORDER
 from lotline.domain.json_depth import bounded
 from lotline.services import Lineage
+from lotline.services.facets import FILES_LAYER
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -74,6 +75,21 @@ def lot_url(namespace: str, dataset: str, lot: str) -> str:
     return f"{dataset_url(namespace, dataset)}/lots/{segment(lot)}"
 
 
+def dataset_kind(facets: Mapping[str, Any], catalog_type: str) -> str:
+    """What a dataset is, in words: ``parquet files`` for a dataset of files (its ``storage`` and
+    ``datasetType`` facets, which lotline writes for the datasets it declares), else the
+    catalog's type (``db_table``, ``stream``)."""
+    storage, kind = facets.get("storage"), facets.get("datasetType")
+    storage = storage if isinstance(storage, dict) else {}
+    kind = kind if isinstance(kind, dict) else {}
+    layer, file_format = str(storage.get("storageLayer") or ""), str(storage.get("fileFormat") or "")
+    if layer and layer != FILES_LAYER:  # a table format over files: ``iceberg (parquet)``
+        return f"{layer} ({file_format})" if file_format else layer
+    if file_format:
+        return f"{file_format} files"
+    return "files" if str(kind.get("datasetType", "")).upper() == "FILE" else catalog_type.lower()
+
+
 def node_link(node_id: str) -> str:
     """The lineage page of a ``job:…`` or ``dataset:…`` node id."""
     return "/lineage" + query({"node": node_id})
@@ -86,6 +102,7 @@ templates.env.globals.update(
     dataset_url=dataset_url,
     lot_url=lot_url,
     node_link=node_link,
+    dataset_kind=dataset_kind,
     health_order=HEALTH_ORDER,
     done_states=DONE,
 )
