@@ -97,7 +97,8 @@ def _page_ms(url: str, repeat: int) -> float:
         return median_ms(page, repeat)
 
 
-def measure(url: str, days: int, repeat: int, page: bool) -> dict[str, Any]:
+def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict[str, Any]:
+    days = days_of(years)
     chain = seed_chain(url, JOBS, days)
     dataset_id = chain.datasets[f"d{JOBS - 1}"]
     seeded = chain.rows + _seed_manifests(url, dataset_id)
@@ -152,9 +153,43 @@ def measure(url: str, days: int, repeat: int, page: bool) -> dict[str, Any]:
         "found": f"{shape}: {totals}",
     }
     lineage.close()
-    if page:
+    _print(backend, years, result)
+    if page:  # printed as soon as measured: the service figures above are kept if serving fails
         result["page"] = _page_ms(url, repeat)
+        print(
+            f"{backend:10} GET /lots?ns={NS} (matrix page, HTML) {result['page']:7.1f} ms, "
+            f"ratio to the matrix {result['page'] / result['matrix']:5.2f}x"
+            f"{_verdict(result['page'], MATRIX_TARGET_MS if backend == 'postgresql' else None)}; {machine()}",
+            flush=True,
+        )
     return result
+
+
+def _print(backend: str, years: int, found: dict[str, Any]) -> None:
+    grid_ms, report_ms, matrix_ms = found["grid"], found["report"], found["matrix"]
+    postgres = backend == "postgresql"
+    grid_target = TARGET_MS.get(years) if postgres else None
+    print(f"{backend:10} seeded {found['seeded']}; grid {found['found']}", flush=True)
+    print(
+        f"{backend:10} grid (auto) {grid_ms:7.1f} ms, gap report {report_ms:7.1f} ms, "
+        f"ratio {grid_ms / report_ms:5.2f}x; one plain SQL count {found['plain']:6.1f} ms, "
+        f"ratio {grid_ms / found['plain']:5.2f}x{_verdict(grid_ms, grid_target)}",
+        flush=True,
+    )
+    print(
+        f"{backend:10} of which beyond the report: empty lots read {found['empty']:6.1f} ms, "
+        f"cells built {found['build']:6.1f} ms; the last year's grid per hour (8,760 cells) "
+        f"{found['hourly']:6.1f} ms",
+        flush=True,
+    )
+    print(
+        f"{backend:10} matrix of {JOBS} jobs ({found['matrix_range']}, per day) {matrix_ms:7.1f} ms, "
+        f"their {JOBS} gap reports {found['reports']:7.1f} ms, "
+        f"ratio {matrix_ms / found['reports']:5.2f}x, "
+        f"to the plain count {matrix_ms / found['plain']:5.2f}x"
+        f"{_verdict(matrix_ms, MATRIX_TARGET_MS if postgres else None)}; {machine()}",
+        flush=True,
+    )
 
 
 def _verdict(figure: float, target: float | None) -> str:
@@ -181,38 +216,7 @@ def main() -> None:
     )
     for backend in args.backends.split(","):
         with database(backend, "grid") as url:
-            found = measure(url, days, args.repeat, args.page)
-        postgres = backend == "postgresql"
-        grid_target = TARGET_MS.get(args.years) if postgres else None
-        grid_ms, report_ms, matrix_ms = found["grid"], found["report"], found["matrix"]
-        print(f"{backend:10} seeded {found['seeded']}; grid {found['found']}", flush=True)
-        print(
-            f"{backend:10} grid (auto) {grid_ms:7.1f} ms, gap report {report_ms:7.1f} ms, "
-            f"ratio {grid_ms / report_ms:5.2f}x; one plain SQL count {found['plain']:6.1f} ms, "
-            f"ratio {grid_ms / found['plain']:5.2f}x{_verdict(grid_ms, grid_target)}",
-            flush=True,
-        )
-        print(
-            f"{backend:10} of which beyond the report: empty lots read {found['empty']:6.1f} ms, "
-            f"cells built {found['build']:6.1f} ms; the last year's grid per hour (8,760 cells) "
-            f"{found['hourly']:6.1f} ms",
-            flush=True,
-        )
-        print(
-            f"{backend:10} matrix of {JOBS} jobs ({found['matrix_range']}, per day) {matrix_ms:7.1f} ms, "
-            f"their {JOBS} gap reports {found['reports']:7.1f} ms, "
-            f"ratio {matrix_ms / found['reports']:5.2f}x, "
-            f"to the plain count {matrix_ms / found['plain']:5.2f}x"
-            f"{_verdict(matrix_ms, MATRIX_TARGET_MS if postgres else None)}",
-            flush=True,
-        )
-        if "page" in found:
-            print(
-                f"{backend:10} GET /lots?ns={NS} (matrix page, HTML) {found['page']:7.1f} ms, "
-                f"ratio to the matrix {found['page'] / matrix_ms:5.2f}x"
-                f"{_verdict(found['page'], MATRIX_TARGET_MS if postgres else None)}",
-                flush=True,
-            )
+            measure(backend, url, args.years, args.repeat, args.page)
         print(f"{backend:10} {machine()}", flush=True)
 
 
