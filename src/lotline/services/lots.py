@@ -49,6 +49,8 @@ from lotline.store.queries import manifests as manifest_rows
 
 log = logging.getLogger(__name__)
 DEFAULT_LEASE = timedelta(seconds=30)
+#: Lots of a backfill reopened per transaction (with their downstream lots).
+INVALIDATE_BATCH = 2000
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
 
@@ -301,6 +303,28 @@ class LotService:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
         found = self._invalidate(namespace, dataset, lot, None)
         return [] if found is None else found
+
+    def invalidate_many(self, namespace: str, dataset: str, lots: Sequence[str]) -> list[DatasetRef]:
+        """``invalidate`` of many READY lots of one dataset (a backfill): the same changes, made
+        set-wise (``operator.invalidate_many``), ``INVALIDATE_BATCH`` lots per transaction. The
+        lots reopened, downstream ones included, each once."""
+        found: list[DatasetRef] = []
+        stored = [_common.lot_key(lot) for lot in lots]
+        for start in range(0, len(stored), INVALIDATE_BATCH):
+            batch, now = stored[start : start + INVALIDATE_BATCH], self._clock.now()
+            with self._store.write() as connection:
+                dataset_id = _common.require_dataset(connection, namespace, dataset)
+                done = operator.invalidate_many(connection, dataset_id, batch, now, f"{namespace}:{dataset}")
+                for run_id in done.revoked_runs:
+                    reason = f"revoked: an input lot of {namespace}:{dataset} was invalidated (backfill)"
+                    _end_revoked_run(connection, run_id, now, reason)
+                refs = datasets.dataset_refs(connection, list({d for d, _ in done.reopened}))
+                reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
+                lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
+            made = [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+            self._manifests.withdraw_copies_many([ref for ref in made if ref.lot])
+            found += made
+        return found
 
     def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
         """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing

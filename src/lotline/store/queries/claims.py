@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, select, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
-from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
+from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, jobs, namespaces, runs
 
 ds = data_status
@@ -458,3 +458,105 @@ def mark_data_removed(connection: Connection, dataset_id: uuid.UUID, lot: str, n
     """Record that a failed attempt's partial data was deleted (once)."""
     not_yet = (ds.c.status == Status.ERROR.value, ds.c.data_removed_at.is_(None))
     return _update_output(connection, dataset_id, lot, *not_yet, data_removed_at=now, updated_at=now)
+
+
+# -- invalidation of many lots at once (a backfill): the statements above, set-wise ----------------
+#: Lots per statement of the set-wise reads and updates (well under SQLite's parameter limit).
+CHUNK = 1000
+
+
+def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
+    return [items[start : start + CHUNK] for start in range(0, len(items), CHUNK)]
+
+
+def output_rows(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, StatusRow]:
+    """The OUTPUT rows of these lots of one dataset, by lot (absent: no row)."""
+    found: dict[str, StatusRow] = {}
+    for part in _chunks(lots):
+        query = select(ds).where(
+            ds.c.dataset_id == dataset_id, in_values(connection, ds.c.lot, part), _OUTPUT
+        )
+        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query)))
+    return found
+
+
+def reopen_ready_outputs(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime
+) -> dict[str, uuid.UUID]:
+    """``set_output_status`` READY -> RESUBMIT of many lots of one dataset: the lots it moved, with
+    their producing job (the others were not READY)."""
+    moved: dict[str, uuid.UUID] = {}
+    for part in _chunks(lots):
+        statement = (
+            update(ds)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _OUTPUT,
+                ds.c.status == Status.READY.value,
+            )
+            .values(status=Status.RESUBMIT.value, updated_at=now, lease_expires_at=None, held_status=None)
+            .returning(ds.c.lot, ds.c.job_id)
+        )
+        moved.update((lot, job_id) for lot, job_id in connection.execute(statement))
+    return moved
+
+
+def set_many_claim_inputs(
+    connection: Connection,
+    claims: Sequence[tuple[uuid.UUID, uuid.UUID | None]],
+    status: Status,
+    now: datetime,
+) -> None:
+    """``set_claim_inputs`` of many (job, run) claims: one statement per job and chunk of runs."""
+    runs: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for job_id, run_id in claims:
+        if run_id is not None:
+            runs.setdefault(job_id, []).append(run_id)
+    for job_id, ids in sorted(runs.items()):
+        for part in _chunks(sorted(set(ids))):
+            statement = (
+                update(ds)
+                .where(ds.c.job_id == job_id, _INPUT, in_values(connection, ds.c.run_id, part))
+                .values(status=status.value, lease_expires_at=None, updated_at=now)
+            )
+            connection.execute(statement)
+
+
+def consuming_claims_of(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> list[tuple[str, ConsumingClaim]]:
+    """``consuming_claims`` of many lots of one dataset: (lot, claim), in lot then job order."""
+    found: list[tuple[str, ConsumingClaim]] = []
+    for part in _chunks(lots):
+        rows = connection.execute(
+            select(ds.c.lot, ds.c.job_id, ds.c.run_id, ds.c.status)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _INPUT,
+                ds.c.status.in_(_INPUT_LOCKED),
+            )
+            .where(ds.c.run_id.is_not(None))
+            .order_by(ds.c.lot, ds.c.job_id)
+        )
+        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows]
+    return found
+
+
+def outputs_of_claims(
+    connection: Connection, job_id: uuid.UUID, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[StatusRow]]:
+    """``outputs_of_claim`` of many claims of one job, by run (in dataset order)."""
+    found: dict[uuid.UUID, list[StatusRow]] = {}
+    for part in _chunks(run_ids):
+        query = (
+            select(ds)
+            .where(ds.c.job_id == job_id, _OUTPUT, in_values(connection, ds.c.run_id, part))
+            .order_by(ds.c.dataset_id)
+        )
+        for row in connection.execute(query):
+            status_row = StatusRow(*row)
+            if status_row.run_id is not None:
+                found.setdefault(status_row.run_id, []).append(status_row)
+    return found
