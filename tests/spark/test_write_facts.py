@@ -11,7 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lotline.spark.capture import WriteCapture
+import pytest
+
+from lotline.domain.errors import InvalidInput
+from lotline.spark.capture import WriteCapture, _compile_write_facts
 from lotline.spark.plans import ColumnSource, FileRead, Transformation
 
 if TYPE_CHECKING:
@@ -91,3 +94,10 @@ def test_the_listener_reports_reads_column_lineage_and_rows_of_each_plan_kind(
     )
     # A read written back as it is: the relation is the whole plan.
     assert report("raw", raw) == ((text,), {"value": {(0, "value", IDENTITY)}}, 2)
+
+
+def test_a_helper_that_does_not_compile_is_refused_in_one_line(spark: SparkSession) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        _compile_write_facts(spark, "public class LotlineWriteFacts { int broken( }")
+    assert "WriteFacts.java did not compile" in refused.value.message
+    assert "\n" not in refused.value.message

@@ -25,6 +25,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from lotline.domain.errors import InvalidInput
 from lotline.spark.plans import WritePlan, write_plan
 
 if TYPE_CHECKING:
@@ -103,9 +104,11 @@ class WriteCapture:
 _FACTS_CLASS = "LotlineWriteFacts"
 
 
-def _compile_write_facts(spark: SparkSession) -> Any:
-    """An instance of ``WriteFacts.java``'s class in the driver's JVM, compiled by Spark's Janino."""
-    source = resources.files("lotline.spark").joinpath("WriteFacts.java").read_text(encoding="utf-8")
+def _compile_write_facts(spark: SparkSession, source: str | None = None) -> Any:
+    """An instance of ``WriteFacts.java``'s class (or of ``source``'s) in the driver's JVM, compiled
+    by Spark's Janino; a source that does not compile is refused in one line."""
+    if source is None:
+        source = resources.files("lotline.spark").joinpath("WriteFacts.java").read_text(encoding="utf-8")
     jvm = spark.sparkContext._jvm
     assert jvm is not None  # for_session checked the gateway
     try:
@@ -115,10 +118,10 @@ def _compile_write_facts(spark: SparkSession) -> Any:
         return compiler.getClassLoader().loadClass(_FACTS_CLASS).newInstance()
     except Exception as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise RuntimeError(
+        raise InvalidInput(
             f"lotline cannot read Spark {spark.version}'s writes: WriteFacts.java did not compile "
-            f"in its JVM ({first})"
-        ) from error
+            f"in its JVM ({first})."
+        ) from None
 
 
 class _Listener:
