@@ -303,12 +303,14 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.Stat
 def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
     """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
     or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING
-    with an ended run. A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
+    with an ended run. So does a child run of such a run (a part of its lot, which its worker ends).
+    A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
     claim = q.live_claim_of_run(connection, run_id, now)
     if claim is not None:
+        child = "" if claim.run_id == run_id else f" (a part of run {claim.run_id})"
         raise Conflict(
-            f"Run {run_id} belongs to a live claim: job {claim.namespace}:{claim.job} lot {claim.lot}, "
-            f"attempt {claim.attempt} of worker {claim.owner}, lease until "
+            f"Run {run_id}{child} belongs to a live claim: job {claim.namespace}:{claim.job} "
+            f"lot {claim.lot}, attempt {claim.attempt} of worker {claim.owner}, lease until "
             f"{claim.lease_expires_at.isoformat()}. It ends with its claim (its worker completes or "
             "fails it, or the reaper once the lease runs out); invalidate an input lot to stop it.",
             current="claimed",

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, s
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
-from lotline.store.schema import data_status, jobs, namespaces
+from lotline.store.schema import data_status, jobs, namespaces, runs
 
 ds = data_status
 
@@ -45,7 +45,8 @@ class StatusRow:
 
 @dataclass(frozen=True, slots=True)
 class LiveClaim:
-    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease."""
+    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease, and
+    its own run (the run asked about, or the parent of that child run)."""
 
     namespace: str
     job: str
@@ -53,6 +54,7 @@ class LiveClaim:
     owner: str
     attempt: int
     lease_expires_at: datetime
+    run_id: uuid.UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,14 +345,26 @@ def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID
     return _status_row(connection.execute(query).first())
 
 
+#: A child run (a part of a claimed lot, ``partition_by``) has its lot's run as parent.
+_parent_of_run = select(runs.c.parent_run_id).where(runs.c.id == bindparam("b_run")).scalar_subquery()
+
+
 @per_dialect
 def _live_claim_of_run(connection: Connection) -> Any:
     query = (
-        select(namespaces.c.name, jobs.c.name, ds.c.lot, ds.c.owner, ds.c.attempt, ds.c.lease_expires_at)
+        select(
+            namespaces.c.name,
+            jobs.c.name,
+            ds.c.lot,
+            ds.c.owner,
+            ds.c.attempt,
+            ds.c.lease_expires_at,
+            ds.c.run_id,
+        )
         .join(jobs, jobs.c.id == ds.c.job_id)
         .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
         .where(
-            ds.c.run_id == bindparam("b_run"),
+            or_(ds.c.run_id == bindparam("b_run"), ds.c.run_id == _parent_of_run),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
             ds.c.lease_expires_at > bindparam("b_now"),
@@ -360,7 +374,8 @@ def _live_claim_of_run(connection: Connection) -> Any:
 
 
 def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> LiveClaim | None:
-    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, its row
+    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, or whose run
+    is this child run's parent, its row
     locked until commit on PostgreSQL (so that it cannot end meanwhile); None if there is none."""
     row = connection.execute(_live_claim_of_run(connection), {"b_run": run_id, "b_now": now}).first()
     return None if row is None else LiveClaim(*row)
