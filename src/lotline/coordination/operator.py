@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -38,8 +39,9 @@ def invalidate(
 
     Every job that consumed the lot gets its output for the lot reopened the same way,
     transitively; a consumer still running on the lot loses its claim (OUTPUT/INPUT ERROR, run
-    failed) because it is reading data that is no longer valid. Reopening an already reopened lot
-    changes nothing.
+    failed) because it is reading data that is no longer valid. A job's outputs are produced
+    together: reopening one output's lot reopens the same lot of the job's other outputs (and
+    their consumers). Reopening an already reopened lot changes nothing.
     """
     row = q.output_row(connection, dataset_id, lot)
     if row is not None and Status(row.status) is Status.RESUBMIT:
@@ -64,28 +66,30 @@ def invalidate(
         q.set_claim_inputs(connection, job_id, run_id, Status.ERROR, now)
         versions.supersede_current(connection, d, lot_)
         done.reopened.append((d, lot_))
+        for sibling in q.outputs_of_job_lot(connection, job_id, lot_):  # the job's other outputs
+            if sibling.dataset_id != d and _readable(sibling):
+                queue.append((sibling.dataset_id, lot_, job_id, sibling.run_id))
         for consumer in q.consuming_claims(connection, d, lot_):
-            output = q.output_of_claim(connection, consumer.job_id, consumer.run_id)
+            outputs = q.outputs_of_claim(connection, consumer.job_id, consumer.run_id)
             q.set_claim_inputs(connection, consumer.job_id, consumer.run_id, Status.ERROR, now)
-            if output is None:
-                continue
-            status = Status(output.status)
-            if status is Status.RUNNING:
-                q.set_output_status(
-                    connection,
-                    output.dataset_id,
-                    output.lot,
-                    expected=Status.RUNNING,
-                    status=Status.ERROR,
-                    now=now,
-                )
-                frontier.raise_for_job(connection, consumer.job_id, [output.lot], now)
+            if any(Status(output.status) is Status.RUNNING for output in outputs):
+                q.fail_claim_outputs(connection, consumer.job_id, consumer.run_id, now)
+                frontier.raise_for_job(connection, consumer.job_id, [outputs[0].lot], now)
                 done.revoked_runs.append(consumer.run_id)
-            elif status is Status.READY or (
-                status is Status.HOLD and output.held_status == Status.READY.value
-            ):
-                queue.append((output.dataset_id, output.lot, consumer.job_id, consumer.run_id))
+                continue
+            queue.extend(
+                (output.dataset_id, output.lot, consumer.job_id, consumer.run_id)
+                for output in outputs
+                if _readable(output)
+            )
     return done
+
+
+def _readable(row: q.StatusRow) -> bool:
+    """READY, or held while READY: what invalidation reopens."""
+    return Status(row.status) is Status.READY or (
+        Status(row.status) is Status.HOLD and row.held_status == Status.READY.value
+    )
 
 
 def hold_lot(
@@ -130,7 +134,14 @@ def release_lot(connection: Connection, dataset_id: uuid.UUID, lot: str, now: da
     return restored
 
 
-def clean(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> None:
-    """Record that a failed attempt's partial data was deleted: arc partial -> missing."""
-    plan_arc(arc_of(q.output_row(connection, dataset_id, lot)), ArcAction.CLEAN)
-    q.mark_data_removed(connection, dataset_id, lot, now)
+def clean(connection: Connection, outputs: Sequence[uuid.UUID], lot: str, now: datetime) -> None:
+    """Record that a failed attempt's partial data was deleted: arc partial -> missing, for the
+    job's first output (whose arc must allow it) and its other outputs alike."""
+    plan_arc(arc_of(q.output_row(connection, outputs[0], lot)), ArcAction.CLEAN)
+    for dataset_id in outputs:
+        q.mark_data_removed(connection, dataset_id, lot, now)
+
+
+def is_held(connection: Connection, dataset_id: uuid.UUID, lot: str) -> bool:
+    row = q.output_row(connection, dataset_id, lot)
+    return row is not None and Status(row.status) is Status.HOLD

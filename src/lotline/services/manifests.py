@@ -108,7 +108,7 @@ class ManifestService:
                     and row is not None
                     and row.run_id == manifest.run_id
                 ):
-                    operator.clean(connection, dataset_id, manifest.lot, now)
+                    operator.clean(connection, [dataset_id], manifest.lot, now)
         removed = self.get(manifest_id)
         self.publish_copy(removed.id)
         return removed

@@ -114,6 +114,15 @@ class JobSpec:
     partition_by: tuple[str, ...] | int | None = None
     #: How many parts of one lot run at once (threads sharing the Spark application).
     parallel_parts: int = 2
+    #: Declared with ``outputs=``: every output after the first (``output``), in declared order; the
+    #: transform then returns a dict by dataset name (or a tuple in declared order).
+    others: tuple[DatasetSpec, ...] = ()
+    several: bool = False
+
+    @property
+    def outputs(self) -> tuple[DatasetSpec, ...]:
+        """Every output, the first (which carries the lot's claim) first."""
+        return (self.output, *self.others)
 
     @property
     def location(self) -> str:
@@ -130,23 +139,61 @@ class JobSpec:
         declared = {
             "inputs": [d.declaration() for d in self.inputs],
             "output": self.output.declaration(),
+            **({"outputs": [d.declaration() for d in self.outputs]} if self.several else {}),
             "mapping": self.lot_mapping,
             "partitionBy": self.partition_by,
         }
         text = source + "\n" + json.dumps(declared, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> DataFrame:
-        """Call the transform with each input's DataFrame under its parameter name."""
+    def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> dict[str, DataFrame]:
+        """Call the transform with each input's DataFrame under its parameter name: each output's
+        DataFrame by dataset name, or an InvalidInput (one line) for a result of the wrong shape."""
         kwargs: dict[str, Any] = {p: frames[d] for p, d in self.parameters.items()}
         if self.takes_lot:
             kwargs[LOT_PARAMETER] = lot
         result = self.transform(**kwargs)
-        if not _is_dataframe(result):
+        if not self.several:
+            if not _is_dataframe(result):
+                raise InvalidInput(
+                    f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
+                )
+            return {self.output.name: result}
+        return self._outputs_of(result)
+
+    def _outputs_of(self, result: object) -> dict[str, DataFrame]:
+        """A several-output transform's result: a dict by dataset name, or a tuple in declared order."""
+        names = [d.name for d in self.outputs]
+        shown = ", ".join(names)
+        if isinstance(result, tuple):
+            if len(result) != len(names):
+                raise InvalidInput(
+                    f"job {self.name}: the transform returned a tuple of {len(result)}, "
+                    f"not one DataFrame per output ({shown})."
+                )
+            result = dict(zip(names, result, strict=True))
+        if not isinstance(result, Mapping):
             raise InvalidInput(
-                f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
+                f"job {self.name}: the transform returned {type(result).__name__}, not a dict of "
+                f"DataFrames by output ({shown})."
             )
-        return result
+        extra = sorted(str(k) for k in result if k not in names)
+        if extra:
+            raise InvalidInput(
+                f"job {self.name}: the transform returned undeclared output {', '.join(extra)} "
+                f"(outputs: {shown})."
+            )
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise InvalidInput(
+                f"job {self.name}: the transform returned no DataFrame for output {', '.join(missing)}."
+            )
+        for name in names:
+            if not _is_dataframe(result[name]):
+                raise InvalidInput(
+                    f"job {self.name}: output {name} is {type(result[name]).__name__}, not a DataFrame."
+                )
+        return {name: result[name] for name in names}
 
 
 def _partitioning(
@@ -172,6 +219,21 @@ def _partitioning(
     if len(set(keys)) != len(keys):
         raise PipelineError(f"job {job}: partition_by names a partition twice.")
     return keys
+
+
+def _declared_outputs(
+    job: str, output: DatasetSpec | str | None, outputs: Sequence[DatasetSpec | str] | None
+) -> tuple[DatasetSpec | str, ...]:
+    """``output=`` or ``outputs=``, exactly one of them."""
+    if output is not None and outputs is not None:
+        raise PipelineError(f"job {job}: declare output= (one output) or outputs= (several), not both.")
+    if outputs is None:
+        if output is None:
+            raise PipelineError(f"job {job} has no output: declare output= or outputs=.")
+        return (output,)
+    if isinstance(outputs, (str, DatasetSpec)) or not isinstance(outputs, Sequence) or not outputs:
+        raise PipelineError(f"job {job}: outputs= is a non-empty list of datasets, got {outputs!r}.")
+    return tuple(outputs)
 
 
 def _is_dataframe(value: object) -> bool:
@@ -218,12 +280,17 @@ class Pipeline:
         self,
         *,
         inputs: Sequence[DatasetSpec | str],
-        output: DatasetSpec | str,
+        output: DatasetSpec | str | None = None,
+        outputs: Sequence[DatasetSpec | str] | None = None,
         name: str | None = None,
         partition_by: Sequence[str] | int | None = None,
         parallel_parts: int = 2,
     ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
         """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``).
+
+        ``output`` names its one output; ``outputs`` several (the transform then returns a dict of
+        DataFrames by dataset name, or a tuple in this order): each lot is published for all of them
+        in one transaction, or for none.
 
         ``partition_by`` makes child work: each lot is computed part by part — by the named
         partition values of the first input's objects (``["day"]``), or in groups of at most that
@@ -232,9 +299,15 @@ class Pipeline:
 
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
             job = name or transform.__name__
-            self._add_job(job, inputs, output, transform)
+            declared = _declared_outputs(job, output, outputs)
+            self._add_job(job, inputs, declared, transform)
             partitioning = _partitioning(job, partition_by, parallel_parts)
-            self.jobs[job] = replace(self.jobs[job], partition_by=partitioning, parallel_parts=parallel_parts)
+            self.jobs[job] = replace(
+                self.jobs[job],
+                partition_by=partitioning,
+                parallel_parts=parallel_parts,
+                several=outputs is not None,
+            )
             return transform
 
         return declare
@@ -243,7 +316,7 @@ class Pipeline:
         self,
         name: str,
         inputs: Sequence[DatasetSpec | str],
-        output: DatasetSpec | str,
+        outputs: Sequence[DatasetSpec | str],
         transform: Callable[..., DataFrame],
     ) -> None:
         validate_name("Job", name)
@@ -255,17 +328,31 @@ class Pipeline:
                 "(fill source datasets with `lotline ingest`)."
             )
         ins = tuple(self._known(name, d) for d in inputs)
-        out = self._known(name, output)
+        outs = tuple(self._known(name, d) for d in outputs)
         if len({d.name for d in ins}) != len(ins):
             raise PipelineError(f"job {name} lists an input twice.")
-        producer = next((j.name for j in self.jobs.values() if j.output.name == out.name), None)
-        if producer is not None:
-            raise PipelineError(
-                f"job {name}: dataset {out.name} is already produced by job {producer}; "
-                "a dataset has exactly one producer."
-            )
+        if len({d.name for d in outs}) != len(outs):
+            raise PipelineError(f"job {name} lists an output twice.")
+        for out in outs:
+            if out in ins:
+                raise PipelineError(f"job {name}: dataset {out.name} is both an input and an output.")
+            producer = next((j.name for j in self.jobs.values() if out in j.outputs), None)
+            if producer is not None:
+                raise PipelineError(
+                    f"job {name}: dataset {out.name} is already produced by job {producer}; "
+                    "a dataset has exactly one producer."
+                )
         parameters, takes_lot = _match_parameters(name, transform, ins)
-        self.jobs[name] = JobSpec(name, ins, out, transform, parameters, takes_lot, _mapping(name, ins, out))
+        mapping = _mapping(name, ins, outs[0])
+        for out in outs[1:]:
+            if out.interval != outs[0].interval:
+                raise PipelineError(
+                    f"job {name}: its outputs share its lots, but {out.name} has "
+                    f"{out.interval or 'named lots'} and {outs[0].name} {outs[0].interval or 'named lots'}."
+                )
+        self.jobs[name] = JobSpec(
+            name, ins, outs[0], transform, parameters, takes_lot, mapping, others=outs[1:]
+        )
 
     def _known(self, job: str, dataset: DatasetSpec | str) -> DatasetSpec:
         key = dataset.name if isinstance(dataset, DatasetSpec) else dataset
@@ -281,7 +368,7 @@ class Pipeline:
 
     def ordered_jobs(self) -> list[JobSpec]:
         """Jobs in dependency order (producers first); a cycle is a PipelineError naming it."""
-        producer = {j.output.name: j.name for j in self.jobs.values()}
+        producer = {d.name: j.name for j in self.jobs.values() for d in j.outputs}
         order: list[JobSpec] = []
         state: dict[str, str] = {}
 

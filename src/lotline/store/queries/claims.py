@@ -135,7 +135,7 @@ def take_claim(
     connection: Connection,
     *,
     job_id: uuid.UUID,
-    output: tuple[uuid.UUID, str],
+    outputs: Sequence[tuple[uuid.UUID, str]],
     inputs: Sequence[tuple[uuid.UUID, str]],
     attempt: int,
     owner: str,
@@ -143,7 +143,8 @@ def take_claim(
     lease_expires_at: datetime,
     now: datetime,
 ) -> bool:
-    """Write OUTPUT RUNNING and the INPUT RUNNING read locks of one claim in one statement.
+    """Write OUTPUT RUNNING (one row per output of the job) and the INPUT RUNNING read locks of one
+    claim in one statement.
 
     This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
     RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
@@ -161,7 +162,7 @@ def take_claim(
         "created_at": now,
         "updated_at": now,
     }
-    rows = [{"dataset_id": output[0], "lot": output[1], "role": Role.OUTPUT.value, **claim}]
+    rows = [{"dataset_id": d, "lot": lot, "role": Role.OUTPUT.value, **claim} for d, lot in outputs]
     rows += [{"dataset_id": d, "lot": lot, "role": Role.INPUT.value, **claim} for d, lot in inputs]
     taken = connection.execute(_take(connection), rows).all()
     return len(taken) == len(rows)
@@ -179,7 +180,12 @@ _EXTEND_OUTPUT_LEASE = (
     .where(_THE_OUTPUT, ds.c.job_id == bindparam("b_job"), _LIVE_CLAIM)
     .values(lease_expires_at=bindparam("b_expires"), updated_at=bindparam("b_now"))
 )
-_EXTEND_INPUT_LEASES = update(ds).where(_CLAIM_INPUTS).values(lease_expires_at=bindparam("b_expires"))
+#: The claim's other rows: its INPUT rows, and the OUTPUT rows of a job's other outputs.
+_EXTEND_CLAIM_LEASES = (
+    update(ds)
+    .where(ds.c.job_id == bindparam("b_job"), ds.c.run_id == bindparam("b_run"))
+    .values(lease_expires_at=bindparam("b_expires"))
+)
 
 
 def extend_lease(
@@ -206,7 +212,7 @@ def extend_lease(
     matched = connection.execute(_EXTEND_OUTPUT_LEASE, params).rowcount
     if matched:
         connection.execute(
-            _EXTEND_INPUT_LEASES, {"b_job": job_id, "b_run": run_id, "b_expires": lease_expires_at}
+            _EXTEND_CLAIM_LEASES, {"b_job": job_id, "b_run": run_id, "b_expires": lease_expires_at}
         )
     return matched == 1
 
@@ -339,10 +345,38 @@ def consuming_claims(connection: Connection, dataset_id: uuid.UUID, lot: str) ->
     return [ConsumingClaim(*row) for row in rows]
 
 
-def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> StatusRow | None:
-    """The OUTPUT row a claim (found by its run) wrote."""
-    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)
-    return _status_row(connection.execute(query).first())
+def outputs_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> list[StatusRow]:
+    """The OUTPUT rows a claim (found by its run) wrote: one per output of its job."""
+    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id).order_by(ds.c.dataset_id)
+    return [StatusRow(*row) for row in connection.execute(query)]
+
+
+def outputs_of_job_lot(connection: Connection, job_id: uuid.UUID, lot: str) -> list[StatusRow]:
+    """The OUTPUT rows a job has for one lot: one per output it has produced or claimed it for."""
+    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.lot == lot).order_by(ds.c.dataset_id)
+    return [StatusRow(*row) for row in connection.execute(query)]
+
+
+_FAIL_CLAIM_OUTPUTS = (
+    update(ds)
+    .where(
+        ds.c.job_id == bindparam("b_job"),
+        ds.c.run_id == bindparam("b_run"),
+        _OUTPUT,
+        ds.c.status == Status.RUNNING.value,
+    )
+    .values(status=Status.ERROR.value, lease_expires_at=None, updated_at=bindparam("b_now"))
+    .returning(ds.c.dataset_id)
+)
+
+
+def fail_claim_outputs(
+    connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID, now: datetime
+) -> list[uuid.UUID]:
+    """Every OUTPUT row of one claim still RUNNING to ERROR (the reaper's and a revocation's move:
+    a job's outputs fail together); the datasets whose rows it moved."""
+    params = {"b_job": job_id, "b_run": run_id, "b_now": now}
+    return sorted(connection.execute(_FAIL_CLAIM_OUTPUTS, params).scalars())
 
 
 #: A child run (a part of a claimed lot, ``partition_by``) has its lot's run as parent.
