@@ -54,7 +54,7 @@ def serve(db_url: str, port: int, workers: int = 1) -> Iterator[tuple[str, int]]
             try:
                 if requests.get(f"{url}/healthz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
+            except requests.RequestException:  # not up yet, or too busy to answer within the second
                 time.sleep(0.1)
         yield url, process.pid
     finally:

@@ -1,216 +1,223 @@
-"""How long does the web UI's lot grid of a year of five-minute lots take? Beside the report it draws.
+"""How long do the web UI's lot grid and lots x jobs matrix take over years of five-minute lots?
 
-    .venv/bin/python -m bench.grid [--repeat 20] [--backends postgresql,sqlite]
+    .venv/bin/python -m bench.grid [--years 1] [--repeat 20] [--backends postgresql,sqlite] [--page]
 
-The database of ``bench.gaps`` (a chain of 10 registered jobs with one year, 2023, of PT5M lots
-each, ~2.1 million data-status rows, the last job's lots with gaps of every kind; seeded by its
-functions), plus what a grid reads besides the report: a current dataset version and a manifest for
-each READY lot of the last job's dataset (105,000 of each, as publishing leaves them), the manifests
-of one lot in every 20 (5,166) empty.
+The database of ``bench.gaps`` (a chain of 10 registered jobs with ``--years`` of PT5M lots each
+from 2023-01-01, the last job's lots with gaps of every kind; ``bench/_seed.py``, set-based), plus
+what a grid reads besides the report: a current dataset version and a manifest for each READY lot
+of the last job's dataset (as publishing leaves them), one in 20 of them empty.
 
-Measured: ``GapService.grid`` of the last job over the year with no resolution asked (the automatic
-one: a day per cell, 365 cells), median of ``--repeat`` calls after two warm-ups, next to the
-baseline it cannot beat, measured in the same run: ``GapService.report`` over the same range (the
-grid is that report, the empty lots, and the cells). The plain SQL count of ``bench.gaps`` is
-printed too, and the grid's own parts: the empty lots' read (``store.queries.gaps.empty_lots``) and
-building the cells (``domain.grid.build``). PostgreSQL is reached at LOTLINE_TEST_PG_URL (default
-postgres@127.0.0.1:5432); the benchmark creates and drops its own database. Target (issue 19): the
-grid under 300 ms on PostgreSQL. The finest grid a year may have, per hour (8,760 cells), is
-measured too.
+Measured, median of ``--repeat`` calls after two warm-ups:
+
+- ``GapService.grid`` of the last job over the whole range with no resolution asked (the automatic
+  one: a day per cell), next to the baseline it cannot beat, measured in the same run:
+  ``GapService.report`` over the same range (the grid is that report, the empty lots, and the
+  cells); the plain SQL count of ``bench.gaps``, and the grid's own parts: the empty lots' read
+  (``store.queries.gaps.empty_lots``) and building the cells (``domain.grid.build``); the grid per
+  hour of the last year (8,760 cells, the finest a year may have).
+- ``GapService.matrix`` of the namespace (the lots x jobs matrix: 10 rows of a day per cell over the
+  page's default range, the last 366 days), next to the gap reports of its 10 jobs over that range;
+  with ``--page``, also ``GET /lots?ns=bench`` (the matrix page, HTML) from ``lotline serve`` in its
+  own process.
+
+PostgreSQL is reached at LOTLINE_TEST_PG_URL (default postgres@127.0.0.1:5432); the benchmark
+creates and drops its own database. Targets: a year's grid < 300 ms (issue 19), five years' grid
+per day < 500 ms (issues 28 and 31), the matrix page of 10 jobs x a year per day < 500 ms (issue
+28), on PostgreSQL.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import os
-import tempfile
-import uuid
-from pathlib import Path
 from typing import Any
 
+import requests
 import sqlalchemy as sa
 
-from bench._server import fresh_database
-from bench.gaps import DAYS, JOBS, NS, PER_DAY, _last_job_status, _lot, _median_ms, _seed
+from bench._seed import NS, PER_DAY, analyze, json_sql, lot, new_uuid, seed_chain
+from bench._server import serve
+from bench.gaps import JOBS, database, days_of, machine, median_ms, plain_count, span
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain.lots import Interval
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from lotline.store.queries import gaps
-from lotline.store.schema import data_status, dataset_versions, datasets, manifests
+from lotline.store.types import UtcDateTime
 
-YEAR = {"start": "2023-01-01", "end": "2024-01-01"}
-BATCH = 10_000
 #: One lot in this many of the last job's READY lots is published empty.
 EMPTY_EVERY = 20
-TARGET_MS = 300.0
+TARGET_MS = {1: 300.0, 5: 500.0}
+MATRIX_TARGET_MS = 500.0
+PORT = 5097
 
 
-def _seed_manifests(url: str) -> int:
+def _seed_manifests(url: str, dataset_id: Any) -> int:
     """A current version and a manifest for each READY lot of the last job's dataset."""
     store = Store(url)
-    now = dt.datetime.now(dt.UTC)
-    written = 0
     with store.write() as connection:
-        dataset_id = connection.execute(
-            sa.select(datasets.c.id).where(datasets.c.name == f"d{JOBS - 1}")
-        ).scalar_one()
-        versions: list[dict[str, Any]] = []
-        found: list[dict[str, Any]] = []
-
-        def flush() -> None:
-            connection.execute(sa.insert(dataset_versions), versions)
-            connection.execute(sa.insert(manifests), found)
-            versions.clear()
-            found.clear()
-
-        number = 0
-        for day in range(DAYS):
-            for ordinal in range(PER_DAY):
-                if _last_job_status(day, ordinal) != ("READY", None):
-                    continue
-                lot, number = _lot(day, ordinal), number + 1
-                version_id = uuid.uuid4()
-                empty = (day * PER_DAY + ordinal) % EMPTY_EVERY == 0
-                versions.append(
-                    {
-                        "id": version_id,
-                        "dataset_id": dataset_id,
-                        "version_number": number,
-                        "lot": lot,
-                        "state": "current",
-                        "created_at": now,
-                    }
-                )
-                found.append(
-                    {
-                        "id": uuid.uuid4(),
-                        "dataset_id": dataset_id,
-                        "lot": lot,
-                        "version_id": version_id,
-                        "attempt": 1,
-                        "state": "empty" if empty else "complete",
-                        "uri_type": "path",
-                        "location": f"/warehouse/{NS}/d{JOBS - 1}/{lot}/attempt-1",
-                        "objects": [] if empty else [{"uri": "part-0.parquet", "size": 1000}],
-                        "object_count": 0 if empty else 1,
-                        "total_bytes": 0 if empty else 1000,
-                        "row_count": 0 if empty else 10,
-                        "created_at": now,
-                        "updated_at": now,
-                    }
-                )
-                written += 1
-                if len(found) == BATCH:
-                    flush()
-        if found:
-            flush()
-    with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        connection.exec_driver_sql("VACUUM ANALYZE" if store.backend == "postgresql" else "ANALYZE")
+        versions = f"""INSERT INTO dataset_versions (id, dataset_id, version_number, lot, state, created_at)
+            SELECT {new_uuid(connection)}, dataset_id, row_number() OVER (ORDER BY lot), lot, 'current', :now
+            FROM data_status WHERE dataset_id = :ds AND role = 'OUTPUT' AND status = 'READY'"""
+        found = f"""INSERT INTO manifests (id, dataset_id, lot, version_id, attempt, state, uri_type,
+                                           location, objects, object_count, total_bytes, row_count,
+                                           created_at, updated_at)
+            SELECT {new_uuid(connection)}, dataset_id, lot, id, 1,
+                   CASE WHEN e THEN 'empty' ELSE 'complete' END,
+                   'path', '/warehouse/{NS}/d{JOBS - 1}/' || lot || '/attempt-1',
+                   CASE WHEN e THEN {json_sql(connection, ":none")} ELSE {json_sql(connection, ":one")} END,
+                   CASE WHEN e THEN 0 ELSE 1 END, CASE WHEN e THEN 0 ELSE 1000 END,
+                   CASE WHEN e THEN 0 ELSE 10 END, :now, :now
+            FROM (SELECT id, dataset_id, lot, version_number % {EMPTY_EVERY} = 0 AS e
+                  FROM dataset_versions WHERE dataset_id = :ds) AS v"""
+        params = {
+            "ds": dataset_id,
+            "now": dt.datetime.now(dt.UTC),
+            "none": "[]",
+            "one": '[{"uri": "part-0.parquet", "size": 1000}]',
+        }
+        binds = (sa.bindparam("ds", type_=sa.Uuid()), sa.bindparam("now", type_=UtcDateTime))
+        made = connection.execute(sa.text(versions).bindparams(*binds), params).rowcount
+        connection.execute(sa.text(found).bindparams(*binds), params)
+    analyze(store)
     store.dispose()
-    return written
+    return 2 * made
 
 
-def measure(url: str, repeat: int) -> dict[str, Any]:
-    seeded = _seed(url) + 2 * _seed_manifests(url)
+def _page_ms(url: str, repeat: int) -> float:
+    """``GET /lots?ns=`` (the matrix page) from a served process, median of ``repeat``."""
+    with serve(url, PORT) as (base, _), requests.Session() as session:
+
+        def page() -> None:
+            answer = session.get(f"{base}/lots", params={"ns": NS}, timeout=120)
+            if answer.status_code != 200:
+                raise RuntimeError(f"GET /lots answered {answer.status_code}: {answer.text[:200]}")
+
+        return median_ms(page, repeat)
+
+
+def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict[str, Any]:
+    days = days_of(years)
+    chain = seed_chain(url, JOBS, days)
+    dataset_id = chain.datasets[f"d{JOBS - 1}"]
+    seeded = chain.rows + _seed_manifests(url, dataset_id)
     lineage = Lineage.over(Store(url))
-    job = f"j{JOBS - 1}"
+    job, whole = f"j{JOBS - 1}", span(days)
+    last_year = {"start": (dt.date.fromisoformat(whole["end"]) - dt.timedelta(days=365)).isoformat()}
+    last_year["end"] = whole["end"]
+    now = dt.datetime.now(dt.UTC)
 
     def grid() -> Any:
-        return lineage.gaps.grid(NS, job=job, **YEAR)
+        return lineage.gaps.grid(NS, job=job, **whole)
 
     def hourly() -> Any:
-        return lineage.gaps.grid(NS, job=job, resolution="hour", **YEAR)
+        return lineage.gaps.grid(NS, job=job, resolution="hour", **last_year)
 
     def report() -> Any:
-        return lineage.gaps.report(NS, job=job, **YEAR)
+        return lineage.gaps.report(NS, job=job, **whole)
 
-    with lineage.store.read() as connection:
-        dataset_id = connection.execute(
-            sa.select(datasets.c.id).where(datasets.c.name == f"d{JOBS - 1}")
-        ).scalar_one()
-    count = (
-        sa.select(data_status.c.status, sa.func.count())
-        .where(
-            data_status.c.dataset_id == dataset_id,
-            data_status.c.role == "OUTPUT",
-            data_status.c.lot >= _lot(0, 0),
-            data_status.c.lot <= _lot(DAYS - 1, PER_DAY - 1),
-        )
-        .group_by(data_status.c.status)
-    )
+    def matrix() -> Any:
+        return lineage.gaps.matrix(NS, now=now)
 
-    def plain() -> Any:
-        with lineage.store.read() as connection:
-            return connection.execute(count).all()
+    shown = matrix().range
+    if shown is None:
+        raise RuntimeError("the matrix found no range: nothing seeded?")
+    matrix_span = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}
+
+    def reports() -> Any:  # what the matrix cannot beat: each row's gap report
+        return [lineage.gaps.report(NS, job=f"j{n}", **matrix_span) for n in range(JOBS)]
 
     # Where the grid's time goes beyond the report: the empty lots' read, and building the cells.
-    interval = Interval(5)
-    pattern, first, last = g.id_pattern(interval), _lot(0, 0), _lot(DAYS - 1, PER_DAY - 1)
+    pattern, first, last = g.id_pattern(Interval(5)), lot(0, 0), lot(days - 1, PER_DAY - 1)
 
     def empty() -> list[str]:
         with lineage.store.read() as connection:
             return gaps.empty_lots(connection, dataset_id, first, last, pattern)
 
     made, empties = report(), empty()
-
     found = grid()
     totals = ", ".join(f"{s.value} {n}" for s, n in found.totals().items() if n)
     shape = f"{len(found.cells)} cells per {found.resolution.value}, {found.report.total} lots"
     result = {
-        "seeded": seeded,
-        "grid": _median_ms(grid, repeat),
-        "hourly": _median_ms(hourly, repeat),
-        "report": _median_ms(report, repeat),
-        "plain": _median_ms(plain, repeat),
-        "empty": _median_ms(empty, repeat),
-        "build": _median_ms(lambda: lot_grid.build(made, empties), repeat),
+        "seeded": f"{seeded} rows in {chain.seconds:.0f} s (+ manifests)",
+        "grid": median_ms(grid, repeat),
+        "report": median_ms(report, repeat),
+        "plain": median_ms(plain_count(lineage, dataset_id, days), repeat),
+        "empty": median_ms(empty, repeat),
+        "build": median_ms(lambda: lot_grid.build(made, empties), repeat),
+        "hourly": median_ms(hourly, repeat),
+        "matrix": median_ms(matrix, repeat),
+        "reports": median_ms(reports, repeat),
+        "matrix_range": f"{shown.start:%Y-%m-%d}..{shown.end:%Y-%m-%d}",
         "found": f"{shape}: {totals}",
     }
     lineage.close()
+    _print(backend, years, result)
+    if page:  # printed as soon as measured: the service figures above are kept if serving fails
+        result["page"] = _page_ms(url, repeat)
+        print(
+            f"{backend:10} GET /lots?ns={NS} (matrix page, HTML) {result['page']:7.1f} ms, "
+            f"ratio to the matrix {result['page'] / result['matrix']:5.2f}x"
+            f"{_verdict(result['page'], MATRIX_TARGET_MS if backend == 'postgresql' else None)}; {machine()}",
+            flush=True,
+        )
     return result
+
+
+def _print(backend: str, years: int, found: dict[str, Any]) -> None:
+    grid_ms, report_ms, matrix_ms = found["grid"], found["report"], found["matrix"]
+    postgres = backend == "postgresql"
+    grid_target = TARGET_MS.get(years) if postgres else None
+    print(f"{backend:10} seeded {found['seeded']}; grid {found['found']}", flush=True)
+    print(
+        f"{backend:10} grid (auto) {grid_ms:7.1f} ms, gap report {report_ms:7.1f} ms, "
+        f"ratio {grid_ms / report_ms:5.2f}x; one plain SQL count {found['plain']:6.1f} ms, "
+        f"ratio {grid_ms / found['plain']:5.2f}x{_verdict(grid_ms, grid_target)}",
+        flush=True,
+    )
+    print(
+        f"{backend:10} of which beyond the report: empty lots read {found['empty']:6.1f} ms, "
+        f"cells built {found['build']:6.1f} ms; the last year's grid per hour (8,760 cells) "
+        f"{found['hourly']:6.1f} ms",
+        flush=True,
+    )
+    print(
+        f"{backend:10} matrix of {JOBS} jobs ({found['matrix_range']}, per day) {matrix_ms:7.1f} ms, "
+        f"their {JOBS} gap reports {found['reports']:7.1f} ms, "
+        f"ratio {matrix_ms / found['reports']:5.2f}x, "
+        f"to the plain count {matrix_ms / found['plain']:5.2f}x"
+        f"{_verdict(matrix_ms, MATRIX_TARGET_MS if postgres else None)}; {machine()}",
+        flush=True,
+    )
+
+
+def _verdict(figure: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return f"; target < {target:.0f} ms {'met' if figure < target else 'MISSED'}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--years", type=int, default=1, help="years of lots per job (1 or 5; default 1)")
     parser.add_argument("--repeat", type=int, default=20, help="measured calls (median; default 20)")
     parser.add_argument("--backends", default="postgresql", help="default postgresql; or postgresql,sqlite")
+    parser.add_argument("--page", action="store_true", help="also GET /lots?ns= from a served process")
     args = parser.parse_args()
+    days = days_of(args.years)
     now = dt.datetime.now(dt.UTC)
     print(
-        f"lot grid bench, one year of PT5M lots x {JOBS} jobs, {os.cpu_count()} CPUs, "
-        f"{now:%Y-%m-%d %H:%M} UTC"
+        f"lot grid bench, {args.years} year(s) of PT5M lots ({days * PER_DAY} per job) x {JOBS} jobs, "
+        f"{now:%Y-%m-%d %H:%M} UTC, {machine()}",
+        flush=True,
     )
     for backend in args.backends.split(","):
-        if backend == "postgresql":
-            with fresh_database("grid") as url:
-                found = measure(url, args.repeat)
-        else:
-            with tempfile.TemporaryDirectory() as tmp:
-                url = f"sqlite:///{Path(tmp, 'lotline.db')}"
-                Store(url).upgrade()
-                found = measure(url, args.repeat)
-        grid_ms, report_ms = found["grid"], found["report"]
-        verdict = ""
-        if backend == "postgresql":
-            verdict = f"; target < {TARGET_MS:.0f} ms {'met' if grid_ms < TARGET_MS else 'MISSED'}"
-        print(f"{backend:10} {found['seeded']} rows; grid {found['found']}", flush=True)
-        print(
-            f"{backend:10} grid (auto) {grid_ms:7.1f} ms, gap report {report_ms:7.1f} ms, "
-            f"ratio {grid_ms / report_ms:5.2f}x; one plain SQL count {found['plain']:6.1f} ms, "
-            f"ratio {grid_ms / found['plain']:5.2f}x{verdict}",
-            flush=True,
-        )
-        print(
-            f"{backend:10} of which beyond the report: empty lots read {found['empty']:6.1f} ms, "
-            f"cells built {found['build']:6.1f} ms; "
-            f"the grid per hour (8,760 cells) {found['hourly']:6.1f} ms",
-            flush=True,
-        )
+        with database(backend, "grid") as url:
+            measure(backend, url, args.years, args.repeat, args.page)
+        print(f"{backend:10} {machine()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ PAGES = (
     ("home", f"/?ns={NS}", 1400),
     ("matrix", f"/lots?ns={NS}", 1400),
     ("lineage", f"/lineage?node=job:{NS}:hourly_counts&depth=2", 1400),
+    ("lineage-upstream", f"/lineage?node=dataset:{NS}:daily_report&depth=3&dir=up", 1400),
+    ("columns", f"/datasets/{NS}/hourly_hits/columns", 1400),
     ("job", f"/jobs/{NS}/parse?state=FAILED&state=COMPLETED", 1400),
     ("dataset", f"/datasets/{NS}/hits", 1400),
     ("grid", f"/jobs/{NS}/parse/lots", 1400),
@@ -56,7 +58,7 @@ def main() -> int:
             if answer is None or answer.status != 200:
                 errors.append(f"{name}: {path.format(lot=lot)} answered {answer and answer.status}")
                 continue
-            if name in ("lineage", "lot-lineage"):
+            if name in ("lineage", "lineage-upstream", "lot-lineage"):
                 page.wait_for_selector("#graph[data-ready]")
                 page.wait_for_timeout(300)
             if name == "grid":  # a failed lot's panel, or else the first lot's

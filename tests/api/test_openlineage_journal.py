@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from contextlib import ExitStack
 from typing import Any
 
 import requests
@@ -12,8 +13,9 @@ import requests
 from api.conftest import AUTH, ApiServer, _serve
 from lotline.domain.openlineage import run_uuid
 from lotline.services.openlineage import OpenLineageService
-from lotline.services.projection import ProjectionService
+from lotline.services.projection import READ_CATCH_UP_EVENTS, ProjectionService
 from lotline.store.engine import Store
+from lotline.store.queries import events
 from support.ol import run_event, run_history
 
 
@@ -100,3 +102,53 @@ def test_a_server_stopped_with_a_backlog_leaves_it_pending_and_the_next_start_ap
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+def test_a_read_under_a_backlog_answers_from_what_is_projected_and_says_how_much_is_pending(
+    backend_url: str,
+) -> None:
+    """More than ``READ_CATCH_UP_EVENTS`` pending while the projector's lock is held elsewhere (as by a
+    projector busy with a burst): reads answer at once, from what is projected, with the backlog in
+    ``X-Lineage-Pending``, on a web page and in ``/healthz``; ``Prefer: wait`` reads the writes."""
+    ns = f"backlog-{uuid.uuid4().hex[:6]}"
+    first, later = str(uuid.uuid4()), [str(uuid.uuid4()) for _ in range(READ_CATCH_UP_EVENTS // 4 + 1)]
+    store = Store(backend_url)
+    try:
+        openlineage, projection = OpenLineageService(store), ProjectionService(store)
+        openlineage.accept_batch(run_history(ns, "etl", first, steps=1))
+        projection.drain()
+        backlog = [e for run_id in later for e in run_history(ns, "etl", run_id, steps=1)]
+        openlineage.accept_batch(backlog)
+        assert len(backlog) > READ_CATCH_UP_EVENTS
+        with ExitStack() as holding:
+            holder = holding.enter_context(store.write())
+            events.lock_projection(holder, wait=True)  # no projector can apply anything now
+            server, thread, url = _serve(backend_url)
+            try:
+                quote = requests.utils.quote
+                run = requests.get(f"{url}/api/v1/jobs/runs/{later[0]}", headers=AUTH, timeout=30)
+                assert run.status_code == 404 and run.headers["X-Lineage-Pending"] == str(len(backlog))
+                runs = requests.get(
+                    f"{url}/api/v1/namespaces/{quote(ns, safe='')}/jobs/etl/runs", headers=AUTH, timeout=30
+                )
+                assert [r["id"] for r in runs.json()["runs"]] == [first]
+                assert runs.headers["X-Lineage-Pending"] == str(len(backlog))
+                page = requests.get(f"{url}/?ns={quote(ns, safe='')}", timeout=30)
+                assert page.status_code == 200 and page.headers["X-Lineage-Pending"] == str(len(backlog))
+                assert f"{len(backlog)} OpenLineage events are journaled but not applied yet" in page.text
+                health = requests.get(f"{url}/healthz", timeout=30).json()
+                assert health["pendingEvents"] == len(backlog)
+                assert _status(url)["pending"] == len(backlog)
+                holding.close()  # the lock goes: a read that asks to wait now sees every write
+                waited = requests.get(
+                    f"{url}/api/v1/jobs/runs/{later[-1]}", headers={**AUTH, "Prefer": "wait=30"}, timeout=60
+                )
+                assert waited.status_code == 200 and waited.json()["state"] == "COMPLETED"
+                assert "X-Lineage-Pending" not in waited.headers
+                assert waited.headers["Preference-Applied"] == "wait=30"
+                assert requests.get(f"{url}/healthz", timeout=30).json()["pendingEvents"] == 0
+            finally:
+                server.should_exit = True
+                thread.join(timeout=60)
+    finally:
+        store.dispose()

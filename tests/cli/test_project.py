@@ -23,6 +23,7 @@ def test_project_drains_the_journal_and_exits(backend_url: str, tmp_path: Path) 
 
         bounded = lotline("project", "--max-events", "2", "--json", cwd=tmp_path, db_url=backend_url)
         assert bounded.returncode == 0, bounded.stderr
+        assert bounded.stderr.splitlines()[0] == f"projecting {len(journal)} pending events"  # progress
         assert json.loads(bounded.stdout) == {
             "applied": 2,
             "failed": 0,

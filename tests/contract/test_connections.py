@@ -256,3 +256,29 @@ def test_closing_the_journal_writers_connections_ends_their_backends(pg_store: S
                 break
             time.sleep(0.02)
     assert not alive
+
+
+@pytest.mark.parametrize(
+    ("sqlstate", "expected"),
+    [("25006", DatabaseUnavailable), ("53300", DatabaseUnavailable), ("40001", DatabaseUnavailable)],
+)
+def test_a_write_the_server_refuses_for_now_is_database_unavailable(
+    pg_store: Store, sqlstate: str, expected: type[Exception]
+) -> None:
+    """A write reaching a read-only server (25006: after a failover the address may lead to a
+    standby) answered 500 "the database failed"; like a server short of connections (53300) or a
+    serialization failure (40001) it passes: 503, retry shortly."""
+    raise_it = f"DO $$ BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = '{sqlstate}'; END $$"
+    with pytest.raises(expected) as failure, pg_store.write() as connection:
+        connection.exec_driver_sql(raise_it)
+    assert failure.value.http_status == 503 and failure.value.sqlstate == sqlstate  # type: ignore[attr-defined]
+
+
+def test_a_real_read_only_transaction_refusing_a_write_is_database_unavailable(pg_store: Store) -> None:
+    with (
+        pytest.raises(DatabaseUnavailable, match="accepts no writes") as failure,
+        pg_store.write() as connection,
+    ):
+        connection.exec_driver_sql("SET TRANSACTION READ ONLY")
+        connection.exec_driver_sql("CREATE TABLE never_created (x int)")
+    assert failure.value.sqlstate == "25006"

@@ -18,7 +18,7 @@ from lotline.domain.openlineage import run_uuid
 from lotline.domain.runs import RunState
 from lotline.server.projector import BackgroundProjector
 from lotline.services import Lineage
-from lotline.services.projection import ProjectionService
+from lotline.services.projection import Drained, ProjectionService
 from lotline.store.queries import events
 from support.ol import run_event, run_history, step_facet
 from support.workers import drain_journal
@@ -40,7 +40,8 @@ def test_accepted_events_wait_in_the_journal_and_apply_in_the_order_received(lin
     with pytest.raises(NotFound):
         lineage.runs.get_run(run_uuid(first))  # journaled, not projected yet
 
-    drained = lineage.projection.drain()
+    # A group reads its events a page at a time (the default page is 100 events).
+    drained = ProjectionService(lineage.store, pending_page=3).drain()
     assert list(drained.applied) == sorted(drained.applied)  # journal order
     assert (len(drained.applied), drained.failed) == (len(interleaved), ())
     for run_id in (first, second):
@@ -89,10 +90,14 @@ def test_an_event_that_cannot_be_applied_is_recorded_and_skipped(lineage: Lineag
         run_event(NS, "owner", run_id, "COMPLETE", second=2, outputs=("out",)),
     ]
     lineage.openlineage.accept_batch(journal)
+    groups: list[Drained] = []
 
-    drained = lineage.projection.drain()
+    # One group, reading its events one page at a time (the refused one is on the second page).
+    drained = ProjectionService(lineage.store, pending_page=1).drain(on_group=groups.append)
 
+    assert [(len(g.applied), len(g.failed)) for g in groups if g.applied or g.failed] == [(3, 1)]
     assert (len(drained.applied), len(drained.failed)) == (3, 1)
+    assert list(drained.applied) == sorted(drained.applied) and drained.failed[0] == min(drained.applied) + 1
     [(failed_id, reason)] = lineage.projection.failures()
     assert failed_id == drained.failed[0]
     assert "belongs to another job" in reason
@@ -233,6 +238,11 @@ def test_catch_up_applies_what_came_before_it_and_says_what_is_left(lineage: Lin
     run_id = str(uuid.uuid4())
     lineage.openlineage.accept_batch(run_history(NS, "job", run_id, steps=1))
     assert lineage.projection.catch_up(seconds=0) == 4  # no time at all: all of it still pending
+    assert lineage.projection.catch_up(seconds=60, most=3) == 4  # more than a read applies: only counted
+    assert lineage.projection.backlog() == 4
+    assert lineage.projection.catch_up(seconds=60, most=4) == 0  # no more than it applies: applied
+    assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
+    lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=1))
     assert lineage.projection.catch_up(seconds=60) == 0
     assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
 

@@ -181,6 +181,25 @@ def test_a_run_a_live_claim_owns_cannot_be_ended_from_outside(world: LotWorld) -
     assert world.status("DataB", "1", "JobB") == "READY"
 
 
+def test_a_child_run_of_a_claimed_run_cannot_be_ended_from_outside_while_the_claim_lives(
+    world: LotWorld,
+) -> None:
+    """A part of a claimed lot (``partition_by``'s child run) is ended by the worker too; from outside
+    the REST transitions answered 200 and the worker then found its child ended under it."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB", worker="w-live")
+    assert claim is not None
+    child = world.lineage.runs.create_run(world.ns, "JobB", parent_run_id=claim.run_id, lot="1")
+    world.lineage.runs.transition(child.id, RunAction.START)
+    with pytest.raises(Conflict, match=f"a part of run {claim.run_id}") as refused:
+        world.lineage.runs.transition(child.id, RunAction.COMPLETE)
+    assert "worker w-live" in refused.value.message and refused.value.http_status == 409
+    assert world.lineage.runs.get_run(child.id).state is RunState.RUNNING
+    world.lots.complete(claim)
+    assert world.lineage.runs.transition(child.id, RunAction.ABORT).state is RunState.ABORTED  # no claim now
+
+
 def test_an_openlineage_end_of_a_claimed_run_is_recorded_but_fails_to_project(world: LotWorld) -> None:
     """Issue 29.1 (a): the event is journaled; its projection fails with the claim as the reason, and
     the next events still apply."""

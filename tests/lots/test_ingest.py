@@ -281,7 +281,9 @@ def test_an_ingested_dataset_is_where_its_files_are_and_empty_lots_have_no_rows(
     lineage.ingest.ingest(
         IngestRequest(NS, "raw", "./" + os.path.relpath(folder), PT5M, BY_PATH, **window), now=NOW
     )  # type: ignore[arg-type]
-    assert lineage.catalog.get_dataset(NS, "raw").physical_name == f"file://{folder}"
+    raw = lineage.catalog.get_dataset(NS, "raw")
+    assert raw.physical_name == f"file://{folder}"
+    assert (raw.facets["datasetType"]["datasetType"], raw.facets["storage"]["fileFormat"]) == ("FILE", "text")
     empty = lineage.manifests.current(NS, "raw", LOT_0415)
     assert empty is not None and empty.state is ManifestState.EMPTY and empty.row_count == 0
     lineage.ingest.ingest(IngestRequest(NS, "copied", str(folder), PT5M, BY_PATH, copy=True), now=NOW)

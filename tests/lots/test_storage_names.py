@@ -172,7 +172,7 @@ def test_a_dataset_named_before_names_were_checked_does_not_stop_cleanup(lineage
         job_id = graph_rows.job_id(connection, "shop", "make")
         legacy = dataset_rows.dataset_id(connection, "shop", "old/_manifests/x")
         assert job_id is not None and legacy is not None
-        registry_rows.upsert_lot_job(connection, job_id, legacy, [], None, datetime.now(UTC))
+        registry_rows.upsert_lot_job(connection, job_id, [legacy], [], None, datetime.now(UTC))
     claim = world.claim("make", LOT)
     assert claim is not None
     lineage.lots.complete(claim, manifest=ManifestDraft("file:///landing", ()))

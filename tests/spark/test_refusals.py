@@ -142,9 +142,18 @@ def test_another_warehouse_rewrites_no_location_it_did_not_write(backend_url: st
         _ingested(first)
         first.catalog.upsert_dataset(NS, "raw_logs", physical_name="file:///landing/raw")
         register(first, load_pipeline(str(_pipeline(tmp_path))))
-        recorded = {d.name: d.physical_name for d in first.catalog.list_datasets(NS).items}
+        found = first.catalog.list_datasets(NS).items
+        recorded = {d.name: d.physical_name for d in found}
+        kinds = {
+            d.name: (d.facets["datasetType"]["datasetType"], d.facets["storage"]["fileFormat"]) for d in found
+        }
     finally:
         first.close()
+    # each is files of the format the pipeline reads or writes it in, not the catalog's DB_TABLE
+    assert kinds == {
+        "raw_logs": ("FILE", "text"),
+        **dict.fromkeys(("hits", "hourly_hits"), ("FILE", "parquet")),
+    }
     assert recorded["raw_logs"] == "file:///landing/raw"
     assert recorded["hits"] == f"file://{tmp_path / 'warehouse' / NS / 'hits'}"
     second = _lineage(backend_url, tmp_path, "elsewhere")

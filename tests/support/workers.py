@@ -46,7 +46,7 @@ def drain_journal(url: str, group_size: int, barrier: Barrier) -> list[int]:
         while True:
             drained = projection.drain(wait=True, max_events=group_size)
             assert not drained.stalled
-            if not (drained.applied or drained.failed) and projection.last_pending_id() is None:
+            if not (drained.applied or drained.failed) and not projection.backlog():
                 return done
             done += [*drained.applied, *drained.failed]
             time.sleep(0.01)

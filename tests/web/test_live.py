@@ -16,6 +16,7 @@ from web.world import NS
 LIVE_NS = "live"
 #: The servers (one per database) whose ``live`` namespace is seeded.
 _SEEDED: set[str] = set()
+_HOME_SEEDED: set[str] = set()
 
 
 @pytest.fixture
@@ -57,3 +58,46 @@ def test_a_filter_is_in_the_url_so_back_and_links_show_it(tab: Tab, ui_server: U
     expect(page).to_have_url(re.compile(r"/jobs/ui/clean$"))
     expect(page.locator("#run-list tbody tr")).to_have_count(everything)
     expect(page.locator("#runs input[name=state][value=FAILED]")).not_to_be_checked()
+
+
+def test_the_start_page_follows_lot_events_without_a_reload(tab: Tab, ui_server: UiServer) -> None:
+    """A job of its own in the ``live`` namespace: hours 0 and 2 made, 1 missing, then made."""
+    world = LotWorld(ui_server.lineage, LIVE_NS)
+    if ui_server.url not in _HOME_SEEDED:
+        world.job("home", output="homed")
+        world.produce("home", "20230101PT1H000", "20230101PT1H002")
+        _HOME_SEEDED.add(ui_server.url)
+    try:
+        page = tab.page
+        page.goto(f"/?ns={LIVE_NS}")
+        row = page.locator("#jobs tr[data-job=home]")
+        expect(row.locator(".n[data-state=missing] b")).to_have_text("1")
+        expect(row.locator(".n[data-state=complete] b")).to_have_text("2")
+        page.evaluate("window.notReloaded = true")
+        world.produce("home", "20230101PT1H001")
+        expect(row.locator(".n[data-state=complete] b")).to_have_text("3", timeout=30_000)
+        expect(row.locator(".n[data-state=missing]")).to_have_count(0)
+        assert page.evaluate("window.notReloaded === true")
+    finally:
+        ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")
+
+
+def test_a_dataset_s_filters_are_in_the_url(tab: Tab) -> None:
+    page = tab.page
+    page.goto(f"/datasets/{NS}/cleaned")
+    everything = page.locator("#version-list tbody tr").count()
+    page.locator("#versions input[name=state][value=failed]").check()  # swapped in place by htmx
+    expect(page).to_have_url(re.compile(r"/datasets/ui/cleaned\?state=failed$"))
+    expect(page.locator("#version-list tbody tr")).to_have_count(2)
+    page.reload()
+    expect(page.locator("#versions input[name=state][value=failed]")).to_be_checked()
+    expect(page.locator("#version-list tbody tr")).to_have_count(2)
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"/datasets/ui/cleaned$"))
+    expect(page.locator("#version-list tbody tr")).to_have_count(everything)
+
+    page.locator("#lot-list").scroll_into_view_if_needed()
+    page.locator("input[name=status][value=HOLD]").check()  # the lots' filter: a plain link
+    expect(page).to_have_url(re.compile(r"/datasets/ui/cleaned\?status=HOLD$"))
+    expect(page.locator("#lot-list tbody tr")).to_have_count(1)
+    expect(page.locator("#lot-list tbody")).to_contain_text("20230101PT1H013")

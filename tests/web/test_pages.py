@@ -15,7 +15,7 @@ from lotline.domain.graph import NodeType
 from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunState
 from web.conftest import Tab, UiServer
-from web.world import DAY, ERROR, EXPECTED_CLEAN, EXPECTED_LAND, NEXT_DAY, NS, hour
+from web.world import DAY, ERROR, EXPECTED_CLEAN, EXPECTED_LAND, NEXT_DAY, NS, hour, send_event
 
 DAY_RANGE = f"?from={DAY}&to={NEXT_DAY}"
 
@@ -204,21 +204,14 @@ def test_lot_lineage_shows_the_input_lot_and_the_run_that_read_it(tab: Tab, ui_s
 
 def test_openlineage_events_are_listed_and_filtered(tab: Tab, ui_server: UiServer) -> None:
     for number, job in enumerate(("ol-a", "ol-b")):
-        event = {
-            "eventType": "START",
-            "eventTime": "2024-05-01T10:00:00Z",
-            "run": {"runId": f"01890000-0000-7000-8000-00000000000{number}"},
-            "job": {"namespace": "ol-ns", "name": job},
-            "producer": "https://example.com/tests",
-            "schemaURL": "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent",
-        }
-        answer = requests.post(
-            f"{ui_server.url}/api/v1/lineage",
-            json=event,
-            headers={"Authorization": f"Bearer {TOKEN}"},
-            timeout=10,
+        send_event(
+            ui_server.url,
+            TOKEN,
+            eventType="START",
+            eventTime="2024-05-01T10:00:00Z",
+            run={"runId": f"01890000-0000-7000-8000-00000000000{number}"},
+            job={"namespace": "ol-ns", "name": job},
         )
-        assert answer.status_code in (200, 201), answer.text
     page = tab.page
     page.goto("/events?ns=ol-ns")
     expect(page.locator("#event-list tbody tr")).to_have_count(2)
@@ -242,6 +235,14 @@ def test_openlineage_events_are_listed_and_filtered(tab: Tab, ui_server: UiServe
         ("/lineage?node=job:nowhere:nothing", 404, "nothing"),
         ("/lineage", 400, "node is required"),
         ("/events?before=soon", 400, "before"),
+        (f"/jobs/{NS}/land/backfill?from={DAY}", 400, "from and to are required"),
+        (f"/jobs/{NS}/land/backfill{DAY_RANGE}&lots=nope", 400, "FIRST~LAST"),
+        (
+            f"/jobs/{NS}/land/backfill{DAY_RANGE}&lots=20230102PT1H000~20230102PT1H001",
+            400,
+            "inside the range",
+        ),
+        (f"/datasets/{NS}/cleaned/columns?version=v1", 400, "not a version id"),
     ],
 )
 def test_bad_input_is_an_error_page_and_changes_nothing(

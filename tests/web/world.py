@@ -5,6 +5,8 @@ One day (2023-01-01) of hour lots: ``land`` (a source) makes ``raw``, ``clean`` 
 
 from __future__ import annotations
 
+import requests
+
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
 from support.lots import LotWorld
@@ -111,3 +113,13 @@ def seed_grid(lineage: Lineage) -> LotWorld:
         assert claim is not None
         lineage.lots.complete(claim)
     return world
+
+
+def send_event(url: str, token: str, **event: object) -> None:
+    """One OpenLineage run event sent to the server at ``url``, as a client sends it."""
+    schema = "https://openlineage.io/spec/2-0-2/OpenLineage.json#/definitions/RunEvent"
+    body = {"producer": "https://example.com/tests", "schemaURL": schema, **event}
+    answer = requests.post(
+        f"{url}/api/v1/lineage", json=body, headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
+    assert answer.status_code in (200, 201), answer.text

@@ -19,6 +19,7 @@ from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
+from lotline.domain.errors import LotlineError
 from lotline.server.journal import JournalWriter
 from lotline.server.projector import SupervisedProjector
 from lotline.services import open_configured
@@ -83,12 +84,19 @@ def create_app(settings: Settings) -> FastAPI:
     @app.get("/healthz", tags=["ops"], response_model=None)
     def healthz() -> dict[str, object] | JSONResponse:
         """200 when the server and its projector run; 503 "degraded" while the projector is down
-        (it is being started again; events are still accepted and journaled)."""
+        (it is being started again; events are still accepted and journaled). ``pendingEvents``:
+        the events journaled and not projected yet (null when the database does not answer)."""
         projector: SupervisedProjector = app.state.projector
         state = {"pid": projector.pid, "restarts": projector.restarts, "alive": projector.alive}
+        try:
+            pending: int | None = app.state.lineage.projection.backlog()
+        except LotlineError:
+            pending = None
         if not state["alive"]:
-            return JSONResponse({"status": "degraded", "projector": state}, status_code=503)
-        return {"status": "ok", "projector": state}
+            return JSONResponse(
+                {"status": "degraded", "projector": state, "pendingEvents": pending}, status_code=503
+            )
+        return {"status": "ok", "projector": state, "pendingEvents": pending}
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics() -> str:

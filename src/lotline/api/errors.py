@@ -46,8 +46,12 @@ def _validation_message(error: RequestValidationError) -> tuple[int, str]:
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(LotlineError)
-    async def _lotline(_: Request, error: LotlineError) -> JSONResponse:
-        return lotline_error_response(error)
+    async def _lotline(request: Request, error: LotlineError) -> JSONResponse:
+        answer = lotline_error_response(error)
+        pending = getattr(request.state, "lineage_pending", None)
+        if pending:  # what ``deps.read_your_writes`` found still pending: this may be why
+            answer.headers["X-Lineage-Pending"] = str(pending)
+        return answer
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -13,6 +13,7 @@ from typing import ParamSpec, TypeVar
 import typer
 
 from lotline.cli import cleanup, context, demo, events, gaps, ingest, logs, lots, run, webhooks, worker
+from lotline.cli.progress import Progress
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
 from lotline.services.admin import upgrade_database
@@ -106,11 +107,13 @@ def project(
     """Apply the journaled OpenLineage events to the lineage model, then exit.
 
     Waits for the projector lock if a server's projector holds it, so that it drains for real.
+    Progress goes to stderr: the backlog at the start, then a line a second.
     """
     settings = load_settings()
     lineage = open_lineage(settings.db_url, create=False)
     try:
-        drained = lineage.projection.drain(wait=True, max_events=max_events or None)
+        progress = Progress(lineage.projection.backlog())
+        drained = lineage.projection.drain(wait=True, max_events=max_events or None, on_group=progress.group)
         status = lineage.projection.status()
     finally:
         lineage.close()

@@ -254,6 +254,7 @@ def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
             "job": j.name,
             "inputs": [d.name for d in j.inputs],
             "output": j.output.name,
+            **({"outputs": [d.name for d in j.outputs]} if j.others else {}),
             "lotMapping": j.lot_mapping,
             "location": j.location,
             "codeDigest": j.code_digest,
@@ -268,7 +269,8 @@ def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
     print(f"pipeline {pipeline.name} (namespace {pipeline.namespace}): {len(jobs)} jobs, in order")
     for step in plan:
         mapping = f" [{step['lotMapping']}]" if step["lotMapping"] else ""
-        print(f"  {step['job']}: {', '.join(step['inputs'])} -> {step['output']}{mapping}")
+        outputs = ", ".join(step.get("outputs", [step["output"]]))
+        print(f"  {step['job']}: {', '.join(step['inputs'])} -> {outputs}{mapping}")
 
 
 def print_summary(pipeline: Pipeline, summary: RunSummary, as_json: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -63,7 +63,7 @@ class _Rows:
         self.inputs = {lot: input_lots(lot_job, lot) for lot in lots}
         wanted = set(lots) | {input_lot for pairs in self.inputs.values() for _, input_lot in pairs}
         rows = q.claim_rows(
-            connection, lot_job.job_id, [*lot_job.inputs, lot_job.output_dataset_id], sorted(wanted)
+            connection, lot_job.job_id, [*lot_job.inputs, *lot_job.all_outputs], sorted(wanted)
         )
         self.outputs = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.OUTPUT.value}
         self.locks = {(r.dataset_id, r.lot): r for r in rows if r.role == Role.INPUT.value}
@@ -71,9 +71,10 @@ class _Rows:
     def blocker(self, lot: str) -> _Blocker | None:
         """SPEC §4 "Eligible", checked in the order the reasons are reported."""
         lot_job = self.lot_job
-        output = self.outputs.get((lot_job.output_dataset_id, lot))
-        if output is not None and Status(output.status) not in CLAIMABLE_OUTPUT:
-            return _Blocker("output", lot_job.output_dataset_id, lot, output)
+        for output_id in lot_job.all_outputs:  # a job's outputs move together; each is checked
+            output = self.outputs.get((output_id, lot))
+            if output is not None and Status(output.status) not in CLAIMABLE_OUTPUT:
+                return _Blocker("output", output_id, lot, output)
         for dataset_id in lot_job.inputs:
             lots = [input_lot for d, input_lot in self.inputs[lot] if d == dataset_id]
             for input_lot in lots:
@@ -205,7 +206,7 @@ def take(
     return q.take_claim(
         connection,
         job_id=lot_job.job_id,
-        output=(lot_job.output_dataset_id, candidate.lot),
+        outputs=[(d, candidate.lot) for d in lot_job.all_outputs],
         inputs=candidate.inputs,
         attempt=candidate.attempt,
         owner=owner,
@@ -287,28 +288,37 @@ def announce(
 
 
 def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.StatusRow]:
-    """Turn expired claims into ERROR (their INPUT rows too: released); returns their OUTPUT rows as
-    they were, whose runs the caller ends (whatever state those runs are in by now). A reaped lot is
-    due again at once: its worker died, which is not the lot's fault (no back-off)."""
+    """Turn expired claims into ERROR (every OUTPUT row of the claim, and its INPUT rows: released);
+    returns their OUTPUT rows as they were, one per output (a job with several outputs fails them
+    together), whose runs the caller ends (whatever state those runs are in by now). A reaped lot
+    is due again at once: its worker died, which is not the lot's fault (no back-off)."""
     expired = q.expired_claims(connection, now, limit)
+    reaped: list[q.StatusRow] = []
     for row in expired:
-        q.set_output_status(
-            connection, row.dataset_id, row.lot, expected=Status.RUNNING, status=Status.ERROR, now=now
-        )
+        if row.run_id is None:
+            if q.set_output_status(
+                connection, row.dataset_id, row.lot, expected=Status.RUNNING, status=Status.ERROR, now=now
+            ):
+                reaped.append(row)
+        else:
+            moved = q.fail_claim_outputs(connection, row.job_id, row.run_id, now)
+            reaped += [replace(row, dataset_id=d) for d in moved]
         q.set_claim_inputs(connection, row.job_id, row.run_id, Status.ERROR, now)
         frontier.raise_for_job(connection, row.job_id, [row.lot], now)
-    return expired
+    return reaped
 
 
 def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
     """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
     or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING
-    with an ended run. A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
+    with an ended run. So does a child run of such a run (a part of its lot, which its worker ends).
+    A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
     claim = q.live_claim_of_run(connection, run_id, now)
     if claim is not None:
+        child = "" if claim.run_id == run_id else f" (a part of run {claim.run_id})"
         raise Conflict(
-            f"Run {run_id} belongs to a live claim: job {claim.namespace}:{claim.job} lot {claim.lot}, "
-            f"attempt {claim.attempt} of worker {claim.owner}, lease until "
+            f"Run {run_id}{child} belongs to a live claim: job {claim.namespace}:{claim.job} "
+            f"lot {claim.lot}, attempt {claim.attempt} of worker {claim.owner}, lease until "
             f"{claim.lease_expires_at.isoformat()}. It ends with its claim (its worker completes or "
             "fails it, or the reaper once the lease runs out); invalidate an input lot to stop it.",
             current="claimed",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -31,19 +32,11 @@ class Invalidation:
     revoked_runs: list[uuid.UUID] = field(default_factory=list)
 
 
-def invalidate(
-    connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime, shown: str
-) -> Invalidation:
-    """Reopen a READY lot (RESUBMIT), release its producer's read locks, and cascade downstream.
-
-    Every job that consumed the lot gets its output for the lot reopened the same way,
-    transitively; a consumer still running on the lot loses its claim (OUTPUT/INPUT ERROR, run
-    failed) because it is reading data that is no longer valid. Reopening an already reopened lot
-    changes nothing.
-    """
-    row = q.output_row(connection, dataset_id, lot)
+def _to_reopen(row: q.StatusRow | None, lot: str, shown: str) -> bool:
+    """Whether the lot whose OUTPUT row this is gets reopened: not if it already is (RESUBMIT);
+    refused (Conflict) unless READY or held."""
     if row is not None and Status(row.status) is Status.RESUBMIT:
-        return Invalidation()
+        return False
     current = arc_of(row)
     if row is None or Status(row.status) not in (Status.READY, Status.HOLD):
         detail = "has never been produced" if row is None else f"is {row.status}"
@@ -51,6 +44,23 @@ def invalidate(
             f"Lot {lot} of {shown} {detail}; only a READY lot can be invalidated.", current=current
         )
     plan_arc(current, ArcAction.REOPEN)
+    return True
+
+
+def invalidate(
+    connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime, shown: str
+) -> Invalidation:
+    """Reopen a READY lot (RESUBMIT), release its producer's read locks, and cascade downstream.
+
+    Every job that consumed the lot gets its output for the lot reopened the same way,
+    transitively; a consumer still running on the lot loses its claim (OUTPUT/INPUT ERROR, run
+    failed) because it is reading data that is no longer valid. A job's outputs are produced
+    together: reopening one output's lot reopens the same lot of the job's other outputs (and
+    their consumers). Reopening an already reopened lot changes nothing.
+    """
+    row = q.output_row(connection, dataset_id, lot)
+    if not _to_reopen(row, lot, shown) or row is None:
+        return Invalidation()
     done = Invalidation()
     queue = deque([(dataset_id, lot, row.job_id, row.run_id)])
     while queue:
@@ -64,28 +74,114 @@ def invalidate(
         q.set_claim_inputs(connection, job_id, run_id, Status.ERROR, now)
         versions.supersede_current(connection, d, lot_)
         done.reopened.append((d, lot_))
+        for sibling in q.outputs_of_job_lot(connection, job_id, lot_):  # the job's other outputs
+            if sibling.dataset_id != d and _readable(sibling):
+                queue.append((sibling.dataset_id, lot_, job_id, sibling.run_id))
         for consumer in q.consuming_claims(connection, d, lot_):
-            output = q.output_of_claim(connection, consumer.job_id, consumer.run_id)
+            outputs = q.outputs_of_claim(connection, consumer.job_id, consumer.run_id)
             q.set_claim_inputs(connection, consumer.job_id, consumer.run_id, Status.ERROR, now)
-            if output is None:
-                continue
-            status = Status(output.status)
-            if status is Status.RUNNING:
-                q.set_output_status(
-                    connection,
-                    output.dataset_id,
-                    output.lot,
-                    expected=Status.RUNNING,
-                    status=Status.ERROR,
-                    now=now,
-                )
-                frontier.raise_for_job(connection, consumer.job_id, [output.lot], now)
-                done.revoked_runs.append(consumer.run_id)
-            elif status is Status.READY or (
-                status is Status.HOLD and output.held_status == Status.READY.value
-            ):
-                queue.append((output.dataset_id, output.lot, consumer.job_id, consumer.run_id))
+            queue.extend(_after_input_reopened(connection, consumer, outputs, now, done))
     return done
+
+
+def _readable(row: q.StatusRow) -> bool:
+    """READY, or held while READY: what invalidation reopens."""
+    return Status(row.status) is Status.READY or (
+        Status(row.status) is Status.HOLD and row.held_status == Status.READY.value
+    )
+
+
+def _after_input_reopened(
+    connection: Connection,
+    consumer: q.ConsumingClaim,
+    outputs: Sequence[q.StatusRow],
+    now: datetime,
+    done: Invalidation,
+) -> list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]]:
+    """A claim that read a reopened lot, by the OUTPUT rows it wrote: still running, it is revoked
+    (ERROR, hinted); its outputs READY or held READY are reopened next (returned)."""
+    if any(Status(output.status) is Status.RUNNING for output in outputs):
+        q.fail_claim_outputs(connection, consumer.job_id, consumer.run_id, now)
+        frontier.raise_for_job(connection, consumer.job_id, [outputs[0].lot], now)
+        done.revoked_runs.append(consumer.run_id)
+        return []
+    return [(o.dataset_id, o.lot, consumer.job_id, consumer.run_id) for o in outputs if _readable(o)]
+
+
+def _siblings(
+    connection: Connection, level: Sequence[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]]
+) -> list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]]:
+    """The other outputs of the claims that made this level's lots (a job's outputs are produced,
+    and reopened, together), READY or held READY."""
+    runs: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for _, _, job_id, run_id in level:
+        if run_id is not None:
+            runs.setdefault(job_id, []).append(run_id)
+    found: list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]] = []
+    for job_id, run_ids in runs.items():
+        for run_id, outputs in q.outputs_of_claims(connection, job_id, run_ids).items():
+            found.extend((o.dataset_id, o.lot, job_id, run_id) for o in outputs if _readable(o))
+    return found
+
+
+def invalidate_many(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime, shown: str
+) -> Invalidation:
+    """``invalidate`` of many lots of one dataset in one transaction (a backfill's reopening), with
+    the same outcome as invalidating them one after the other, but set-wise: the cascade goes level
+    by level, each level's rows read and changed with a few statements per dataset instead of a few
+    per lot. Lots already reopened are skipped; any other lot that is not READY (or held READY)
+    refuses the whole call, changing nothing. A lot reached twice is reopened once."""
+    rows = q.output_rows(connection, dataset_id, lots)
+    level: list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]] = []
+    for lot in dict.fromkeys(lots):
+        row = rows.get(lot)
+        if not _to_reopen(row, lot, shown) or row is None:
+            continue
+        level.append((dataset_id, lot, row.job_id, row.run_id))
+    done = Invalidation()
+    seen: set[tuple[uuid.UUID, str]] = set()
+    while level:
+        level = [item for item in level if (item[0], item[1]) not in seen]
+        seen.update((d, lot) for d, lot, _, _ in level)
+        level = _reopen_level(connection, level, now, done)
+    return done
+
+
+def _reopen_level(
+    connection: Connection,
+    level: list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]],
+    now: datetime,
+    done: Invalidation,
+) -> list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]]:
+    """Reopen one level of the cascade (as ``invalidate``'s loop body, for each item): the next
+    level, the outputs made from these lots that are READY or held READY."""
+    by_dataset: dict[uuid.UUID, list[str]] = {}
+    for d, lot, _, _ in level:
+        by_dataset.setdefault(d, []).append(lot)
+    following: list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]] = []
+    for d, lots in by_dataset.items():
+        moved = q.reopen_ready_outputs(connection, d, lots, now)
+        frontier.raise_for_reopened(connection, d, list(moved), now)
+        for lot in lots:
+            if lot not in moved:
+                q.reopen_held(connection, d, lot, now)  # its release will hint the producer
+        versions.supersede_current_many(connection, d, lots)
+        consumers = q.consuming_claims_of(connection, d, lots)
+        runs: dict[uuid.UUID, list[uuid.UUID]] = {}
+        for _, consumer in consumers:
+            runs.setdefault(consumer.job_id, []).append(consumer.run_id)
+        outputs = {job_id: q.outputs_of_claims(connection, job_id, ids) for job_id, ids in runs.items()}
+        q.set_many_claim_inputs(connection, [(c.job_id, c.run_id) for _, c in consumers], Status.ERROR, now)
+        for _, consumer in consumers:
+            claim_outputs = outputs[consumer.job_id].get(consumer.run_id, [])
+            following.extend(_after_input_reopened(connection, consumer, claim_outputs, now, done))
+    following.extend(_siblings(connection, level))
+    q.set_many_claim_inputs(
+        connection, [(job_id, run_id) for _, _, job_id, run_id in level], Status.ERROR, now
+    )
+    done.reopened.extend((d, lot) for d, lot, _, _ in level)
+    return following
 
 
 def hold_lot(
@@ -130,7 +226,14 @@ def release_lot(connection: Connection, dataset_id: uuid.UUID, lot: str, now: da
     return restored
 
 
-def clean(connection: Connection, dataset_id: uuid.UUID, lot: str, now: datetime) -> None:
-    """Record that a failed attempt's partial data was deleted: arc partial -> missing."""
-    plan_arc(arc_of(q.output_row(connection, dataset_id, lot)), ArcAction.CLEAN)
-    q.mark_data_removed(connection, dataset_id, lot, now)
+def clean(connection: Connection, outputs: Sequence[uuid.UUID], lot: str, now: datetime) -> None:
+    """Record that a failed attempt's partial data was deleted: arc partial -> missing, for the
+    job's first output (whose arc must allow it) and its other outputs alike."""
+    plan_arc(arc_of(q.output_row(connection, outputs[0], lot)), ArcAction.CLEAN)
+    for dataset_id in outputs:
+        q.mark_data_removed(connection, dataset_id, lot, now)
+
+
+def is_held(connection: Connection, dataset_id: uuid.UUID, lot: str) -> bool:
+    row = q.output_row(connection, dataset_id, lot)
+    return row is not None and Status(row.status) is Status.HOLD

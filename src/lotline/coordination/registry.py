@@ -1,4 +1,4 @@
-"""Which jobs take part in lot coordination: their inputs, their one output, their lot mapping."""
+"""Which jobs take part in lot coordination: their inputs, their outputs, their lot mapping."""
 
 from __future__ import annotations
 
@@ -18,48 +18,64 @@ from lotline.store.queries import registry as q
 
 @dataclass(frozen=True)
 class LotJob:
-    """A job's entry in the lot-job registry (``lot_jobs`` and its ``lot_job_inputs``): the job takes
-    part in lot coordination, producing ``output_dataset_id`` from ``inputs`` (by ``mapping``)."""
+    """A job's entry in the lot-job registry (``lot_jobs``, its ``lot_job_outputs`` and
+    ``lot_job_inputs``): the job takes part in lot coordination, producing ``outputs`` from
+    ``inputs`` (by ``mapping``). The first output, ``output_dataset_id``, carries the claim; every
+    output has its own OUTPUT rows, which move together (docs/coordination.md)."""
 
     job_id: uuid.UUID
     output_dataset_id: uuid.UUID
     inputs: tuple[uuid.UUID, ...]
     mapping: LotMapping | None
     held: bool
+    #: Every output, the first included, in declared order (empty: just ``output_dataset_id``).
+    outputs: tuple[uuid.UUID, ...] = ()
+
+    @property
+    def all_outputs(self) -> tuple[uuid.UUID, ...]:
+        return self.outputs or (self.output_dataset_id,)
 
 
 def register(
     connection: Connection,
     job_id: uuid.UUID,
-    output_dataset_id: uuid.UUID,
+    outputs: Sequence[uuid.UUID],
     inputs: Sequence[uuid.UUID],
     mapping: LotMapping | None,
     now: datetime,
     *,
     describe: dict[uuid.UUID, str],
-    output: tuple[str, str],
+    names: Sequence[tuple[str, str]],
 ) -> None:
-    """Record a job's inputs and output; a second producer of a dataset is a Conflict, and so is an
-    output (``(namespace, dataset)``) whose storage folder would overlap another produced dataset's
-    (a name that is no path at all, ``postgres://db:5432``, is never stored: coordination only)."""
-    if output_dataset_id in inputs:
-        raise InvalidInput(f"Job cannot consume its own output {describe[output_dataset_id]}.")
+    """Record a job's inputs and outputs (``names``: each output's ``(namespace, dataset)``); a
+    second producer of a dataset is a Conflict, and so is an output whose storage folder would
+    overlap another produced dataset's (a name that is no path at all, ``postgres://db:5432``, is
+    never stored: coordination only)."""
+    if not outputs:
+        raise InvalidInput("A job needs an output.")
+    if len(set(outputs)) != len(outputs):
+        raise InvalidInput("A job's outputs must be distinct datasets.")
+    for output_dataset_id in outputs:
+        if output_dataset_id in inputs:
+            raise InvalidInput(f"Job cannot consume its own output {describe[output_dataset_id]}.")
     if len(set(inputs)) != len(inputs):
         raise InvalidInput("A job's inputs must be distinct datasets.")
     if mapping is not None and not inputs:
         raise InvalidInput("A lot mapping needs inputs: it says how input lots make output lots.")
-    producer = q.producer_of(connection, output_dataset_id)
-    if producer is not None and producer != job_id:
-        other = q.job_label(connection, producer)
-        raise Conflict(
-            f"Dataset {describe[output_dataset_id]} is already produced by job {other}; "
-            "a dataset has exactly one producing job."
-        )
-    if producer is None and can_be_stored(*output):
-        q.lock_storage(connection)
-        check_storage(connection, *output)
+    for output_dataset_id, output in zip(outputs, names, strict=True):
+        producer = q.producer_of(connection, output_dataset_id)
+        if producer is not None and producer != job_id:
+            other = q.job_label(connection, producer)
+            raise Conflict(
+                f"Dataset {describe[output_dataset_id]} is already produced by job {other}; "
+                "a dataset has exactly one producing job."
+            )
+        if producer is None and can_be_stored(*output):
+            q.lock_storage(connection)
+            check_storage(connection, *output)
+            check_apart(*output, [n for n in names if n != output and can_be_stored(*n)])
     q.upsert_lot_job(
-        connection, job_id, output_dataset_id, list(inputs), None if mapping is None else str(mapping), now
+        connection, job_id, list(outputs), list(inputs), None if mapping is None else str(mapping), now
     )
     # Completions lock their output dataset's row before they hint its consumers; holding the input
     # rows here means a lot that becomes READY meanwhile is either in the refill or hints this job.
@@ -89,7 +105,8 @@ def lot_job_of(connection: Connection, job_id: uuid.UUID, row: q.LotJobRow) -> L
     """The lot job of a registry entry (its inputs are read here)."""
     mapping = LotMapping.parse(row.lot_mapping) if row.lot_mapping else None
     inputs = tuple(q.job_inputs(connection, job_id))
-    return LotJob(job_id, row.output_dataset_id, inputs, mapping, bool(row.held))
+    outputs = tuple(q.job_outputs(connection, job_id))
+    return LotJob(job_id, row.output_dataset_id, inputs, mapping, bool(row.held), outputs)
 
 
 def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> list[tuple[str, LotJob]]:
@@ -103,6 +120,7 @@ def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> li
                 row.inputs,
                 LotMapping.parse(row.entry.lot_mapping) if row.entry.lot_mapping else None,
                 bool(row.entry.held),
+                row.outputs,
             ),
         )
         for row in q.namespace_lot_jobs(connection, namespace, limit)

@@ -213,6 +213,13 @@ class LotClaim:
     #: Failures in a row of this lot before this claim (0 unless the claim retries a failure on the
     #: same inputs): a failure of this claim waits ``retry_delay(failures + 1)`` before the next try.
     failures: int = 0
+    #: A job with several outputs: every output as (name, id), ``dataset`` first; empty otherwise.
+    outputs: tuple[tuple[str, uuid.UUID], ...] = ()
+
+    @property
+    def output_datasets(self) -> tuple[tuple[str, uuid.UUID], ...]:
+        """Every output lot this claim publishes, as (dataset name, id): the first carries the claim."""
+        return self.outputs or ((self.dataset, self.dataset_id),)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import json
 import os
 import posixpath
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -119,6 +119,17 @@ class Storage:
         if part is not None:
             parts += storage_segments("Part", part)
         return posixpath.join(self.root, *parts, "manifest.json")
+
+    def current_copy_uris(self, namespace: str, dataset: str, lots: Sequence[str]) -> list[str]:
+        """``copy_uri`` of the complete and the empty copy of each of these lots, the dataset's
+        folders worked out once (a backfill withdraws the copies of a year of lots). The lots are
+        stored ids, so valid: checked when written."""
+        namespace_folders, dataset_folders = dataset_segments(namespace, dataset)
+        prefix = posixpath.join(
+            self.root, *namespace_folders, MANIFESTS_FOLDER, "datasets", "name=" + "/".join(dataset_folders)
+        )
+        states = (ManifestState.COMPLETE, ManifestState.EMPTY)
+        return [f"{prefix}/lot={lot}/state={state.value}/manifest.json" for lot in lots for state in states]
 
     def local_path(self, uri: str) -> str:
         """The path Spark and other local readers take for a ``file://`` uri (uris elsewhere pass)."""

@@ -13,6 +13,8 @@ trivially and a lot never has two current versions.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
+from dataclasses import replace
 
 from lotline.domain import failures
 from lotline.domain.coordination import LotClaim
@@ -37,12 +39,18 @@ class ChildWork:
         self._manifests = manifests
         self._emission = emission
 
-    def kept(self, claim: LotClaim) -> dict[str, Manifest]:
+    def kept(self, claim: LotClaim) -> dict[str, dict[str, Manifest]]:
         """The parts of the claimed lot that failed attempts since its last success completed, from
         the same input versions with the same job version as this attempt: they are not run again.
-        (A lot reopened after it succeeded is computed whole again: that is what reopening asks.)"""
+        (A lot reopened after it succeeded is computed whole again: that is what reopening asks.)
+        By part, each output's manifest of it: a job with several outputs keeps a part only where
+        one child run completed it for every output."""
         with self._store.read() as connection:
-            parts = manifest_rows.complete_parts(connection, claim.dataset_id, claim.lot)
+            parts = [
+                m
+                for _, dataset_id in claim.output_datasets
+                for m in manifest_rows.complete_parts(connection, dataset_id, claim.lot)
+            ]
             if not parts:
                 return {}
             lot_runs = runs.lot_runs(connection, claim.job_id, claim.lot)
@@ -53,7 +61,7 @@ class ChildWork:
         since_success = lot_runs[completed[-1] + 1 :] if completed else lot_runs
         failed_attempts = {run_id for run_id, state in since_success if state is RunState.FAILED}
         version = parents[claim.run_id][1]
-        found = {}
+        found: dict[str, dict[str, Manifest]] = {}
         for manifest in parts:
             if manifest.run_id is None or manifest.part is None:
                 continue
@@ -63,8 +71,14 @@ class ChildWork:
                 and child_version == version
                 and inputs[manifest.run_id] == inputs[claim.run_id]
             ):
-                found[manifest.part] = manifest  # oldest first: a later complete one of a part wins
-        return found
+                # Oldest first: a later complete one of a part wins.
+                found.setdefault(manifest.part, {})[manifest.dataset] = manifest
+        names = {name for name, _ in claim.output_datasets}
+        return {
+            part: by_output
+            for part, by_output in found.items()
+            if set(by_output) == names and len({m.run_id for m in by_output.values()}) == 1
+        }
 
     def start(self, claim: LotClaim, part: str) -> uuid.UUID:
         """A RUNNING child run of the claim's run for one part, reading what the lot's run reads."""
@@ -104,13 +118,22 @@ class ChildWork:
         child_run_id: uuid.UUID,
         manifest: ManifestDraft,
         error: BaseException | str | Failure | None = None,
-    ) -> Manifest:
+        *,
+        others: Mapping[str, ManifestDraft] | None = None,
+    ) -> dict[str, Manifest]:
         """End a child run: COMPLETED with a complete (or empty) manifest of its part, or FAILED with
         the error (its one-line reason in ``runs.error``) and a partial manifest of what it wrote,
         whose objects are then removed. A part
-        that succeeds after the lot's claim was lost is recorded as failed: its lot was given up."""
+        that succeeds after the lot's claim was lost is recorded as failed: its lot was given up.
+        A job with several outputs: ``manifest`` is the first output's, ``others`` the other
+        outputs' by name; each output gets its manifest of the part. Returns them by output."""
         if manifest.part is None:
             raise InvalidInput("a child's manifest names its part.")
+        drafts = {claim.dataset: manifest, **(others or {})}
+        ids = dict(claim.output_datasets)
+        unknown = sorted(set(drafts) - set(ids))
+        if unknown:
+            raise InvalidInput(f"job {claim.job} has no output {', '.join(unknown)}.")
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
             if error is None and (parent is None or parent.state is not RunState.RUNNING):
@@ -126,24 +149,26 @@ class ChildWork:
                         connection, child, {"errorMessage": facets.error_message(failure)}, now
                     )
                     runs.set_error(connection, child_run_id, failure.reason, now)
-            manifest_id = uuid.uuid4()
-            manifest_rows.insert_manifest(
-                connection,
-                manifest_id=manifest_id,
-                dataset_id=claim.dataset_id,
-                lot=claim.lot,
-                run_id=child_run_id,
-                version_id=None,
-                attempt=claim.attempt,
-                state=manifest.state_for(success=success),
-                draft=manifest,
-                now=now,
-            )
+            manifest_ids = {name: uuid.uuid4() for name in drafts}
+            for name, draft in drafts.items():
+                manifest_rows.insert_manifest(
+                    connection,
+                    manifest_id=manifest_ids[name],
+                    dataset_id=ids[name],
+                    lot=claim.lot,
+                    run_id=child_run_id,
+                    version_id=None,
+                    attempt=claim.attempt,
+                    state=draft.state_for(success=success),
+                    draft=replace(draft, part=manifest.part),
+                    now=now,
+                )
         self._emission.part_ended(claim, child_run_id, manifest.part, error)
         if success:
-            return self._manifests.get(manifest_id)
-        self._manifests.publish_copy(manifest_id)
-        return self._manifests.remove_partial(manifest_id)
+            return {name: self._manifests.get(m) for name, m in manifest_ids.items()}
+        for manifest_id in manifest_ids.values():
+            self._manifests.publish_copy(manifest_id)
+        return {name: self._manifests.remove_partial(m) for name, m in manifest_ids.items()}
 
 
 def _lost(claim: LotClaim, part: str) -> Conflict:

@@ -95,7 +95,7 @@ class EmissionService:
         upstream = self._upstream(claim.run_id)
         if upstream:
             start["jobDependencies"] = facets.job_dependencies(upstream)
-        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim), outputs=[_output(claim)])
+        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim), outputs=_outputs(claim))
 
     def completed(
         self,
@@ -104,13 +104,20 @@ class EmissionService:
         *,
         run_facets: Mapping[str, Facet] | None = None,
         dataset_facets: Mapping[str, Facet] | None = None,
+        others: Mapping[str, tuple[ManifestDraft, Mapping[str, Facet]]] | None = None,
     ) -> None:
-        """COMPLETE of a lot's run: its output lot with the version's facets."""
-        output = _output(claim, dict(dataset_facets or {}))
-        if draft is not None:
-            output["outputFacets"]["outputStatistics"] = facets.statistics_of(draft)
+        """COMPLETE of a lot's run: its output lot with the version's facets; a job with several
+        outputs lists each (``others``: the other outputs' drafts and dataset facets by name)."""
+        written = {claim.dataset: (draft, dataset_facets or {}), **(others or {})}
+        outputs = []
+        for name, _ in claim.output_datasets:
+            output_draft, output_facets = written.get(name, (None, {}))
+            output = _output(claim, dict(output_facets), name)
+            if output_draft is not None:
+                output["outputFacets"]["outputStatistics"] = facets.statistics_of(output_draft)
+            outputs.append(output)
         ended = {**facets.lot_facets(claim.lot), **(run_facets or {})}
-        self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[output])
+        self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=outputs)
 
     def failed(
         self,
@@ -124,7 +131,7 @@ class EmissionService:
             **(run_facets or {}),
             "errorMessage": facets.error_message(error),
         }
-        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=[_output(claim)])
+        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=_outputs(claim))
 
     def part_started(self, claim: LotClaim, run_id: uuid.UUID, part: str) -> None:
         """START of a child run: one part of the claimed lot, under the lot's run."""
@@ -204,11 +211,19 @@ def _inputs(claim: LotClaim) -> list[JsonObject]:
     return found
 
 
-def _output(claim: LotClaim, dataset_facets: dict[str, Facet] | None = None) -> dict[str, Any]:
-    """The lot's output dataset under its stable name, the lot written as its ``subset`` facet."""
-    output = _dataset(claim.namespace, claim.dataset, dataset_facets or {})
+def _output(
+    claim: LotClaim, dataset_facets: dict[str, Facet] | None = None, name: str | None = None
+) -> dict[str, Any]:
+    """The lot's output dataset (``name``, by default the first) under its stable name, the lot
+    written as its ``subset`` facet."""
+    output = _dataset(claim.namespace, name or claim.dataset, dataset_facets or {})
     output["outputFacets"] = {"subset": facets.output_subset([claim.lot])}
     return output
+
+
+def _outputs(claim: LotClaim) -> list[dict[str, Any]]:
+    """Every output lot of the claim (a job with several outputs writes the same lot of each)."""
+    return [_output(claim, None, name) for name, _ in claim.output_datasets]
 
 
 def _dataset(namespace: str, name: str, dataset_facets: dict[str, Facet]) -> dict[str, Any]:

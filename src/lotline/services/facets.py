@@ -19,6 +19,7 @@ from openlineage.client.facet_v2 import (
     column_lineage_dataset,
     data_quality_assertions_dataset,
     data_quality_metrics_dataset,
+    dataset_type_dataset,
     error_message_run,
     job_dependencies_run,
     job_type_job,
@@ -27,6 +28,7 @@ from openlineage.client.facet_v2 import (
     parent_run,
     processing_engine_run,
     schema_dataset,
+    storage_dataset,
 )
 from openlineage.client.serde import Serde
 
@@ -196,6 +198,26 @@ def column_lineage(columns: Mapping[str, Sequence[tuple[str, str, str, str]]]) -
             producer=PRODUCER,
         )
     )
+
+
+#: The ``storageLayer`` of a dataset that is plain files in a folder (no table format over them).
+FILES_LAYER = "files"
+
+
+def file_dataset(file_format: str) -> dict[str, Facet]:
+    """What a dataset of files in a folder is, as dataset facets: ``datasetType`` FILE and
+    ``storage`` with its ``fileFormat`` (parquet, csv, …), so readers (the web UI, Marquez) show
+    "parquet files" rather than the catalog's generic ``DB_TABLE`` type."""
+    return {
+        "datasetType": _json(
+            dataset_type_dataset.DatasetTypeDatasetFacet(datasetType="FILE", producer=PRODUCER)
+        ),
+        "storage": _json(
+            storage_dataset.StorageDatasetFacet(
+                storageLayer=FILES_LAYER, fileFormat=file_format, producer=PRODUCER
+            )
+        ),
+    }
 
 
 def lot_facets(lot: str) -> dict[str, Facet]:

@@ -209,8 +209,11 @@ class GapService:
         hintable = bool(lot_job.inputs)
         cascaded = 0
         if not dry_run:
-            for lot in reopen:
-                cascaded += len(self._lots.invalidate(namespace, target.dataset, lot)) - 1
+            if reopen:  # set-wise: a year of lots and their downstream in a few statements per level
+                asked = set(reopen)
+                made = self._lots.invalidate_many(namespace, target.dataset, reopen)
+                mine = (namespace, target.dataset)
+                cascaded = sum(1 for r in made if (r.namespace, r.name) != mine or r.lot not in asked)
             if chosen and hintable:
                 with self._store.write() as connection:
                     frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())

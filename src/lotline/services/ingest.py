@@ -174,12 +174,14 @@ class IngestService:
             if request.copy
             else landing.root
         )
+        kind = facets.file_dataset(request.format or "text")  # files of its format, not DB_TABLE
         try:
-            known = self._catalog.get_dataset(request.namespace, request.dataset).physical_name
+            known = self._catalog.get_dataset(request.namespace, request.dataset)
         except NotFound:
             known = None
-        if known != where:
-            self._catalog.upsert_dataset(request.namespace, request.dataset, physical_name=where)
+        stale = known is None or any(known.facets.get(name) != facet for name, facet in kind.items())
+        if known is None or known.physical_name != where or stale:
+            self._catalog.upsert_dataset(request.namespace, request.dataset, physical_name=where, facets=kind)
         self._lots.register_job(request.namespace, ingest_job(request.dataset), output=request.dataset)
 
     def _registered(self, request: IngestRequest, lots: list[str]) -> dict[str, str | None]:

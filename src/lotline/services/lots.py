@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -37,7 +38,7 @@ from lotline.domain.runs import RunAction, RunState
 from lotline.domain.versions import job_version_id, output_version_id
 from lotline.services import _common, claiming
 from lotline.services.claiming.jobs import JobCache
-from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
+from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace, OutputEnd
 from lotline.services.claiming.python_path import fail_children, fence_of
 from lotline.services.facets import error_message
 from lotline.services.manifests import ManifestService
@@ -48,6 +49,8 @@ from lotline.store.queries import manifests as manifest_rows
 
 log = logging.getLogger(__name__)
 DEFAULT_LEASE = timedelta(seconds=30)
+#: Lots of a backfill reopened per transaction (with their downstream lots).
+INVALIDATE_BATCH = 2000
 #: A claim that loses a race for a lot tries the next one; this bounds the retries of one claim.
 MAX_RACES = 16
 
@@ -77,7 +80,7 @@ class LotService:
         namespace: str,
         job: str,
         *,
-        output: str,
+        output: str | Sequence[str],
         inputs: Sequence[str] = (),
         lot_mapping: str | None = None,
         location: str | None = None,
@@ -85,15 +88,20 @@ class LotService:
     ) -> Job:
         """Declare a job that produces ``output`` lot by lot from ``inputs`` (the job's catalog entry too).
 
-        A dataset has exactly one producer: registering a second one is a Conflict and changes
-        nothing. ``lot_mapping`` (e.g. ``PT5M->PT1H``) says how input lots roll up into output lots.
-        ``code_digest`` (the runner's digest of the transform) enters the job version id.
+        ``output`` may list several datasets: the job produces each of its lots for all of them at
+        once (the first carries the claim; all are published together). A dataset has exactly one
+        producer: registering a second one is a Conflict and changes nothing. ``lot_mapping`` (e.g.
+        ``PT5M->PT1H``) says how input lots roll up into output lots. ``code_digest`` (the runner's
+        digest of the transform) enters the job version id.
         """
         validate_name("Job", job)
+        outputs = [output] if isinstance(output, str) else list(output)
+        if not outputs:
+            raise InvalidInput(f"Job {namespace}:{job} needs an output.")
         mapping = LotMapping.parse(lot_mapping) if lot_mapping is not None else None
         with self._store.write() as connection:
             namespace_id = _common.require_namespace(connection, namespace)
-            output_id = _common.require_dataset(connection, namespace, output)
+            output_ids = [_common.require_dataset(connection, namespace, d) for d in outputs]
             input_ids = [_common.require_dataset(connection, namespace, d) for d in inputs]
             now = self._clock.now()
             job_id = jobs.upsert_job(
@@ -104,23 +112,23 @@ class LotService:
                 job,
                 location,
                 [f"{namespace}:{d}" for d in inputs],
-                [f"{namespace}:{output}"],
+                [f"{namespace}:{d}" for d in outputs],
                 code_digest,
             )
             jobs.set_current_version(
-                connection, job_id, version, location=location, inputs=input_ids, outputs=[output_id], now=now
+                connection, job_id, version, location=location, inputs=input_ids, outputs=output_ids, now=now
             )
-            describe = {output_id: f"{namespace}:{output}"}
+            describe = {i: f"{namespace}:{d}" for i, d in zip(output_ids, outputs, strict=True)}
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})
             register(
                 connection,
                 job_id,
-                output_id,
+                output_ids,
                 input_ids,
                 mapping,
                 now,
                 describe=describe,
-                output=(namespace, output),
+                names=[(namespace, d) for d in outputs],
             )
             found = jobs.get_job(connection, namespace, job)
         if found is None:  # written above, in this transaction
@@ -183,13 +191,22 @@ class LotService:
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
+        others: Mapping[str, OtherOutput] | None = None,
     ) -> uuid.UUID | None:
         """Publish the lot: OUTPUT READY, INPUTs DONE, the run COMPLETED with its version current, the
         manifest (complete, or empty when it lists nothing) and the lot's READY event — one
         transaction. Returns the manifest's id; its JSON copy is written after the commit.
-        ``facets`` are the run's; ``output_facets`` the new version's (``outputStatistics``…)."""
+        ``facets`` are the run's; ``output_facets`` the new version's (``outputStatistics``…).
+        A job with several outputs: ``manifest`` and ``output_facets`` are its first output's,
+        ``others`` the other outputs' by dataset name — all published in the same transaction."""
         return self._finish(
-            claim, success=True, at=at, manifest=manifest, facets=facets, output_facets=output_facets
+            claim,
+            success=True,
+            at=at,
+            manifest=manifest,
+            facets=facets,
+            output_facets=output_facets,
+            others=others,
         )
 
     def fail(
@@ -200,18 +217,22 @@ class LotService:
         manifest: ManifestDraft | None = None,
         error: BaseException | str | Failure | None = None,
         facets: dict[str, Any] | None = None,
+        others: Mapping[str, OtherOutput] | None = None,
     ) -> uuid.UUID | None:
         """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it: its
         one-line reason (``failures.failure_of``) in ``runs.error`` and the OpenLineage
         ``errorMessage`` facet, whose ``stackTrace`` keeps the rest. The lot may be retried. What the
         attempt wrote is recorded as a partial manifest in the same transaction, then its objects are
-        removed (manifest removed, arc missing). Returns the manifest's id."""
+        removed (manifest removed, arc missing); so are the other outputs' (``others``). Returns the
+        manifest's id."""
         facets = dict(facets or {})
         failure = None if error is None else failures.failure_of(error)
         if failure is not None:
             facets["errorMessage"] = error_message(failure)
         reason = None if failure is None else failure.reason
-        return self._finish(claim, success=False, at=at, manifest=manifest, facets=facets, error=reason)
+        return self._finish(
+            claim, success=False, at=at, manifest=manifest, facets=facets, error=reason, others=others
+        )
 
     def _finish(
         self,
@@ -223,14 +244,16 @@ class LotService:
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
         error: str | None = None,
+        others: Mapping[str, OtherOutput] | None = None,
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error)
-        manifest_id = self._claims.finish(claim, end)
-        if manifest_id is not None:
+        ends = _other_ends(claim, others or {})
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error, ends)
+        manifest_ids = self._claims.finish(claim, end)
+        for manifest_id in manifest_ids:
             self._tidy(manifest_id, success=success)
-        return manifest_id
+        return manifest_ids[0] if manifest_ids and manifest is not None else None
 
     def _tidy(self, manifest_id: uuid.UUID, *, success: bool) -> None:
         """After the claim's end committed: the manifest's copy, and a failed attempt's objects
@@ -261,11 +284,11 @@ class LotService:
         it never keeps the other lots, or the worker that reaps, from going on."""
         now = self._clock.now()
         with self._store.write() as connection:
-            reaped = claims.reap(connection, now, limit)
-            for row in reaped:
-                if row.run_id is not None:
-                    reason = failures.lease_expired(row.owner, row.updated_at)
-                    _end_revoked_run(connection, row.run_id, now, reason)
+            reaped = claims.reap(connection, now, limit)  # one row per output of each claim
+            ended = {row.run_id: row for row in reaped if row.run_id is not None}
+            for run_id, row in ended.items():
+                reason = failures.lease_expired(row.owner, row.updated_at)
+                _end_revoked_run(connection, run_id, now, reason)
             for row in reaped:  # appends come last in the transaction (positions in commit order)
                 if row.run_id is not None:
                     entry = (row.dataset_id, row.lot, None, None, row.run_id)
@@ -273,13 +296,35 @@ class LotService:
                     lot_events.append(
                         connection, LotEventKind.FAILED, [entry], now, attempt=row.attempt, reason=reason
                     )
-        return len(reaped)
+        return len({(row.job_id, row.run_id, row.lot) for row in reaped})
 
     # -- the operator's side -------------------------------------------------------------------
     def invalidate(self, namespace: str, dataset: str, lot: str) -> list[DatasetRef]:
         """Reopen a READY lot and, transitively, every lot made from it (SPEC §4 "Invalidation")."""
         found = self._invalidate(namespace, dataset, lot, None)
         return [] if found is None else found
+
+    def invalidate_many(self, namespace: str, dataset: str, lots: Sequence[str]) -> list[DatasetRef]:
+        """``invalidate`` of many READY lots of one dataset (a backfill): the same changes, made
+        set-wise (``operator.invalidate_many``), ``INVALIDATE_BATCH`` lots per transaction. The
+        lots reopened, downstream ones included, each once."""
+        found: list[DatasetRef] = []
+        stored = [_common.lot_key(lot) for lot in lots]
+        for start in range(0, len(stored), INVALIDATE_BATCH):
+            batch, now = stored[start : start + INVALIDATE_BATCH], self._clock.now()
+            with self._store.write() as connection:
+                dataset_id = _common.require_dataset(connection, namespace, dataset)
+                done = operator.invalidate_many(connection, dataset_id, batch, now, f"{namespace}:{dataset}")
+                for run_id in done.revoked_runs:
+                    reason = f"revoked: an input lot of {namespace}:{dataset} was invalidated (backfill)"
+                    _end_revoked_run(connection, run_id, now, reason)
+                refs = datasets.dataset_refs(connection, list({d for d, _ in done.reopened}))
+                reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
+                lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
+            made = [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+            self._manifests.withdraw_copies_many([ref for ref in made if ref.lot])
+            found += made
+        return found
 
     def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
         """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing
@@ -315,7 +360,8 @@ class LotService:
         return found
 
     def hold_lot(self, namespace: str, dataset: str, lot: str) -> bool:
-        """Pause (dataset, lot): it is neither produced nor read until released. False if already held."""
+        """Pause (dataset, lot): it is neither produced nor read until released. False if already held.
+        The same lot of its producer's other outputs is held with it (they are produced together)."""
         stored_lot = _common.lot_key(lot)
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
@@ -324,19 +370,30 @@ class LotService:
                 raise Conflict(
                     f"Dataset {namespace}:{dataset} has no producing job registered; nothing to hold."
                 )
-            return operator.hold_lot(connection, dataset_id, stored_lot, producer, self._clock.now())
+            now = self._clock.now()
+            held = {
+                d: operator.hold_lot(connection, d, stored_lot, producer, now)
+                for d in sorted(registry.job_outputs(connection, producer) or [dataset_id])
+            }
+            return held.get(dataset_id, False)
 
     def release_lot(self, namespace: str, dataset: str, lot: str) -> Status | None:
-        """End a hold; returns the status the lot is back in (None: it had never been produced)."""
+        """End a hold; returns the status the lot is back in (None: it had never been produced). The
+        same lot of the producer's other outputs is released with it."""
         stored_lot = _common.lot_key(lot)
         now = self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
-            restored = operator.release_lot(connection, dataset_id, stored_lot, now)
-            if restored is Status.READY:  # readable again: its consumers may go on
-                entry = (dataset_id, stored_lot, None, None, None)
-                lot_events.append(connection, LotEventKind.READY, [entry], now)
-            return restored
+            producer = registry.producer_of(connection, dataset_id)
+            siblings = [] if producer is None else registry.job_outputs(connection, producer)
+            restored = {dataset_id: operator.release_lot(connection, dataset_id, stored_lot, now)}
+            for sibling in sorted(set(siblings) - {dataset_id}):
+                if operator.is_held(connection, sibling, stored_lot):
+                    restored[sibling] = operator.release_lot(connection, sibling, stored_lot, now)
+            ready = [(d, stored_lot, None, None, None) for d, s in restored.items() if s is Status.READY]
+            if ready:  # readable again: its consumers may go on
+                lot_events.append(connection, LotEventKind.READY, ready, now)
+            return restored[dataset_id]
 
     def hold_job(self, namespace: str, job: str) -> bool:
         """Stop new claims of a whole job (running claims finish). False if it was already held."""
@@ -363,7 +420,7 @@ class LotService:
         stored_lot = _common.lot_key(lot)
         with self._store.write() as connection:
             lot_job = lot_job_named(connection, namespace, job)
-            operator.clean(connection, lot_job.output_dataset_id, stored_lot, self._clock.now())
+            operator.clean(connection, lot_job.all_outputs, stored_lot, self._clock.now())
 
     # -- looking -------------------------------------------------------------------------------
     def arc_state(self, namespace: str, job: str, lot: str) -> ArcState:
@@ -414,6 +471,36 @@ class LotService:
             )
             rows = reporting.status_rows(connection, where, limit, offset)
             return Page([_lot_status(r) for r in rows], reporting.count_status_rows(connection, where))
+
+
+@dataclass(frozen=True)
+class OtherOutput:
+    """What an attempt hands over for one of its job's other outputs (docs/pipelines.md "Several
+    outputs"): the manifest draft of what it wrote there, and the new version's facets."""
+
+    manifest: ManifestDraft | None = None
+    facets: dict[str, Any] | None = None
+
+
+def _other_ends(claim: LotClaim, others: Mapping[str, OtherOutput]) -> tuple[OutputEnd, ...]:
+    """The ends of the claim's outputs after the first, in its order; a name that is not one of
+    them is refused (nothing is written)."""
+    names = dict(claim.output_datasets[1:])
+    unknown = sorted(set(others) - set(names))
+    if unknown:
+        raise InvalidInput(
+            f"job {claim.job} has no other output {', '.join(unknown)} "
+            f"(its outputs: {', '.join(n for n, _ in claim.output_datasets)})."
+        )
+    return tuple(
+        OutputEnd(
+            dataset_id,
+            output_version_id(claim.namespace, name, claim.lot, claim.run_id),
+            others.get(name, OtherOutput()).manifest,
+            others.get(name, OtherOutput()).facets,
+        )
+        for name, dataset_id in names.items()
+    )
 
 
 def _status_filter(

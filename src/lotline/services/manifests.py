@@ -11,6 +11,7 @@ from lotline.coordination import operator
 from lotline.domain.coordination import ArcState
 from lotline.domain.errors import InvalidName, NotFound
 from lotline.domain.manifests import Manifest, ManifestState, check_manifest_transition
+from lotline.domain.model import DatasetRef
 from lotline.lots.storage import Storage
 from lotline.services import _common
 from lotline.store.engine import Store
@@ -86,6 +87,23 @@ class ManifestService:
                 "%s:%s lot %s: copy not withdrawn (%s); cleanup deletes it", namespace, dataset, lot, error
             )
 
+    def withdraw_copies_many(self, refs: Sequence[DatasetRef]) -> None:
+        """``withdraw_copies`` of many reopened lots, in one delete."""
+        lots: dict[tuple[str, str], list[str]] = {}
+        for ref in refs:
+            if ref.lot:
+                lots.setdefault((ref.namespace, ref.name), []).append(ref.lot)
+        uris = []
+        for (namespace, dataset), found in lots.items():
+            try:
+                uris += self.storage.current_copy_uris(namespace, dataset, found)
+            except InvalidName:
+                continue  # a name that cannot be stored (a lineage-only dataset) has no copies
+        try:
+            self.storage.delete(uris)
+        except OSError as error:
+            log.warning("%d lots: copies not all withdrawn (%s); cleanup deletes them", len(refs), error)
+
     def remove_partial(self, manifest_id: uuid.UUID) -> Manifest:
         """Delete a partial manifest's objects, then mark it removed (and the arc partial -> missing
         if the lot is still where the failure left it). Deleting again is harmless, so a crash
@@ -108,7 +126,7 @@ class ManifestService:
                     and row is not None
                     and row.run_id == manifest.run_id
                 ):
-                    operator.clean(connection, dataset_id, manifest.lot, now)
+                    operator.clean(connection, [dataset_id], manifest.lot, now)
         removed = self.get(manifest_id)
         self.publish_copy(removed.id)
         return removed

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 GROUP_SIZE = 500
+#: A group reads its pending events this many at a time.
+PENDING_PAGE = 100
 #: A group stops taking events after this long, so that it never holds locks for long (on
 #: SQLite its write lock also holds up the POSTs that journal new events).
 GROUP_SECONDS = 0.5
@@ -61,6 +63,13 @@ GROUP_SECONDS = 0.5
 #: connection, a deadlock) is marked failed after this many tries, so it cannot block the rest.
 MAX_TRANSIENT_TRIES = 5
 MAX_ERROR_LENGTH = 2000
+#: A read applies the events journaled before it itself only when at most this many are pending
+#: (for at most ``READ_CATCH_UP_SECONDS``, a safety bound: the count bounds the work); a larger
+#: backlog is the projector's, and the read answers from what is projected, saying how much is
+#: pending (docs/api.md, "Consistency"). The count also bounds the wait for the projector's lock:
+#: the events of a group in progress are among those pending.
+READ_CATCH_UP_EVENTS = 100
+READ_CATCH_UP_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -88,10 +97,15 @@ class ProjectionService:
     recent events, and ``lotline project``."""
 
     def __init__(
-        self, store: Store, group_size: int = GROUP_SIZE, group_seconds: float = GROUP_SECONDS
+        self,
+        store: Store,
+        group_size: int = GROUP_SIZE,
+        group_seconds: float = GROUP_SECONDS,
+        pending_page: int = PENDING_PAGE,
     ) -> None:
         self._store = store
         self.group_size = group_size
+        self.pending_page = pending_page
         self.group_seconds = group_seconds
         self._transient_tries: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -107,10 +121,10 @@ class ProjectionService:
         with self._store.read() as connection:
             return events.failures(connection, limit)
 
-    def last_pending_id(self) -> int | None:
-        """The newest event not projected yet (one look at a small partial index)."""
+    def backlog(self) -> int:
+        """How many events are journaled and not projected yet (what reads report as pending)."""
         with self._store.read() as connection:
-            return events.last_pending_id(connection)
+            return events.backlog(connection)[0]
 
     def drain(
         self,
@@ -120,36 +134,60 @@ class ProjectionService:
         max_events: int | None = None,
         should_stop: Callable[[], bool] = lambda: False,
         deadline: float | None = None,
+        group_seconds: float | None = None,
+        on_group: Callable[[Drained], None] | None = None,
     ) -> Drained:
         """Apply pending events group by group until none is left (or none up to ``upto``).
 
         ``wait=False`` gives up at once when another projector holds the lock (``busy``);
         ``should_stop``, ``max_events`` and ``deadline`` (a ``time.monotonic()`` value) end the
-        drain between groups, leaving the rest pending.
+        drain between groups, leaving the rest pending; ``group_seconds`` bounds each group (by
+        default the service's); ``on_group`` is told what each group did (progress).
         """
         done = Drained()
+        seconds = self.group_seconds if group_seconds is None else group_seconds
         while not should_stop() and (deadline is None or time.monotonic() < deadline):
             room = self.group_size
             if max_events is not None:
                 room = min(room, max_events - len(done.applied) - len(done.failed))
             if room <= 0:
                 break
-            group = self._group(wait=wait, upto=upto, limit=room, should_stop=should_stop)
+            group = self._group(wait=wait, upto=upto, limit=room, should_stop=should_stop, seconds=seconds)
             done += group
+            if on_group is not None:
+                on_group(group)
             if group.busy or group.stalled or not (group.applied or group.failed):
                 break
         return done
 
-    def catch_up(self, seconds: float) -> int:
+    def catch_up(self, seconds: float, *, most: int | None = None) -> int:
         """Project every event journaled before this call (waiting for the lock if another projector
-        has it), for at most about ``seconds``; returns how many of them are still pending."""
-        upto = self.last_pending_id()
-        if upto is None:
-            return 0
-        self.drain(wait=True, upto=upto, deadline=time.monotonic() + seconds)
+        has it), for at most about ``seconds``; returns how many events are still pending then.
+
+        ``most``: do it only when at most that many are pending; a larger backlog is left to the
+        projector and only counted (what reads do: docs/api.md, "Consistency")."""
+        pending, upto = self._backlog()
+        if not pending or upto is None or (most is not None and pending > most):
+            return pending
+        self.drain(
+            wait=True,
+            upto=upto,
+            deadline=time.monotonic() + seconds,
+            group_seconds=min(self.group_seconds, seconds),
+        )
         with self._store.read() as connection:
-            pending = events.pending(connection, 1, upto)
-        return 0 if not pending else self.status().pending
+            if not events.pending(connection, 1, upto):
+                return 0
+            return events.backlog(connection)[0]
+
+    def catch_up_for_read(self) -> int:
+        """What a read applies itself before answering: a small backlog, briefly; a larger one is
+        left to the projector and only counted. Returns how many events are still pending."""
+        return self.catch_up(READ_CATCH_UP_SECONDS, most=READ_CATCH_UP_EVENTS)
+
+    def _backlog(self) -> tuple[int, int | None]:
+        with self._store.read() as connection:
+            return events.backlog(connection)
 
     def wake_others(self) -> None:
         """Tell projectors in other processes that events are waiting (PostgreSQL NOTIFY; a read
@@ -157,25 +195,27 @@ class ProjectionService:
         with self._store.read() as connection:
             events.wake_projectors(connection)
 
-    def _group(self, *, wait: bool, upto: int | None, limit: int, should_stop: Callable[[], bool]) -> Drained:
+    def _group(
+        self, *, wait: bool, upto: int | None, limit: int, should_stop: Callable[[], bool], seconds: float
+    ) -> Drained:
         try:
             with self._store.write() as connection:
                 if not events.lock_projection(connection, wait=wait):
                     return Drained(busy=True)
                 if should_stop():  # asked to stop while waiting for the lock
                     return Drained()
-                found = events.pending(connection, limit, upto)
-                if not found:
+                found = _Pending(connection, limit, upto, self.pending_page)
+                if not found.fetched:
                     return Drained()
                 try:
                     # Usually no event fails: apply the group without a savepoint per event ...
                     with connection.begin_nested():
                         done = _Group(connection, self._transient_tries, careful=False).apply(
-                            found, self.group_seconds
+                            found.events(), seconds
                         )
                 except Exception:
                     # ... and when one does, undo the group and apply it again event by event.
-                    done = _Group(connection, self._transient_tries).apply(found, self.group_seconds)
+                    done = _Group(connection, self._transient_tries).apply(found.events(), seconds)
         except _Transient as transient:
             # The group was rolled back and runs again later; a poison event cannot loop forever.
             with self._lock:
@@ -189,6 +229,38 @@ class ProjectionService:
             for event_id in done.applied + done.failed:
                 self._transient_tries.pop(event_id, None)
         return done
+
+
+class _Pending:
+    """A group's pending events, fetched a page at a time as the group takes them: a group cut
+    short by its time (``group_seconds``) has not read and decoded the payloads it never reached
+    (it did, up to 500 of them, for groups of ~15 events on a loaded machine)."""
+
+    def __init__(self, connection: Connection, limit: int, upto: int | None, page: int) -> None:
+        self._connection = connection
+        self._limit = limit
+        self._upto = upto
+        self._page = page
+        #: The events fetched so far, in journal order.
+        self.fetched = events.pending(connection, min(limit, page), upto)
+        self._more = len(self.fetched) == min(limit, page) < limit
+
+    def events(self) -> Iterator[events.PendingEvent]:
+        """The group's events from its first (each pass of the group starts over), fetching more
+        pages as they are reached."""
+        index = 0
+        while index < len(self.fetched) or self._fetch():
+            yield self.fetched[index]
+            index += 1
+
+    def _fetch(self) -> bool:
+        if not self._more:
+            return False
+        room = min(self._limit - len(self.fetched), self._page)
+        page = events.pending(self._connection, room, self._upto, after=self.fetched[-1].id)
+        self.fetched += page
+        self._more = len(page) == room and len(self.fetched) < self._limit
+        return bool(page)
 
 
 class _Transient(Exception):
@@ -225,7 +297,7 @@ class _Group:
     #: (namespace, name) -> the job's row as this group knows it (id, facets, current version).
     jobs: dict[tuple[str, str], _JobState] = field(default_factory=dict)
 
-    def apply(self, found: Sequence[events.PendingEvent], seconds: float) -> Drained:
+    def apply(self, found: Iterable[events.PendingEvent], seconds: float) -> Drained:
         started = time.monotonic()
         applied: list[int] = []
         failed: list[int] = []

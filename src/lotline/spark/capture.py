@@ -8,23 +8,30 @@ data), and its query's plan the files actually read and where each written colum
 ``collect``) are not writes and are ignored. The listener is called asynchronously (on Spark's
 listener bus, through the py4j callback server), so a writer waits for the report of its own
 output path; that also attributes every report to its lot when several lots share the session.
+
+The listener asks the JVM for all of that in one py4j call: ``WriteFacts.java``, compiled when the
+listener is registered by Janino (the compiler Spark ships for its generated code), answers a
+query with one JSON text. Walking the plan from Python instead cost a py4j round trip per node,
+expression and attribute, which the lot waited for (``docs/benchmarks.md``, ``bench/overhead``).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
+from lotline.domain.errors import InvalidInput
 from lotline.spark.plans import WritePlan, write_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger(__name__)
-WRITE_COMMAND = "InsertIntoHadoopFsRelationCommand"
 #: How long a writer waits for the listener's report before recording no row count.
 REPORT_TIMEOUT_S = 30.0
 
@@ -74,8 +81,9 @@ class WriteCapture:
                     raise RuntimeError(
                         f"Spark application {application} has no py4j gateway to report writes on"
                     )
+                facts = _compile_write_facts(spark)
                 ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-                spark._jsparkSession.listenerManager().register(_Listener(capture))
+                spark._jsparkSession.listenerManager().register(_Listener(capture, facts))
                 _LISTENING[application] = capture
             return _LISTENING[application]
 
@@ -94,28 +102,28 @@ class WriteCapture:
             self._arrived.notify_all()
 
 
-def _write_node_metrics(node: Any) -> Any:
-    """The metrics of the plan's ``DataWritingCommandExec``: under adaptive execution it sits in the
-    final plan of an ``AdaptiveSparkPlanExec``, inside a query stage."""
-    kind = node.getClass().getSimpleName()
-    if kind == "DataWritingCommandExec":
-        return node.metrics()
-    if kind == "AdaptiveSparkPlanExec":
-        return _write_node_metrics(node.executedPlan())
-    if kind.endswith("QueryStageExec"):
-        return _write_node_metrics(node.plan())
-    children = node.children()
-    for index in range(children.size()):
-        found = _write_node_metrics(children.apply(index))
-        if found is not None:
-            return found
-    return None
+#: The class ``WriteFacts.java`` defines.
+_FACTS_CLASS = "LotlineWriteFacts"
 
 
-def _metric(metrics: Any, name: str) -> int | None:
-    if metrics is None or not metrics.contains(name):
-        return None
-    return int(metrics.get(name).get().value())
+def _compile_write_facts(spark: SparkSession, source: str | None = None) -> Any:
+    """An instance of ``WriteFacts.java``'s class (or of ``source``'s) in the driver's JVM, compiled
+    by Spark's Janino; a source that does not compile is refused in one line."""
+    if source is None:
+        source = resources.files("lotline.spark").joinpath("WriteFacts.java").read_text(encoding="utf-8")
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None  # for_session checked the gateway
+    try:
+        compiler = jvm.org.codehaus.janino.SimpleCompiler()
+        compiler.setParentClassLoader(spark._jsparkSession.getClass().getClassLoader())
+        compiler.cook(source)
+        return compiler.getClassLoader().loadClass(_FACTS_CLASS).newInstance()
+    except Exception as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise InvalidInput(
+            f"lotline cannot read Spark {spark.version}'s writes: WriteFacts.java did not compile "
+            f"in its JVM ({first})."
+        ) from None
 
 
 def _observed(qe: Any) -> dict[str, dict[str, Any]]:
@@ -136,25 +144,34 @@ def _observed(qe: Any) -> dict[str, dict[str, Any]]:
 class _Listener:
     """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
 
-    def __init__(self, capture: WriteCapture) -> None:
+    def __init__(self, capture: WriteCapture, facts: Any) -> None:
         self._capture = capture
+        self._facts = facts
 
     def onSuccess(self, funcName: str, qe: Any, durationNs: int) -> None:
         try:
-            command = qe.analyzed()
-            if command.getClass().getSimpleName() != WRITE_COMMAND:
+            described = self._facts.describe(qe)
+            if described is None:
                 return  # reads, schema inference and other internal queries
-            output = command.outputPath().toString()
-            metrics = _write_node_metrics(qe.executedPlan())
+            write = json.loads(described)
         except Exception:
             log.exception("could not read a Spark write")
             return
-        try:
-            plan: WritePlan | None = write_plan(command)
-        except Exception:
-            log.exception("could not read the plan of the write to %s; its reads are unknown", output)
-            plan = None
-        rows, size, files = (_metric(metrics, n) for n in ("numOutputRows", "numOutputBytes", "numFiles"))
+        output = write["path"]
+        plan: WritePlan | None = None
+        if write["plan"] is None:
+            log.warning(
+                "could not read the plan of the write to %s (%s); its reads are unknown",
+                output,
+                write.get("planError"),
+            )
+        else:
+            try:
+                plan = write_plan(write["plan"])
+            except Exception:
+                log.exception("could not read the plan of the write to %s; its reads are unknown", output)
+        metrics = write["metrics"]
+        rows, size, files = (metrics.get(n) for n in ("numOutputRows", "numOutputBytes", "numFiles"))
         try:
             observed = _observed(qe)
         except Exception:

@@ -133,6 +133,15 @@ class JobSpec:
     #: A quarantine job (``<job>__quarantine``): it writes the rows failing these drop
     #: expectations of the checked job, whose transform it shares.
     quarantine: tuple[Expectation, ...] = ()
+    #: Declared with ``outputs=``: every output after the first (``output``), in declared order; the
+    #: transform then returns a dict by dataset name (or a tuple in declared order).
+    others: tuple[DatasetSpec, ...] = ()
+    several: bool = False
+
+    @property
+    def outputs(self) -> tuple[DatasetSpec, ...]:
+        """Every output, the first (which carries the lot's claim) first."""
+        return (self.output, *self.others)
 
     @property
     def location(self) -> str:
@@ -149,6 +158,7 @@ class JobSpec:
         declared = {
             "inputs": [d.declaration() for d in self.inputs],
             "output": self.output.declaration(),
+            **({"outputs": [d.declaration() for d in self.outputs]} if self.several else {}),
             "mapping": self.lot_mapping,
             "partitionBy": self.partition_by,
         }
@@ -158,17 +168,54 @@ class JobSpec:
         text = source + "\n" + json.dumps(declared, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
-    def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> DataFrame:
-        """Call the transform with each input's DataFrame under its parameter name."""
+    def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> dict[str, DataFrame]:
+        """Call the transform with each input's DataFrame under its parameter name: each output's
+        DataFrame by dataset name, or an InvalidInput (one line) for a result of the wrong shape."""
         kwargs: dict[str, Any] = {p: frames[d] for p, d in self.parameters.items()}
         if self.takes_lot:
             kwargs[LOT_PARAMETER] = lot
         result = self.transform(**kwargs)
-        if not _is_dataframe(result):
+        if not self.several:
+            if not _is_dataframe(result):
+                raise InvalidInput(
+                    f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
+                )
+            return {self.output.name: result}
+        return self._outputs_of(result)
+
+    def _outputs_of(self, result: object) -> dict[str, DataFrame]:
+        """A several-output transform's result: a dict by dataset name, or a tuple in declared order."""
+        names = [d.name for d in self.outputs]
+        shown = ", ".join(names)
+        if isinstance(result, tuple):
+            if len(result) != len(names):
+                raise InvalidInput(
+                    f"job {self.name}: the transform returned a tuple of {len(result)}, "
+                    f"not one DataFrame per output ({shown})."
+                )
+            result = dict(zip(names, result, strict=True))
+        if not isinstance(result, Mapping):
             raise InvalidInput(
-                f"job {self.name}: the transform returned {type(result).__name__}, not a DataFrame."
+                f"job {self.name}: the transform returned {type(result).__name__}, not a dict of "
+                f"DataFrames by output ({shown})."
             )
-        return result
+        extra = sorted(str(k) for k in result if k not in names)
+        if extra:
+            raise InvalidInput(
+                f"job {self.name}: the transform returned undeclared output {', '.join(extra)} "
+                f"(outputs: {shown})."
+            )
+        missing = [n for n in names if n not in result]
+        if missing:
+            raise InvalidInput(
+                f"job {self.name}: the transform returned no DataFrame for output {', '.join(missing)}."
+            )
+        for name in names:
+            if not _is_dataframe(result[name]):
+                raise InvalidInput(
+                    f"job {self.name}: output {name} is {type(result[name]).__name__}, not a DataFrame."
+                )
+        return {name: result[name] for name in names}
 
 
 def _partitioning(
@@ -194,6 +241,21 @@ def _partitioning(
     if len(set(keys)) != len(keys):
         raise PipelineError(f"job {job}: partition_by names a partition twice.")
     return keys
+
+
+def _declared_outputs(
+    job: str, output: DatasetSpec | str | None, outputs: Sequence[DatasetSpec | str] | None
+) -> tuple[DatasetSpec | str, ...]:
+    """``output=`` or ``outputs=``, exactly one of them."""
+    if output is not None and outputs is not None:
+        raise PipelineError(f"job {job}: declare output= (one output) or outputs= (several), not both.")
+    if outputs is None:
+        if output is None:
+            raise PipelineError(f"job {job} has no output: declare output= or outputs=.")
+        return (output,)
+    if isinstance(outputs, (str, DatasetSpec)) or not isinstance(outputs, Sequence) or not outputs:
+        raise PipelineError(f"job {job}: outputs= is a non-empty list of datasets, got {outputs!r}.")
+    return tuple(outputs)
 
 
 def _is_dataframe(value: object) -> bool:
@@ -240,13 +302,18 @@ class Pipeline:
         self,
         *,
         inputs: Sequence[DatasetSpec | str],
-        output: DatasetSpec | str,
+        output: DatasetSpec | str | None = None,
+        outputs: Sequence[DatasetSpec | str] | None = None,
         name: str | None = None,
         partition_by: Sequence[str] | int | None = None,
         parallel_parts: int = 2,
         checks: Sequence[Check] | None = None,
     ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
         """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``).
+
+        ``output`` names its one output; ``outputs`` several (the transform then returns a dict of
+        DataFrames by dataset name, or a tuple in this order): each lot is published for all of them
+        in one transaction, or for none.
 
         ``partition_by`` makes child work: each lot is computed part by part — by the named
         partition values of the first input's objects (``["day"]``), or in groups of at most that
@@ -258,13 +325,23 @@ class Pipeline:
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
             job = name or transform.__name__
             try:
-                declared = quality.validate(job, checks)
+                declared_checks = quality.validate(job, checks)
             except CheckDeclarationError as error:
                 raise PipelineError(error.message) from None
-            self._add_job(job, inputs, output, transform)
+            if declared_checks and outputs is not None:
+                raise PipelineError(
+                    f"job {job}: checks are for a job with one output (checks per output of a job "
+                    "with several outputs are not supported yet)."
+                )
+            declared = _declared_outputs(job, output, outputs)
+            self._add_job(job, inputs, declared, transform)
             partitioning = _partitioning(job, partition_by, parallel_parts)
             self.jobs[job] = replace(
-                self.jobs[job], partition_by=partitioning, parallel_parts=parallel_parts, checks=declared
+                self.jobs[job],
+                partition_by=partitioning,
+                parallel_parts=parallel_parts,
+                several=outputs is not None,
+                checks=declared_checks,
             )
             self._add_quarantine(self.jobs[job])
             return transform
@@ -275,7 +352,7 @@ class Pipeline:
         self,
         name: str,
         inputs: Sequence[DatasetSpec | str],
-        output: DatasetSpec | str,
+        outputs: Sequence[DatasetSpec | str],
         transform: Callable[..., DataFrame],
     ) -> None:
         validate_name("Job", name)
@@ -287,17 +364,31 @@ class Pipeline:
                 "(fill source datasets with `lotline ingest`)."
             )
         ins = tuple(self._known(name, d) for d in inputs)
-        out = self._known(name, output)
+        outs = tuple(self._known(name, d) for d in outputs)
         if len({d.name for d in ins}) != len(ins):
             raise PipelineError(f"job {name} lists an input twice.")
-        producer = next((j.name for j in self.jobs.values() if j.output.name == out.name), None)
-        if producer is not None:
-            raise PipelineError(
-                f"job {name}: dataset {out.name} is already produced by job {producer}; "
-                "a dataset has exactly one producer."
-            )
+        if len({d.name for d in outs}) != len(outs):
+            raise PipelineError(f"job {name} lists an output twice.")
+        for out in outs:
+            if out in ins:
+                raise PipelineError(f"job {name}: dataset {out.name} is both an input and an output.")
+            producer = next((j.name for j in self.jobs.values() if out in j.outputs), None)
+            if producer is not None:
+                raise PipelineError(
+                    f"job {name}: dataset {out.name} is already produced by job {producer}; "
+                    "a dataset has exactly one producer."
+                )
         parameters, takes_lot = _match_parameters(name, transform, ins)
-        self.jobs[name] = JobSpec(name, ins, out, transform, parameters, takes_lot, _mapping(name, ins, out))
+        mapping = _mapping(name, ins, outs[0])
+        for out in outs[1:]:
+            if out.interval != outs[0].interval:
+                raise PipelineError(
+                    f"job {name}: its outputs share its lots, but {out.name} has "
+                    f"{out.interval or 'named lots'} and {outs[0].name} {outs[0].interval or 'named lots'}."
+                )
+        self.jobs[name] = JobSpec(
+            name, ins, outs[0], transform, parameters, takes_lot, mapping, others=outs[1:]
+        )
 
     def _add_quarantine(self, job: JobSpec) -> None:
         """A job with ``drop`` expectations gets ``<job>__quarantine``: same inputs, transform and lot
@@ -330,7 +421,7 @@ class Pipeline:
 
     def ordered_jobs(self) -> list[JobSpec]:
         """Jobs in dependency order (producers first); a cycle is a PipelineError naming it."""
-        producer = {j.output.name: j.name for j in self.jobs.values()}
+        producer = {d.name: j.name for j in self.jobs.values() for d in j.outputs}
         order: list[JobSpec] = []
         state: dict[str, str] = {}
 

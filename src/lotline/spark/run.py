@@ -199,7 +199,7 @@ def _held_lines(job: str, claims: Iterable[LotStatus]) -> list[str]:
 def _downstream(jobs: list[JobSpec], failed: Iterable[tuple[str, str]]) -> Counter[str]:
     """Lots of later jobs that cannot run because a lot they need was left failed (transitively)."""
     consumers: dict[str, list[JobSpec]] = defaultdict(list)
-    producer_of = {j.output.name: j for j in jobs}
+    producer_of = {d.name: j for j in jobs for d in j.outputs}
     for job in jobs:
         for dataset in job.inputs:
             if dataset.name in producer_of:

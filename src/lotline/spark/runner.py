@@ -32,14 +32,14 @@ from lotline.domain.runs import LOG_FACET
 from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
-from lotline.services.lots import DEFAULT_LEASE
+from lotline.services.lots import DEFAULT_LEASE, OtherOutput
 from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
-from lotline.spark.pipeline import JobSpec, Lot, Pipeline
+from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
 from lotline.spark.session import check_storage
@@ -100,7 +100,7 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
     recorded location (the runner records where it writes when it writes), and a source keeps its
     own: a run with another warehouse rewrites nothing it did not write."""
     catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
-    produced = {job.output.name for job in pipeline.jobs.values()}
+    produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
     declared = [
         DeclaredDataset(d.name, str(d.interval) if d.interval else NAMED_LOTS, d.name in produced)
         for d in pipeline.datasets.values()
@@ -109,16 +109,20 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
     _check_storage(lineage, pipeline)
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
+        kind = ol.file_dataset(dataset.format)  # files of its format, not the catalog's DB_TABLE
         try:
-            catalog.get_dataset(namespace, dataset.name)
+            known = catalog.get_dataset(namespace, dataset.name)
         except NotFound:
             where = storage.dataset_uri(namespace, dataset.name) if dataset.name in produced else None
-            catalog.upsert_dataset(namespace, dataset.name, physical_name=where)
+            catalog.upsert_dataset(namespace, dataset.name, physical_name=where, facets=kind)
+            continue
+        if any(known.facets.get(name) != facet for name, facet in kind.items()):
+            catalog.upsert_dataset(namespace, dataset.name, facets=kind)
     for job in pipeline.ordered_jobs():
         lineage.lots.register_job(
             namespace,
             job.name,
-            output=job.output.name,
+            output=[d.name for d in job.outputs],
             inputs=[d.name for d in job.inputs],
             lot_mapping=job.lot_mapping,
             location=job.location,
@@ -133,7 +137,7 @@ def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:
     namespace = pipeline.namespace
     for name in pipeline.datasets:
         dataset_prefix(namespace, name)
-    outputs = [job.output.name for job in pipeline.ordered_jobs()]
+    outputs = [d.name for job in pipeline.ordered_jobs() for d in job.outputs]
     for index, output in enumerate(outputs):
         check_apart(namespace, output, [(namespace, other) for other in outputs[index + 1 :]])
         lineage.lots.check_output(namespace, output)
@@ -212,9 +216,10 @@ class LotRunner:
         """Run the claimed lot to its end (complete or fail); never raises for the lot's own errors."""
         started = time.monotonic()
         facets = self._facets(claim)
-        location: str | None = None
-        fields: tuple[FieldSpec, ...] = ()
-        verdict: Verdict | None = None
+        #: Each output's attempt folder, once anything may have been written there (a failure
+        #: records what each holds, and it is removed).
+        locations: dict[str, str] = {}
+        written: dict[str, Written] = {}
         run_log = RunLog(job.name)
         emission = self.lineage.emission
         emission.started(
@@ -224,34 +229,31 @@ class LotRunner:
             with _Heartbeat(self.lineage, claim, self.lease) as beat:
                 objects = self._input_objects(job, claim)
                 context = self._context(job, claim, run_log.logger)
-                if not any(objects.values()):  # every input lot is empty: so is the output lot
-                    draft = ManifestDraft(self._attempt_uri(job, claim), (), 0)
+                if not any(objects.values()):  # every input lot is empty: so are the output lots
+                    for spec in job.outputs:
+                        empty = ManifestDraft(self._attempt_uri(spec, claim), (), 0)
+                        written[spec.name] = Written(empty, ())
                 elif job.partition_by is None:
-                    location = self._attempt_uri(job, claim)
-                    draft, fields, verdict = self._write(job, claim, objects, location, context)
+                    locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
+                    written = self._write(job, claim, objects, locations, context)
                 else:
-                    draft, fields, verdict = self._write_parts(job, claim, objects, facets, context)
+                    written = self._write_parts(job, claim, objects, facets, context)
                 # Checks gate the commit: a failing `fail` check fails the lot like any error.
+                verdict = written[job.output.name].verdict
                 if verdict is not None:
                     facets[CHECKS_FACET] = ol.custom(**verdict.summary())
                     verdict.raise_failures()
                 beat.check()
                 _add_log(facets, run_log)
-                statistics = {
-                    "rowCount": draft.row_count,
-                    "fileCount": len(draft.objects),
-                    "size": sum(o.size for o in draft.objects),
-                }
-                facets["lotline_output"] = ol.custom(**statistics, location=draft.location)
-                output_facets = {**ol.version_facets(draft, fields), **ol.quality_facets(verdict)}
-                self.lineage.lots.complete(claim, manifest=draft, facets=facets, output_facets=output_facets)
+                facets["lotline_output"] = ol.custom(**_output_statistics(written[job.output.name].draft))
+                self._publish(job, claim, written, facets)
         except BaseException as error:
             _add_log(facets, run_log)
             stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
             failure = failure_of(error)
             if stopped:
                 failure = replace(failure, reason=INTERRUPTED)
-            self._fail(job, claim, location, failure, facets)
+            self._fail(job, claim, locations, failure, facets)
             emission.failed(claim, failure, facets)
             message = f"job {job.name} lot {claim.lot} (attempt {claim.attempt}): {failure.reason}"
             result = _result(job, claim, started, ok=False, error=message, reason=failure.reason)
@@ -260,16 +262,49 @@ class LotRunner:
             if not isinstance(error, Exception):
                 raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
             return result
-        dataset_facets = {**self._dataset_facets(job, fields), **ol.quality_facets(verdict)}
-        emission.completed(claim, draft, run_facets=facets, dataset_facets=dataset_facets)
+        first = written[job.output.name].draft
+        emission.completed(
+            claim,
+            first,
+            run_facets=facets,
+            dataset_facets=self._dataset_facets(job.output.name, written[job.output.name]),
+            others={
+                spec.name: (written[spec.name].draft, self._dataset_facets(spec.name, written[spec.name]))
+                for spec in job.others
+            },
+        )
+        verdict = written[job.output.name].verdict
         warned = () if verdict is None else tuple((w.name, w.failed) for w in verdict.warnings)
         return _result(
-            job, claim, started, ok=True, rows=draft.row_count, files=len(draft.objects), warnings=warned
+            job, claim, started, ok=True, rows=first.row_count, files=len(first.objects), warnings=warned
+        )
+
+    # -- publishing every output of the lot (one transaction) ---------------------------------
+    def _publish(
+        self, job: JobSpec, claim: LotClaim, written: Mapping[str, Written], facets: dict[str, Any]
+    ) -> None:
+        """Complete the lot: every output's manifest and version facets in the one transaction of
+        ``LotService.complete`` — all outputs become readable together, or none does."""
+        first = written[job.output.name]
+        others = {
+            spec.name: OtherOutput(written[spec.name].draft, written[spec.name].version_facets())
+            for spec in job.others
+        }
+        if others:
+            facets["lotline_outputs"] = ol.custom(
+                outputs=[{"dataset": name, **_output_statistics(w.draft)} for name, w in written.items()]
+            )
+        self.lineage.lots.complete(
+            claim,
+            manifest=first.draft,
+            facets=facets,
+            output_facets=first.version_facets(),
+            others=others or None,
         )
 
     def _record_output(
         self,
-        job: JobSpec,
+        spec: DatasetSpec,
         claim: LotClaim,
         output: DataFrame,
         report: WriteReport | None,
@@ -287,31 +322,32 @@ class LotRunner:
                 self.lineage.catalog.record_reads(claim.run_id, reads)
             facet = column_lineage_facet(report.plan, named)
         with self._lock:
-            if self._recorded.get(job.output.name) == (fields, facet):
+            if self._recorded.get(spec.name) == (fields, facet):
                 return fields
-            self._recorded[job.output.name] = (fields, facet)
+            self._recorded[spec.name] = (fields, facet)
         self.lineage.catalog.upsert_dataset(
             self.namespace,
-            job.output.name,
-            physical_name=self.lineage.storage.dataset_uri(self.namespace, job.output.name),
+            spec.name,
+            physical_name=self.lineage.storage.dataset_uri(self.namespace, spec.name),
             fields=fields,
             facets={"columnLineage": facet} if facet is not None else None,
         )
         return fields
 
-    def _dataset_facets(self, job: JobSpec, fields: tuple[FieldSpec, ...]) -> dict[str, Any]:
-        """The output's ``schema`` and ``columnLineage``, as the COMPLETE event carries them."""
-        found = {}
-        if fields:
-            found["schema"] = ol.schema(fields)
+    def _dataset_facets(self, dataset: str, written: Written) -> dict[str, Any]:
+        """An output's ``schema``, ``columnLineage`` and quality facets, as the COMPLETE event carries
+        them."""
+        found: dict[str, Any] = dict(ol.quality_facets(written.verdict))
+        if written.fields:
+            found["schema"] = ol.schema(written.fields)
         with self._lock:
-            recorded = self._recorded.get(job.output.name)
+            recorded = self._recorded.get(dataset)
         if recorded is not None and recorded[1] is not None:
             found["columnLineage"] = recorded[1]
         return found
 
-    def _attempt_uri(self, job: JobSpec, claim: LotClaim) -> str:
-        return self.lineage.storage.attempt_uri(self.namespace, job.output.name, claim.lot, claim.attempt)
+    def _attempt_uri(self, output: DatasetSpec, claim: LotClaim) -> str:
+        return self.lineage.storage.attempt_uri(self.namespace, output.name, claim.lot, claim.attempt)
 
     def _input_objects(self, job: JobSpec, claim: LotClaim) -> dict[str, list[ManifestObject]]:
         """Each input's objects: exactly those its lots' current manifests list (a mapped job: the
@@ -360,28 +396,53 @@ class LotRunner:
         job: JobSpec,
         claim: LotClaim,
         objects: Mapping[str, Sequence[ManifestObject]],
-        location: str,
+        locations: Mapping[str, str],
         context: Lot,
-    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...], Verdict | None]:
-        """Transform DataFrames over ``objects`` and write the result to ``location``: the draft of
-        what was written (Spark's row count), the output's fields, and the checks' verdict."""
+    ) -> dict[str, Written]:
+        """Transform DataFrames over ``objects`` and write each output to its own attempt folder
+        (``locations``), one after the other: by output, the draft of what was written (Spark's row
+        count), its fields and (the first output) the checks' verdict. Nothing is readable until
+        ``_publish`` commits them all."""
         frames = {
             d.name: read_objects(self.spark, d, [o.uri for o in objects[d.name]])
             if objects[d.name]
             else empty_frame(self.spark, d, job.name)
             for d in job.inputs
         }
-        gate = Gate.over(job.call(frames, context), job)
-        write_attempt(gate.frame, job.output, location)
-        report = self._capture.written(location)
+        results = job.call(frames, context)
         given = {o.uri: dataset for dataset, listed in objects.items() for o in listed}
-        fields = self._record_output(job, claim, gate.frame, report, given)
-        written = self.lineage.storage.describe_written(location, format=job.output.format)
+        return {
+            spec.name: self._write_output(
+                job, spec, claim, results[spec.name], locations[spec.name], given, context
+            )
+            for spec in job.outputs
+        }
+
+    def _write_output(
+        self,
+        job: JobSpec,
+        spec: DatasetSpec,
+        claim: LotClaim,
+        output: DataFrame,
+        location: str,
+        given: dict[str, str],
+        context: Lot,
+    ) -> Written:
+        """Write one output's DataFrame to its attempt folder: what was written, its fields, and the
+        checks' verdict (the job's checks gate its first output, the only one a checked job has)."""
+        gate = Gate.over(output, job) if spec == job.output else None
+        frame = output if gate is None else gate.frame
+        write_attempt(frame, spec, location)
+        report = self._capture.written(location)
+        fields = self._record_output(spec, claim, frame, report, given)
+        written = self.lineage.storage.describe_written(location, format=spec.format)
         rows = report.rows if report else None
-        observed = report.observed if report else {}
-        reader = lambda: read_objects(self.spark, job.output, [o.uri for o in written])  # noqa: E731
-        verdict = gate.verdict(observed, rows, reader, context)
-        return ManifestDraft(location, written, rows), fields, verdict
+        verdict = None
+        if gate is not None:
+            observed = report.observed if report else {}
+            reader = lambda: read_objects(self.spark, spec, [o.uri for o in written])  # noqa: E731
+            verdict = gate.verdict(observed, rows, reader, context)
+        return Written(ManifestDraft(location, written, rows), fields, verdict)
 
     def _write_parts(
         self,
@@ -390,47 +451,57 @@ class LotRunner:
         objects: dict[str, list[ManifestObject]],
         facets: dict[str, Any],
         lot: Lot,
-    ) -> tuple[ManifestDraft, tuple[FieldSpec, ...], Verdict | None]:
+    ) -> dict[str, Written]:
         """Child work: each part of the first input not kept from an earlier attempt is a child run
-        writing under ``<attempt>/<part>/`` (``parallel_parts`` at a time); the lot's draft lists
-        every part's objects once all are complete, else the lot fails naming the failed parts."""
+        writing every output under ``<its attempt>/<part>/`` (``parallel_parts`` at a time); each
+        output's draft lists every part's objects once all are complete, else the lot fails naming
+        the failed parts."""
         if job.partition_by is None:
             raise InvalidInput(f"job {job.name} is not partitioned.")
         first = job.inputs[0].name
         parts = split(job.name, job.partition_by, objects[first])
         kept = self.lineage.children.kept(claim)
         todo = [name for name in parts if name not in kept]
-        base = self._attempt_uri(job, claim)
-        fields: tuple[FieldSpec, ...] = ()
+        bases = {spec.name: self._attempt_uri(spec, claim) for spec in job.outputs}
+        fields: dict[str, tuple[FieldSpec, ...]] = {spec.name: () for spec in job.outputs}
         verdicts: list[Verdict] = []  # of the parts run now (list.append is atomic)
 
-        def run_part(name: str) -> Manifest:
-            nonlocal fields
+        def run_part(name: str) -> dict[str, Manifest]:
             values, part_objects = parts[name]
             child = self.lineage.children.start(claim, name)
-            location = posixpath.join(base, name)
+            locations = {output: posixpath.join(base, name) for output, base in bases.items()}
             context = replace(lot, part=name, part_values=values, child_run_id=child)
             try:
-                draft, fields, verdict = self._write(
-                    job, claim, {**objects, first: part_objects}, location, context
-                )
+                written = self._write(job, claim, {**objects, first: part_objects}, locations, context)
+                verdict = written[job.output.name].verdict
                 if verdict is not None:
                     verdict.raise_failures()  # the part fails; the retry runs it again
                     verdicts.append(verdict)
             except Exception as error:
-                written = self.lineage.storage.describe_written(location, format=job.output.format)
-                draft = ManifestDraft(location, written, part=name)
-                self.lineage.children.finish(claim, child, draft, failure_of(error))
+                drafts = {
+                    spec.name: ManifestDraft(
+                        locations[spec.name],
+                        self.lineage.storage.describe_written(locations[spec.name], format=spec.format),
+                        part=name,
+                    )
+                    for spec in job.outputs
+                }
+                self._finish_part(job, claim, child, drafts, failure_of(error))
                 raise
-            described = tuple(
-                replace(o, partition_values={**values, **o.partition_values}) for o in draft.objects
-            )
-            done = self.lineage.children.finish(claim, child, replace(draft, objects=described, part=name))
-            if done.state not in (ManifestState.COMPLETE, ManifestState.EMPTY):
+            drafts = {}
+            for output, done_output in written.items():
+                fields[output] = done_output.fields
+                described = tuple(
+                    replace(o, partition_values={**values, **o.partition_values})
+                    for o in done_output.draft.objects
+                )
+                drafts[output] = replace(done_output.draft, objects=described, part=name)
+            done = self._finish_part(job, claim, child, drafts)
+            if any(m.state not in (ManifestState.COMPLETE, ManifestState.EMPTY) for m in done.values()):
                 raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
             return done
 
-        finished: dict[str, Manifest] = dict(kept)
+        finished: dict[str, dict[str, Manifest]] = dict(kept)
         failed: dict[str, BaseException] = {}
         with ThreadPoolExecutor(
             max_workers=job.parallel_parts, thread_name_prefix=f"{job.name} part"
@@ -450,10 +521,26 @@ class LotRunner:
                 f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
                 f"part {first_failed}: {reason(failed[first_failed])}"
             )
-        listed = tuple(o for name in parts for o in finished[name].objects)
-        counts = [finished[name].row_count for name in parts]
-        rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-        return ManifestDraft(base, listed, rows), fields, merge(verdicts)
+        found = {}
+        for output, base in bases.items():
+            listed = tuple(o for name in parts for o in finished[name][output].objects)
+            counts = [finished[name][output].row_count for name in parts]
+            rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
+            verdict = merge(verdicts) if output == job.output.name else None
+            found[output] = Written(ManifestDraft(base, listed, rows), fields[output], verdict)
+        return found
+
+    def _finish_part(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        child: uuid.UUID,
+        drafts: Mapping[str, ManifestDraft],
+        error: Failure | None = None,
+    ) -> dict[str, Manifest]:
+        """End a part's child run with every output's manifest of the part."""
+        others = {spec.name: drafts[spec.name] for spec in job.others}
+        return self.lineage.children.finish(claim, child, drafts[job.output.name], error, others=others)
 
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)
@@ -491,19 +578,27 @@ class LotRunner:
         self,
         job: JobSpec,
         claim: LotClaim,
-        location: str | None,
+        locations: Mapping[str, str],
         failure: Failure,
         facets: Mapping[str, Any],
     ) -> None:
-        """Fail the run with the failure; what the attempt wrote is recorded, then removed."""
-        written = (
-            ()
-            if location is None
-            else self.lineage.storage.describe_written(location, format=job.output.format)
-        )
-        draft = None if location is None else ManifestDraft(location, written)
+        """Fail the run with the failure; what the attempt wrote to each output's folder is
+        recorded (one partial manifest per output), then removed."""
+        drafts: dict[str, ManifestDraft] = {}
+        for spec in job.outputs:
+            location = locations.get(spec.name)
+            if location is not None:
+                written = self.lineage.storage.describe_written(location, format=spec.format)
+                drafts[spec.name] = ManifestDraft(location, written)
+        others = {name: OtherOutput(draft) for name, draft in drafts.items() if name != job.output.name}
         try:
-            self.lineage.lots.fail(claim, manifest=draft, error=failure, facets=dict(facets))
+            self.lineage.lots.fail(
+                claim,
+                manifest=drafts.get(job.output.name),
+                error=failure,
+                facets=dict(facets),
+                others=others or None,
+            )
         except Conflict as refused:
             # The claim is no longer ours (reaped or invalidated): its run was already failed.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
@@ -517,6 +612,29 @@ class LotRunner:
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an attempt wrote for one output: its manifest draft, the output's fields and, for a
+    checked output, the checks' verdict."""
+
+    draft: ManifestDraft
+    fields: tuple[FieldSpec, ...]
+    verdict: Verdict | None = None
+
+    def version_facets(self) -> dict[str, Any]:
+        return {**ol.version_facets(self.draft, self.fields), **ol.quality_facets(self.verdict)}
+
+
+def _output_statistics(draft: ManifestDraft) -> dict[str, Any]:
+    """What the attempt wrote for an output, and where (the ``lotline_output`` run facet's fields)."""
+    return {
+        "rowCount": draft.row_count,
+        "fileCount": len(draft.objects),
+        "size": sum(o.size for o in draft.objects),
+        "location": draft.location,
+    }
 
 
 def _add_log(facets: dict[str, Any], run_log: RunLog) -> None:

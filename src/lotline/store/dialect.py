@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import orjson
-from sqlalchemy import Connection, Row, Table, TextClause, bindparam, func, select, text
+from sqlalchemy import Connection, Row, Table, TextClause, any_, bindparam, func, select, text
 from sqlalchemy import types as sa_types
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.interfaces import Dialect
+from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.store.drivers import WRITE_OPTION
 
@@ -269,3 +270,15 @@ def per_dialect(build: Callable[[Connection], T]) -> Callable[[Connection], T]:
         return found
 
     return get
+
+
+def in_values(connection: Connection, column: Any, values: Sequence[Any]) -> ColumnElement[bool]:
+    """``column IN (values)``; on PostgreSQL ``column = ANY(array)``: one parameter, so a statement
+    of a thousand values is compiled and converted once, not once per value (a backfill's sets)."""
+    if connection.dialect.name == "postgresql":
+        result: ColumnElement[bool] = column == any_(
+            bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+        )
+        return result
+    found: ColumnElement[bool] = column.in_(values)
+    return found

@@ -136,7 +136,8 @@ def open_store(url: str, *, create: bool = True) -> Store:
         raise NoDatabase(shown_url(url))
     store = Store(url)
     if store.backend == "sqlite":
-        store.upgrade()
+        if store.schema_revision() != migrate.head_revision():  # a current file needs no write lock
+            store.upgrade()
         return store
     revision = store.schema_revision()
     if revision != migrate.head_revision():

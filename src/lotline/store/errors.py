@@ -33,6 +33,10 @@ from lotline.domain.errors import (
 )
 
 UNAVAILABLE = "the database is unavailable; retry shortly."
+READ_ONLY = "the database accepts no writes now (a standby, or a failover under way); retry shortly."
+#: A write on a read-only server: after a failover the old address may lead to a standby. It passes,
+#: but the driver classes it as an internal error, not an operational one.
+READ_ONLY_SQLSTATE = "25006"
 CONCURRENT = "the request conflicts with a concurrent change; retry it."
 
 
@@ -56,6 +60,8 @@ def translate(error: DBAPIError, *, lost: bool | None = None) -> LotlineError:
     lost = bool(error.connection_invalidated) if lost is None else lost
     if lost or isinstance(error, (OperationalError, InterfaceError)):
         return DatabaseUnavailable(UNAVAILABLE, detail=detail, sqlstate=sqlstate, connection_lost=lost)
+    if sqlstate == READ_ONLY_SQLSTATE:
+        return DatabaseUnavailable(READ_ONLY, detail=detail, sqlstate=sqlstate)
     return DatabaseError(f"the database failed: {detail}", detail=detail, sqlstate=sqlstate)
 
 

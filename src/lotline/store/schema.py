@@ -345,6 +345,18 @@ lot_jobs = Table(
     *_timestamps(),
 )
 
+# Every output of a coordinated job, the first (``lot_jobs.output_dataset_id``, which carries the
+# claim) included; ``dataset_id`` unique: a dataset has exactly one producing job, whichever output
+# it is (docs/coordination.md "Jobs with several outputs").
+lot_job_outputs = Table(
+    "lot_job_outputs",
+    metadata,
+    Column("job_id", ForeignKey("lot_jobs.job_id"), primary_key=True),
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True, unique=True),
+    # Declared order: 0 is the first output (the one that carries the claim).
+    Column("position", Integer, nullable=False),
+)
+
 lot_job_inputs = Table(
     "lot_job_inputs",
     metadata,

@@ -17,7 +17,7 @@ from lotline.domain.model import Job
 from lotline.services import Lineage
 from lotline.web.lots import LOT
 from lotline.web.params import integer, text
-from lotline.web.render import CATCH_UP_SECONDS, failure, lineage_of, page, segment
+from lotline.web.render import PENDING_HEADER, failure, lineage_of, page, segment
 
 router = APIRouter(include_in_schema=False)
 
@@ -69,8 +69,11 @@ async def lineage_json(request: Request) -> JSONResponse:
     params = request.query_params
     lineage = lineage_of(request)
 
+    pending = 0
+
     def read() -> dict[str, Any]:
-        lineage.projection.catch_up(CATCH_UP_SECONDS)
+        nonlocal pending
+        pending = lineage.projection.catch_up_for_read()
         nodes = lineage.graph.lineage(
             _node_id(request), integer(params, "depth", DEFAULT_DEPTH, 0, MAX_DEPTH)
         )
@@ -78,7 +81,10 @@ async def lineage_json(request: Request) -> JSONResponse:
         latest = lineage.runs.latest_states([(k.namespace, k.name) for k in jobs])
         return {"elements": _elements(nodes, latest)}
 
-    return await _json(read)
+    response = await _json(read)
+    if pending:
+        response.headers[PENDING_HEADER] = str(pending)
+    return response
 
 
 def _elements(nodes: list[GraphNode], latest: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:

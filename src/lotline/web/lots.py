@@ -10,11 +10,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from lotline.domain import backfills
 from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
-from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Resolution, due_range
-from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, parse_lot
+from lotline.domain.gaps import STATES, GapState
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, Resolution, due_range
+from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, lot_index, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text, utc_time
@@ -155,6 +157,47 @@ async def dataset_grid(request: Request, namespace: str, dataset: str) -> HTMLRe
     return await page(
         request, "grid.html", lambda lineage: _grid(lineage, request, namespace, dataset=dataset)
     )
+
+
+@router.get(JOB + "/backfill", response_class=HTMLResponse)
+async def backfill_progress(request: Request, namespace: str, job: str) -> HTMLResponse:
+    """A backfill's progress: its runs of lots (``?lots=FIRST~LAST``, as the backfill answered
+    them; none: every lot of the range) by the state each lot is in now. The page and the grid's
+    panel follow the lot event log, so it fills in as workers make the lots."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        start, end = utc_time(params, "from"), utc_time(params, "to")
+        if start is None or end is None:
+            raise InvalidInput("from and to are required: the backfill's range.")
+        report = lineage.gaps.report(namespace, job=job, start=start, end=end)
+        asked = [v for v in params.getlist("lots") if v.strip()]
+        if report.interval is None:
+            raise InvalidInput(f"Dataset {report.dataset} has named lots: a backfill takes time lots only.")
+        whole = [
+            (lot_index(lot_at(report.start, report.interval)), lot_index(lot_at(report.end, report.interval)))
+        ]
+        runs = backfills.progress(report, backfills.parse_runs(asked, report) if asked else whole)
+        totals = {state: sum(r.counts[state] for r in runs) for state in STATES}
+        health = Health(
+            namespace,
+            job,
+            report.dataset,
+            False,
+            None,
+            {CellState(s.value): n for s, n in totals.items() if n},
+        )
+        return {
+            "ns": namespace,
+            "job": job,
+            "report": report,
+            "runs": runs,
+            "health": health,
+            "done": totals[GapState.COMPLETE],
+            "total": sum(totals.values()),
+        }
+
+    return await page(request, "backfill.html", build)
 
 
 def _due(lineage: Lineage, namespace: str, dataset: str, lot: IntervalLot | NamedLot) -> bool:

@@ -4,6 +4,7 @@ and the raw OpenLineage events. Every list is paged and filtered on the server."
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -15,6 +16,7 @@ from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
 from lotline.domain.grid import Health
+from lotline.domain.model import DatasetVersion
 from lotline.domain.runs import LOG_FACET, RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
@@ -190,6 +192,65 @@ async def dataset_versions(request: Request, namespace: str, dataset: str) -> HT
     return await page(request, "_versions.html", build)
 
 
+@dataclass(frozen=True)
+class ColumnSource:
+    """One input column an output column is computed from (a ``columnLineage`` input field)."""
+
+    namespace: str
+    dataset: str
+    field: str
+    how: str  # the transformation: ``DIRECT identity``, ``INDIRECT filter``, …
+
+
+def column_sources(facet: object) -> dict[str, list[ColumnSource]]:
+    """A ``columnLineage`` facet as each output column's sources (malformed entries are skipped:
+    the facet may come from any OpenLineage producer)."""
+    fields = facet.get("fields") if isinstance(facet, dict) else None
+    found: dict[str, list[ColumnSource]] = {}
+    for column, entry in (fields or {}).items() if isinstance(fields, dict) else ():
+        inputs = entry.get("inputFields") if isinstance(entry, dict) else None
+        for source in inputs if isinstance(inputs, list) else ():
+            if not isinstance(source, dict) or not all(source.get(k) for k in ("namespace", "name", "field")):
+                continue
+            steps = [t for t in source.get("transformations") or () if isinstance(t, dict)]
+            how = ", ".join(" ".join(filter(None, (t.get("type"), t.get("subtype")))).lower() for t in steps)
+            found.setdefault(column, []).append(
+                ColumnSource(str(source["namespace"]), str(source["name"]), str(source["field"]), how)
+            )
+    return found
+
+
+@router.get(DATASET + "/columns", response_class=HTMLResponse)
+async def dataset_columns(request: Request, namespace: str, dataset: str) -> HTMLResponse:
+    """Column lineage: the columns of a version of the dataset (its latest successful one unless
+    ``?version=``) and where each comes from, read from the ``columnLineage`` facet it was written
+    with (else the dataset's own)."""
+    params = request.query_params
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.catalog.get_dataset(namespace, dataset)
+        asked = text(params, "version")
+        version: DatasetVersion | None
+        if asked is not None:
+            version = lineage.versions.get_version(namespace, dataset, _version_id(asked))
+        else:
+            version = lineage.versions.current_version(namespace, dataset)
+        facet = (version.facets.get("columnLineage") if version else None) or found.facets.get(
+            "columnLineage"
+        )
+        return {
+            "ns": namespace,
+            "dataset": found,
+            "version": version,
+            "recent": lineage.versions.list_versions(namespace, dataset, limit=20).items,
+            "fields": version.fields if version and version.fields else found.fields,
+            "sources": column_sources(facet),
+            "from_dataset": facet is not None and not (version and version.facets.get("columnLineage")),
+        }
+
+    return await page(request, "columns.html", build)
+
+
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 async def run_page(request: Request, run_id: str) -> HTMLResponse:
     def build(lineage: Lineage) -> dict[str, Any]:
@@ -235,6 +296,13 @@ async def events_page(request: Request) -> HTMLResponse:
         }
 
     return await page(request, "events.html", build)
+
+
+def _version_id(text_id: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text_id)
+    except ValueError:
+        raise InvalidInput(f"version {text_id[:60]!r} is not a version id (a UUID).") from None
 
 
 def _run_id(text_id: str) -> uuid.UUID:

@@ -18,12 +18,13 @@ from lotline.domain.errors import DatabaseUnavailable, LotlineError
 from lotline.domain.grid import DONE, HEALTH_ORDER
 from lotline.domain.json_depth import bounded
 from lotline.services import Lineage
+from lotline.services.facets import FILES_LAYER
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 templates = Jinja2Templates(directory=HERE / "templates")
-#: How long a page waits for the projector to apply what was journaled before it (as the API does).
-CATCH_UP_SECONDS = 5.0
+#: The header that says how many journaled events a page or document does not show yet (as the API's).
+PENDING_HEADER = "X-Lineage-Pending"
 
 
 def segment(name: str) -> str:
@@ -74,6 +75,21 @@ def lot_url(namespace: str, dataset: str, lot: str) -> str:
     return f"{dataset_url(namespace, dataset)}/lots/{segment(lot)}"
 
 
+def dataset_kind(facets: Mapping[str, Any], catalog_type: str) -> str:
+    """What a dataset is, in words: ``parquet files`` for a dataset of files (its ``storage`` and
+    ``datasetType`` facets, which lotline writes for the datasets it declares), else the
+    catalog's type (``db_table``, ``stream``)."""
+    storage, kind = facets.get("storage"), facets.get("datasetType")
+    storage = storage if isinstance(storage, dict) else {}
+    kind = kind if isinstance(kind, dict) else {}
+    layer, file_format = str(storage.get("storageLayer") or ""), str(storage.get("fileFormat") or "")
+    if layer and layer != FILES_LAYER:  # a table format over files: ``iceberg (parquet)``
+        return f"{layer} ({file_format})" if file_format else layer
+    if file_format:
+        return f"{file_format} files"
+    return "files" if str(kind.get("datasetType", "")).upper() == "FILE" else catalog_type.lower()
+
+
 def node_link(node_id: str) -> str:
     """The lineage page of a ``job:…`` or ``dataset:…`` node id."""
     return "/lineage" + query({"node": node_id})
@@ -86,6 +102,7 @@ templates.env.globals.update(
     dataset_url=dataset_url,
     lot_url=lot_url,
     node_link=node_link,
+    dataset_kind=dataset_kind,
     health_order=HEALTH_ORDER,
     done_states=DONE,
 )
@@ -100,19 +117,20 @@ async def page(
     request: Request, template: str, build: Callable[[Lineage], Mapping[str, Any]], *, fresh: bool = True
 ) -> HTMLResponse:
     """Render ``template`` with what ``build`` reads (in the thread pool: the services are sync).
-    ``fresh``: first apply the OpenLineage events journaled before the request, as the API does.
+    ``fresh``: first apply the OpenLineage events journaled before the request as an API read does
+    (a small backlog; a larger one is announced on the page and in ``X-Lineage-Pending``).
     A use-case error is an error page with its status; an unreachable database a 503 page."""
     lineage = lineage_of(request)
 
     def read() -> Mapping[str, Any]:
-        if fresh:
-            lineage.projection.catch_up(CATCH_UP_SECONDS)
+        pending = lineage.projection.catch_up_for_read() if fresh else 0
         # Read first: a lot event committed while the page is built is one the page refreshes for.
         position = None if is_fragment(request) else lineage.lot_events.last_position()
         found = dict(build(lineage))
         if position is not None:  # the layout's namespace switcher, and where live parts follow from
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
             found["events_after"] = position
+        found["pending_events"] = pending
         return found
 
     try:
@@ -121,7 +139,12 @@ async def page(
         return error_page(request, *failure(error))
     # A page that shows a refused input in place (a grid's form) still answers with its status.
     status = int(context.get("http_status", 200))
-    return templates.TemplateResponse(request, template, {**common(request), **context}, status_code=status)
+    response = templates.TemplateResponse(
+        request, template, {**common(request), **context}, status_code=status
+    )
+    if context["pending_events"]:
+        response.headers[PENDING_HEADER] = str(context["pending_events"])
+    return response
 
 
 def failure(error: LotlineError) -> tuple[int, str]:

@@ -35,7 +35,9 @@ class DatabaseClaimPath:
         if request.lot is not None or request.skip or cached is None:
             return None
         lot_job = cached.lot_job
-        return cached if lot_job.inputs and lot_job.mapping is None and not lot_job.held else None
+        # The function takes one OUTPUT row: a job with several outputs takes the Python path.
+        single = len(lot_job.all_outputs) == 1
+        return cached if single and lot_job.inputs and lot_job.mapping is None and not lot_job.held else None
 
     def claim(self, request: ClaimRequest) -> LotClaim | None:
         cached = self._covered(request)
@@ -70,9 +72,10 @@ class DatabaseClaimPath:
             current = self._jobs.load(connection, request.namespace, request.job)
         return None if current.guard == cached.guard else self._python_path.claim(request)
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
         # A failure records its back-off and its FAILED event with the reason: the Python path's.
-        if not end.success or end.manifest is not None or end.facets or end.output_facets:
+        # So does a claim with several outputs (the function publishes one).
+        if not end.success or end.manifest is not None or end.facets or end.output_facets or claim.outputs:
             return self._python_path.finish(claim, end)
         try:
             claim_functions.finish_claim(
@@ -91,4 +94,4 @@ class DatabaseClaimPath:
             raise claims.not_live(fence_of(claim), "complete" if end.success else "fail") from None
         except claim_functions.FallBack:
             return self._python_path.finish(claim, end)  # nothing was written
-        return None
+        return []

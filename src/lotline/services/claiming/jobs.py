@@ -44,6 +44,7 @@ class CachedJob:
             run_id=run_id,
             lease_expires_at=expires,
             failures=candidate.failures,
+            outputs=tuple((names[d], d) for d in lot_job.outputs) if len(lot_job.outputs) > 1 else (),
         )
 
 
@@ -72,7 +73,7 @@ class JobCache:
             cached = CachedJob(row.id, guard, replace(known.lot_job, held=entry.held), known.names)
         else:
             lot_job = lot_job_of(connection, row.id, entry)
-            refs = datasets.dataset_refs(connection, [lot_job.output_dataset_id, *lot_job.inputs])
+            refs = datasets.dataset_refs(connection, [*lot_job.all_outputs, *lot_job.inputs])
             cached = CachedJob(row.id, guard, lot_job, {d: ref.name for d, ref in refs.items()})
         self._known[(namespace, job)] = cached
         return cached

@@ -30,6 +30,17 @@ class ClaimRequest:
 
 
 @dataclass(frozen=True)
+class OutputEnd:
+    """What a claim's end publishes for one of its job's other outputs (the first output's is the
+    ``ClaimEnd``'s own ``version_id``, ``manifest`` and ``output_facets``)."""
+
+    dataset_id: uuid.UUID
+    version_id: uuid.UUID
+    manifest: ManifestDraft | None = None
+    output_facets: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class ClaimEnd:
     """How a claim ends: its outcome, when (None: now) and what the attempt hands over."""
 
@@ -41,6 +52,13 @@ class ClaimEnd:
     output_facets: dict[str, Any] | None = None
     #: A failure's one-line reason, recorded as the run's ``error``.
     error: str | None = None
+    #: A job with several outputs: the others', in the claim's order.
+    others: tuple[OutputEnd, ...] = ()
+
+    def outputs(self, claim: LotClaim) -> tuple[OutputEnd, ...]:
+        """Every output's end, the first output's first."""
+        first = OutputEnd(claim.dataset_id, self.version_id, self.manifest, self.output_facets)
+        return (first, *self.others)
 
 
 class ClaimPath(Protocol):
@@ -49,7 +67,7 @@ class ClaimPath(Protocol):
         worker won the lot (nothing kept); a named lot that is not eligible is a Conflict."""
         ...
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
         """End a live claim (fenced: a Conflict if it is no longer live) and its run, version its
-        output; returns the id of the manifest it recorded (None: none was given)."""
+        outputs; returns the ids of the manifests it recorded, first output first (none given: [])."""
         ...

@@ -4,6 +4,7 @@ case, on every database. Each claim and each end of a claim is one ``Store.write
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import datetime
 
 from sqlalchemy import Connection
@@ -78,7 +79,6 @@ class PythonClaimPath:
         # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
         now = self._clock.now()
         run_id = uuid.uuid4()
-        output_id = found.lot_job.output_dataset_id
         create_run(
             connection,
             run_id=run_id,
@@ -86,7 +86,7 @@ class PythonClaimPath:
             job_version_id=found.guard.version_id,
             lot=candidate.lot,
             inputs=candidate.inputs,
-            outputs=[(output_id, candidate.lot)],
+            outputs=[(output_id, candidate.lot) for output_id in found.lot_job.all_outputs],
             started_at=now,
         )
         expires = now + request.lease
@@ -102,10 +102,14 @@ class PythonClaimPath:
             raise LostRace(candidate.lot)
         return found.lot_claim(candidate, request.owner, request.namespace, request.job, run_id, expires)
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> uuid.UUID | None:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
+        """Every output of the claim is published (or failed) in this one transaction: its OUTPUT
+        row (``claims.finish`` moves them all), its version (minted by the run's transition), its
+        facets, its manifest and its lot event."""
         fence = fence_of(claim)
         now = self._clock.now()
-        manifest_id = None if end.manifest is None else uuid.uuid4()
+        outputs = end.outputs(claim)
+        manifest_ids = {o.dataset_id: uuid.uuid4() for o in outputs if o.manifest is not None}
         with self._store.write() as connection:
             claims.finish(connection, fence, success=end.success, now=now)
             action = RunAction.COMPLETE if end.success else RunAction.FAIL
@@ -114,8 +118,10 @@ class PythonClaimPath:
                 fail_children(connection, claim.run_id, now)
                 if end.error is not None:
                     runs.set_error(connection, claim.run_id, end.error, now)
-            elif end.output_facets:
-                versions.merge_facets(connection, end.version_id, end.output_facets)
+            else:
+                for output in outputs:
+                    if output.output_facets:
+                        versions.merge_facets(connection, output.version_id, output.output_facets)
             if end.facets:
                 run_row = _common.require_run(connection, claim.run_id)
                 runs.merge_run_facets(connection, run_row, end.facets, now)
@@ -123,28 +129,49 @@ class PythonClaimPath:
                 if isinstance(window, IntervalLot) and run_row.nominal_start_time is None:
                     # The lot's window, as its nominalTime facet says (the claim left it unset).
                     runs.set_nominal_window(connection, claim.run_id, window.start, window.end)
-            claims.announce(connection, fence, success=end.success, now=now, failures=claim.failures + 1)
-            if end.manifest is not None and manifest_id is not None:
-                manifest_rows.insert_manifest(
-                    connection,
-                    manifest_id=manifest_id,
-                    state=end.manifest.state_for(success=end.success),
-                    dataset_id=claim.dataset_id,
-                    lot=claim.lot,
-                    now=now,
-                    run_id=claim.run_id,
-                    version_id=end.version_id,
-                    draft=end.manifest,
-                    attempt=claim.attempt,
-                )
-            entry = (claim.dataset_id, claim.lot, manifest_id, end.version_id, claim.run_id)
-            if end.success:
-                lot_events.append(connection, LotEventKind.READY, [entry], now)
-            else:
-                lot_events.append(
-                    connection, LotEventKind.FAILED, [entry], now, attempt=claim.attempt, reason=end.error
-                )
-        return manifest_id
+            for output in outputs:
+                announced = replace(fence, dataset_id=output.dataset_id)
+                if end.success or output is outputs[0]:  # a failure's retry hint is the job's, once
+                    claims.announce(
+                        connection, announced, success=end.success, now=now, failures=claim.failures + 1
+                    )
+            _publish(connection, claim, end, manifest_ids, now)
+        return [manifest_ids[o.dataset_id] for o in outputs if o.dataset_id in manifest_ids]
+
+
+def _publish(
+    connection: Connection,
+    claim: LotClaim,
+    end: ClaimEnd,
+    manifest_ids: dict[uuid.UUID, uuid.UUID],
+    now: datetime,
+) -> None:
+    """Each output's manifest, then the lot events (READY or FAILED, one per output): last in the
+    claim's end, so that event positions follow commit order."""
+    outputs = end.outputs(claim)
+    for output in outputs:
+        if output.manifest is not None:
+            manifest_rows.insert_manifest(
+                connection,
+                manifest_id=manifest_ids[output.dataset_id],
+                state=output.manifest.state_for(success=end.success),
+                dataset_id=output.dataset_id,
+                lot=claim.lot,
+                now=now,
+                run_id=claim.run_id,
+                version_id=output.version_id,
+                draft=output.manifest,
+                attempt=claim.attempt,
+            )
+    entries = [
+        (o.dataset_id, claim.lot, manifest_ids.get(o.dataset_id), o.version_id, claim.run_id) for o in outputs
+    ]
+    if end.success:
+        lot_events.append(connection, LotEventKind.READY, entries, now)
+    else:
+        lot_events.append(
+            connection, LotEventKind.FAILED, entries, now, attempt=claim.attempt, reason=end.error
+        )
 
 
 def fence_of(claim: LotClaim) -> claims.Fence:

@@ -17,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, select, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
-from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
-from lotline.store.schema import data_status, jobs, namespaces
+from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
+from lotline.store.schema import data_status, jobs, namespaces, runs
 
 ds = data_status
 
@@ -45,7 +45,8 @@ class StatusRow:
 
 @dataclass(frozen=True, slots=True)
 class LiveClaim:
-    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease."""
+    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease, and
+    its own run (the run asked about, or the parent of that child run)."""
 
     namespace: str
     job: str
@@ -53,6 +54,7 @@ class LiveClaim:
     owner: str
     attempt: int
     lease_expires_at: datetime
+    run_id: uuid.UUID
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +135,7 @@ def take_claim(
     connection: Connection,
     *,
     job_id: uuid.UUID,
-    output: tuple[uuid.UUID, str],
+    outputs: Sequence[tuple[uuid.UUID, str]],
     inputs: Sequence[tuple[uuid.UUID, str]],
     attempt: int,
     owner: str,
@@ -141,7 +143,8 @@ def take_claim(
     lease_expires_at: datetime,
     now: datetime,
 ) -> bool:
-    """Write OUTPUT RUNNING and the INPUT RUNNING read locks of one claim in one statement.
+    """Write OUTPUT RUNNING (one row per output of the job) and the INPUT RUNNING read locks of one
+    claim in one statement.
 
     This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
     RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
@@ -159,7 +162,7 @@ def take_claim(
         "created_at": now,
         "updated_at": now,
     }
-    rows = [{"dataset_id": output[0], "lot": output[1], "role": Role.OUTPUT.value, **claim}]
+    rows = [{"dataset_id": d, "lot": lot, "role": Role.OUTPUT.value, **claim} for d, lot in outputs]
     rows += [{"dataset_id": d, "lot": lot, "role": Role.INPUT.value, **claim} for d, lot in inputs]
     taken = connection.execute(_take(connection), rows).all()
     return len(taken) == len(rows)
@@ -177,7 +180,12 @@ _EXTEND_OUTPUT_LEASE = (
     .where(_THE_OUTPUT, ds.c.job_id == bindparam("b_job"), _LIVE_CLAIM)
     .values(lease_expires_at=bindparam("b_expires"), updated_at=bindparam("b_now"))
 )
-_EXTEND_INPUT_LEASES = update(ds).where(_CLAIM_INPUTS).values(lease_expires_at=bindparam("b_expires"))
+#: The claim's other rows: its INPUT rows, and the OUTPUT rows of a job's other outputs.
+_EXTEND_CLAIM_LEASES = (
+    update(ds)
+    .where(ds.c.job_id == bindparam("b_job"), ds.c.run_id == bindparam("b_run"))
+    .values(lease_expires_at=bindparam("b_expires"))
+)
 
 
 def extend_lease(
@@ -204,7 +212,7 @@ def extend_lease(
     matched = connection.execute(_EXTEND_OUTPUT_LEASE, params).rowcount
     if matched:
         connection.execute(
-            _EXTEND_INPUT_LEASES, {"b_job": job_id, "b_run": run_id, "b_expires": lease_expires_at}
+            _EXTEND_CLAIM_LEASES, {"b_job": job_id, "b_run": run_id, "b_expires": lease_expires_at}
         )
     return matched == 1
 
@@ -337,20 +345,60 @@ def consuming_claims(connection: Connection, dataset_id: uuid.UUID, lot: str) ->
     return [ConsumingClaim(*row) for row in rows]
 
 
-def output_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> StatusRow | None:
-    """The OUTPUT row a claim (found by its run) wrote."""
-    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id)
-    return _status_row(connection.execute(query).first())
+def outputs_of_claim(connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID) -> list[StatusRow]:
+    """The OUTPUT rows a claim (found by its run) wrote: one per output of its job."""
+    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.run_id == run_id).order_by(ds.c.dataset_id)
+    return [StatusRow(*row) for row in connection.execute(query)]
+
+
+def outputs_of_job_lot(connection: Connection, job_id: uuid.UUID, lot: str) -> list[StatusRow]:
+    """The OUTPUT rows a job has for one lot: one per output it has produced or claimed it for."""
+    query = select(ds).where(ds.c.job_id == job_id, _OUTPUT, ds.c.lot == lot).order_by(ds.c.dataset_id)
+    return [StatusRow(*row) for row in connection.execute(query)]
+
+
+_FAIL_CLAIM_OUTPUTS = (
+    update(ds)
+    .where(
+        ds.c.job_id == bindparam("b_job"),
+        ds.c.run_id == bindparam("b_run"),
+        _OUTPUT,
+        ds.c.status == Status.RUNNING.value,
+    )
+    .values(status=Status.ERROR.value, lease_expires_at=None, updated_at=bindparam("b_now"))
+    .returning(ds.c.dataset_id)
+)
+
+
+def fail_claim_outputs(
+    connection: Connection, job_id: uuid.UUID, run_id: uuid.UUID, now: datetime
+) -> list[uuid.UUID]:
+    """Every OUTPUT row of one claim still RUNNING to ERROR (the reaper's and a revocation's move:
+    a job's outputs fail together); the datasets whose rows it moved."""
+    params = {"b_job": job_id, "b_run": run_id, "b_now": now}
+    return sorted(connection.execute(_FAIL_CLAIM_OUTPUTS, params).scalars())
+
+
+#: A child run (a part of a claimed lot, ``partition_by``) has its lot's run as parent.
+_parent_of_run = select(runs.c.parent_run_id).where(runs.c.id == bindparam("b_run")).scalar_subquery()
 
 
 @per_dialect
 def _live_claim_of_run(connection: Connection) -> Any:
     query = (
-        select(namespaces.c.name, jobs.c.name, ds.c.lot, ds.c.owner, ds.c.attempt, ds.c.lease_expires_at)
+        select(
+            namespaces.c.name,
+            jobs.c.name,
+            ds.c.lot,
+            ds.c.owner,
+            ds.c.attempt,
+            ds.c.lease_expires_at,
+            ds.c.run_id,
+        )
         .join(jobs, jobs.c.id == ds.c.job_id)
         .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
         .where(
-            ds.c.run_id == bindparam("b_run"),
+            or_(ds.c.run_id == bindparam("b_run"), ds.c.run_id == _parent_of_run),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
             ds.c.lease_expires_at > bindparam("b_now"),
@@ -360,7 +408,8 @@ def _live_claim_of_run(connection: Connection) -> Any:
 
 
 def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> LiveClaim | None:
-    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, its row
+    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, or whose run
+    is this child run's parent, its row
     locked until commit on PostgreSQL (so that it cannot end meanwhile); None if there is none."""
     row = connection.execute(_live_claim_of_run(connection), {"b_run": run_id, "b_now": now}).first()
     return None if row is None else LiveClaim(*row)
@@ -409,3 +458,105 @@ def mark_data_removed(connection: Connection, dataset_id: uuid.UUID, lot: str, n
     """Record that a failed attempt's partial data was deleted (once)."""
     not_yet = (ds.c.status == Status.ERROR.value, ds.c.data_removed_at.is_(None))
     return _update_output(connection, dataset_id, lot, *not_yet, data_removed_at=now, updated_at=now)
+
+
+# -- invalidation of many lots at once (a backfill): the statements above, set-wise ----------------
+#: Lots per statement of the set-wise reads and updates (well under SQLite's parameter limit).
+CHUNK = 1000
+
+
+def _chunks(items: Sequence[Any]) -> list[Sequence[Any]]:
+    return [items[start : start + CHUNK] for start in range(0, len(items), CHUNK)]
+
+
+def output_rows(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, StatusRow]:
+    """The OUTPUT rows of these lots of one dataset, by lot (absent: no row)."""
+    found: dict[str, StatusRow] = {}
+    for part in _chunks(lots):
+        query = select(ds).where(
+            ds.c.dataset_id == dataset_id, in_values(connection, ds.c.lot, part), _OUTPUT
+        )
+        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query)))
+    return found
+
+
+def reopen_ready_outputs(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime
+) -> dict[str, uuid.UUID]:
+    """``set_output_status`` READY -> RESUBMIT of many lots of one dataset: the lots it moved, with
+    their producing job (the others were not READY)."""
+    moved: dict[str, uuid.UUID] = {}
+    for part in _chunks(lots):
+        statement = (
+            update(ds)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _OUTPUT,
+                ds.c.status == Status.READY.value,
+            )
+            .values(status=Status.RESUBMIT.value, updated_at=now, lease_expires_at=None, held_status=None)
+            .returning(ds.c.lot, ds.c.job_id)
+        )
+        moved.update((lot, job_id) for lot, job_id in connection.execute(statement))
+    return moved
+
+
+def set_many_claim_inputs(
+    connection: Connection,
+    claims: Sequence[tuple[uuid.UUID, uuid.UUID | None]],
+    status: Status,
+    now: datetime,
+) -> None:
+    """``set_claim_inputs`` of many (job, run) claims: one statement per job and chunk of runs."""
+    runs: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for job_id, run_id in claims:
+        if run_id is not None:
+            runs.setdefault(job_id, []).append(run_id)
+    for job_id, ids in sorted(runs.items()):
+        for part in _chunks(sorted(set(ids))):
+            statement = (
+                update(ds)
+                .where(ds.c.job_id == job_id, _INPUT, in_values(connection, ds.c.run_id, part))
+                .values(status=status.value, lease_expires_at=None, updated_at=now)
+            )
+            connection.execute(statement)
+
+
+def consuming_claims_of(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> list[tuple[str, ConsumingClaim]]:
+    """``consuming_claims`` of many lots of one dataset: (lot, claim), in lot then job order."""
+    found: list[tuple[str, ConsumingClaim]] = []
+    for part in _chunks(lots):
+        rows = connection.execute(
+            select(ds.c.lot, ds.c.job_id, ds.c.run_id, ds.c.status)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _INPUT,
+                ds.c.status.in_(_INPUT_LOCKED),
+            )
+            .where(ds.c.run_id.is_not(None))
+            .order_by(ds.c.lot, ds.c.job_id)
+        )
+        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows]
+    return found
+
+
+def outputs_of_claims(
+    connection: Connection, job_id: uuid.UUID, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[StatusRow]]:
+    """``outputs_of_claim`` of many claims of one job, by run (in dataset order)."""
+    found: dict[uuid.UUID, list[StatusRow]] = {}
+    for part in _chunks(run_ids):
+        query = (
+            select(ds)
+            .where(ds.c.job_id == job_id, _OUTPUT, in_values(connection, ds.c.run_id, part))
+            .order_by(ds.c.dataset_id)
+        )
+        for row in connection.execute(query):
+            status_row = StatusRow(*row)
+            if status_row.run_id is not None:
+                found.setdefault(status_row.run_id, []).append(status_row)
+    return found

@@ -103,28 +103,31 @@ def wake_projectors(connection: Connection) -> None:
 
 _PENDING = (
     select(lineage_events.c.id, lineage_events.c.payload)
-    .where(_pending())
+    .where(_pending(), lineage_events.c.id > bindparam("b_after"))
     .order_by(lineage_events.c.id)
     .limit(bindparam("b_limit"))
 )
 _PENDING_UPTO = _PENDING.where(lineage_events.c.id <= bindparam("b_upto"))
-_LAST_PENDING_ID = select(func.max(lineage_events.c.id)).where(_pending())
+_BACKLOG = select(func.count(), func.max(lineage_events.c.id)).where(_pending())
 
 
-def pending(connection: Connection, limit: int, upto: int | None = None) -> list[PendingEvent]:
-    """The oldest events not projected yet, in journal order (those up to id ``upto``)."""
+def pending(
+    connection: Connection, limit: int, upto: int | None = None, after: int = 0
+) -> list[PendingEvent]:
+    """The oldest events not projected yet, in journal order (those after id ``after``, up to id
+    ``upto``)."""
     if upto is None:
-        rows = connection.execute(_PENDING, {"b_limit": limit})
+        rows = connection.execute(_PENDING, {"b_limit": limit, "b_after": after})
     else:
-        rows = connection.execute(_PENDING_UPTO, {"b_limit": limit, "b_upto": upto})
+        rows = connection.execute(_PENDING_UPTO, {"b_limit": limit, "b_after": after, "b_upto": upto})
     return [PendingEvent(id_, dict(payload)) for id_, payload in rows]
 
 
-def last_pending_id(connection: Connection) -> int | None:
-    """The newest unprojected event's id, or None when the journal is fully projected (an index-only
-    look at the partial index, cheap enough to ask before every read)."""
-    found: int | None = connection.execute(_LAST_PENDING_ID).scalar()
-    return found
+def backlog(connection: Connection) -> tuple[int, int | None]:
+    """How many events are not projected yet, and the newest one's id (None when none is): one
+    look at the small partial index of pending events, cheap enough to ask before every read."""
+    count, newest = connection.execute(_BACKLOG).one()
+    return int(count), newest
 
 
 def mark_applied(connection: Connection, ids: Sequence[int], now: datetime) -> None:

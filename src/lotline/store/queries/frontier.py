@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 
 from lotline.domain.coordination import INPUT_LOCKED, Role, Status
-from lotline.store.dialect import locks_rows, per_dialect, upsert_insert
+from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, jobs, lot_frontier, lot_job_inputs, lot_jobs
 from lotline.store.types import UtcDateTime
 
@@ -180,6 +180,27 @@ def raise_for_job(
             for lot, n in counts.items()
         ]
         connection.execute(_raise_for_job(connection), rows)
+
+
+def raise_for_reopened(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime
+) -> None:
+    """``raise_for_job`` of each lot's producer for these reopened (RESUBMIT) OUTPUT lots of one
+    dataset, a statement per thousand lots (a backfill's reopening); a producer without inputs
+    gets none, as there."""
+    for start in range(0, len(lots), 1000):
+        rows = (
+            select(data_status.c.job_id, data_status.c.lot, literal(now, UtcDateTime), *_fresh())
+            .where(
+                data_status.c.dataset_id == dataset_id,
+                in_values(connection, data_status.c.lot, lots[start : start + 1000]),
+                data_status.c.role == Role.OUTPUT.value,
+                data_status.c.status == Status.RESUBMIT.value,
+                exists().where(lot_job_inputs.c.job_id == data_status.c.job_id),
+            )
+            .order_by(data_status.c.job_id, data_status.c.lot)
+        )
+        connection.execute(_upsert(connection, rows))
 
 
 @per_dialect

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Row, Select, func, insert, select
 
 from lotline.domain.manifests import LotEvent, LotEventKind
 from lotline.store.dialect import notify, try_exclusive_lock
-from lotline.store.schema import datasets, jobs, lot_events, lot_jobs, namespaces
+from lotline.store.schema import datasets, jobs, lot_events, lot_job_outputs, namespaces
 
 APPEND_LOCK = 7810735312196363877
 #: NOTIFY channel on PostgreSQL: subscribers wake up on it instead of polling.
@@ -72,9 +72,9 @@ def _selected() -> Select[Any]:
         )
         .join(datasets, datasets.c.id == lot_events.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        # The dataset's one producer (``lot_jobs.output_dataset_id`` is unique): the event's job.
-        .outerjoin(lot_jobs, lot_jobs.c.output_dataset_id == lot_events.c.dataset_id)
-        .outerjoin(jobs, jobs.c.id == lot_jobs.c.job_id)
+        # The dataset's one producer (``lot_job_outputs.dataset_id`` is unique): the event's job.
+        .outerjoin(lot_job_outputs, lot_job_outputs.c.dataset_id == lot_events.c.dataset_id)
+        .outerjoin(jobs, jobs.c.id == lot_job_outputs.c.job_id)
     )
 
 

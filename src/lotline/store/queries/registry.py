@@ -1,5 +1,6 @@
 """The lot-job registry (SPEC §4): which jobs take part in lot coordination (``lot_jobs``), their
-one output, lot mapping and hold flag, and their inputs (``lot_job_inputs``)."""
+first output, lot mapping and hold flag, their outputs (``lot_job_outputs``, the first included)
+and their inputs (``lot_job_inputs``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import Connection, bindparam, delete, insert, select, update
 
 from lotline.store.dialect import try_exclusive_lock, upsert_insert
-from lotline.store.schema import datasets, jobs, lot_job_inputs, lot_jobs, namespaces
+from lotline.store.schema import datasets, jobs, lot_job_inputs, lot_job_outputs, lot_jobs, namespaces
 
 #: Key of the advisory lock that makes checking a new output's storage folder against the others
 #: and registering it one step (PostgreSQL; SQLite's write lock does it there).
@@ -71,40 +72,51 @@ def job_for_claims(connection: Connection, namespace: str, job: str) -> JobForCl
     return JobForClaims(job_id, version_id, None if coordinated is None else LotJobRow(*entry))
 
 
-_PRODUCER = select(lot_jobs.c.job_id).where(lot_jobs.c.output_dataset_id == bindparam("b_dataset"))
+_PRODUCER = select(lot_job_outputs.c.job_id).where(lot_job_outputs.c.dataset_id == bindparam("b_dataset"))
 
 
 def producer_of(connection: Connection, dataset_id: uuid.UUID) -> uuid.UUID | None:
     return connection.execute(_PRODUCER, {"b_dataset": dataset_id}).scalar()
 
 
-_JOB_INPUTS = (
-    select(lot_job_inputs.c.dataset_id)
+#: A job's input datasets by id (the order in which their rows are locked), and its output
+#: datasets in declared order (the first carries the claim).
+_JOB_DATASETS = {
+    "inputs": select(lot_job_inputs.c.dataset_id)
     .where(lot_job_inputs.c.job_id == bindparam("b_job"))
-    .order_by(lot_job_inputs.c.dataset_id)
-)
+    .order_by(lot_job_inputs.c.dataset_id),
+    "outputs": select(lot_job_outputs.c.dataset_id)
+    .where(lot_job_outputs.c.job_id == bindparam("b_job"))
+    .order_by(lot_job_outputs.c.position),
+}
 
 
 def job_inputs(connection: Connection, job_id: uuid.UUID) -> list[uuid.UUID]:
-    """Input datasets of a job, by id: the order in which their rows are locked."""
-    return list(connection.execute(_JOB_INPUTS, {"b_job": job_id}).scalars())
+    return list(connection.execute(_JOB_DATASETS["inputs"], {"b_job": job_id}).scalars())
+
+
+def job_outputs(connection: Connection, job_id: uuid.UUID) -> list[uuid.UUID]:
+    return list(connection.execute(_JOB_DATASETS["outputs"], {"b_job": job_id}).scalars())
 
 
 def upsert_lot_job(
     connection: Connection,
     job_id: uuid.UUID,
-    output_dataset_id: uuid.UUID,
+    outputs: Sequence[uuid.UUID],
     inputs: Sequence[uuid.UUID],
     lot_mapping: str | None,
     now: datetime,
 ) -> None:
-    """Register (or re-register) a job's output, inputs and lot mapping; keeps its hold flag.
-    Built per call: registering is rare."""
-    changes = {"output_dataset_id": output_dataset_id, "lot_mapping": lot_mapping, "updated_at": now}
+    """Register (or re-register) a job's outputs (the first carries the claim), inputs and lot
+    mapping; keeps its hold flag. Built per call: registering is rare."""
+    changes = {"output_dataset_id": outputs[0], "lot_mapping": lot_mapping, "updated_at": now}
     statement = upsert_insert(connection, lot_jobs).values(
         job_id=job_id, created_at=now, held=False, **changes
     )
     connection.execute(statement.on_conflict_do_update(index_elements=["job_id"], set_=changes))
+    connection.execute(delete(lot_job_outputs).where(lot_job_outputs.c.job_id == job_id))
+    rows = [{"job_id": job_id, "dataset_id": d, "position": n} for n, d in enumerate(outputs)]
+    connection.execute(insert(lot_job_outputs), rows)
     connection.execute(delete(lot_job_inputs).where(lot_job_inputs.c.job_id == job_id))
     if inputs:
         connection.execute(insert(lot_job_inputs), [{"job_id": job_id, "dataset_id": d} for d in inputs])
@@ -138,7 +150,7 @@ def job_label(connection: Connection, job_id: uuid.UUID) -> str:
 _PRODUCED = (
     select(namespaces.c.name.label("namespace"), datasets.c.name)
     .join(datasets, datasets.c.namespace_id == namespaces.c.id)
-    .join(lot_jobs, lot_jobs.c.output_dataset_id == datasets.c.id)
+    .join(lot_job_outputs, lot_job_outputs.c.dataset_id == datasets.c.id)
     .order_by(namespaces.c.name, datasets.c.name)
 )
 
@@ -162,6 +174,7 @@ class NamespaceLotJob:
     name: str
     entry: LotJobRow
     inputs: tuple[uuid.UUID, ...]
+    outputs: tuple[uuid.UUID, ...]
 
 
 _NAMESPACE_LOT_JOBS = (
@@ -177,17 +190,28 @@ _INPUTS_OF = (
     .where(lot_job_inputs.c.job_id.in_(bindparam("b_jobs", expanding=True)))
     .order_by(lot_job_inputs.c.job_id, lot_job_inputs.c.dataset_id)
 )
+_OUTPUTS_OF = (
+    select(lot_job_outputs.c.job_id, lot_job_outputs.c.dataset_id)
+    .where(lot_job_outputs.c.job_id.in_(bindparam("b_jobs", expanding=True)))
+    .order_by(lot_job_outputs.c.job_id, lot_job_outputs.c.position)
+)
 
 
 def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> list[NamespaceLotJob]:
-    """The namespace's coordinated jobs by name (at most ``limit``), each with its inputs: what a
-    page of lot health over a whole namespace reads, in two statements."""
+    """The namespace's coordinated jobs by name (at most ``limit``), each with its inputs and
+    outputs: what a page of lot health over a whole namespace reads, in three statements."""
     rows = connection.execute(_NAMESPACE_LOT_JOBS, {"b_namespace": namespace, "b_limit": limit}).all()
     inputs: dict[uuid.UUID, list[uuid.UUID]] = {}
+    outputs: dict[uuid.UUID, list[uuid.UUID]] = {}
     if rows:
-        for job_id, dataset_id in connection.execute(_INPUTS_OF, {"b_jobs": [r[0] for r in rows]}):
+        params = {"b_jobs": [r[0] for r in rows]}
+        for job_id, dataset_id in connection.execute(_INPUTS_OF, params):
             inputs.setdefault(job_id, []).append(dataset_id)
+        for job_id, dataset_id in connection.execute(_OUTPUTS_OF, params):
+            outputs.setdefault(job_id, []).append(dataset_id)
     return [
-        NamespaceLotJob(job_id, name, LotJobRow(*entry), tuple(inputs.get(job_id, ())))
+        NamespaceLotJob(
+            job_id, name, LotJobRow(*entry), tuple(inputs.get(job_id, ())), tuple(outputs.get(job_id, ()))
+        )
         for job_id, name, *entry in rows
     ]

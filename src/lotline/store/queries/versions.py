@@ -11,6 +11,7 @@ from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page
 from lotline.domain.versions import UNPARTITIONED, VersionState
+from lotline.store.dialect import in_values
 from lotline.store.schema import dataset_versions, datasets, namespaces
 from lotline.store.types import json_or_empty
 
@@ -151,3 +152,18 @@ def list_versions(
     ).all()
     total = connection.execute(select(func.count()).select_from(dataset_versions).where(condition))
     return Page([_version(r) for r in rows], total.scalar_one())
+
+
+def supersede_current_many(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> None:
+    """``supersede_current`` of many lots of one dataset, a statement per thousand lots."""
+    for start in range(0, len(lots), 1000):
+        statement = (
+            update(dataset_versions)
+            .where(
+                dataset_versions.c.dataset_id == dataset_id,
+                in_values(connection, dataset_versions.c.lot, lots[start : start + 1000]),
+                dataset_versions.c.state == VersionState.CURRENT.value,
+            )
+            .values(state=VersionState.SUPERSEDED.value)
+        )
+        connection.execute(statement)

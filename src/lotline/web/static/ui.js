@@ -187,7 +187,7 @@ const STATE_COLOURS = {
 function graphStyle(large) {
   return [
     { selector: "node", style: {
-      label: "data(label)", "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
+      label: (n) => n.data("shown") || n.data("label"), "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
       "text-valign": "center", "text-halign": "center", width: 170, height: 34, shape: "round-rectangle",
       "background-color": "#edf2f7", "border-width": 1, "border-color": "#a0aec0", color: "#1a202c",
       "min-zoomed-font-size": large ? 9 : 0,
@@ -205,6 +205,7 @@ function graphStyle(large) {
     { selector: ".faded", style: { opacity: 0.15 } },
     { selector: "edge.path", style: { "line-color": "#d69e2e", "target-arrow-color": "#d69e2e", width: 3 } },
     { selector: "node.found", style: { "border-width": 4, "border-color": "#805ad5" } },
+    { selector: "node.collapsed", style: { "border-width": 3, "border-style": "dashed", "border-color": "#1a202c" } },
   ];
 }
 
@@ -262,6 +263,140 @@ function highlight(cy, node, box) {
   }
 }
 
+// What of a large graph is shown: every node, or only the focus's upstream or downstream
+// (?dir=up|down, kept in the URL), less the branches of collapsed nodes. A collapsed node hides
+// what lies beyond it as seen from the focus (what is no longer connected to the focus without
+// it) and says how many it hides; expanding shows them again.
+function graphView(cy, box) {
+  const focus = cy.getElementById(box.dataset.focus).nonempty() ? cy.getElementById(box.dataset.focus) : cy.nodes()[0];
+  const collapsed = new Set();
+  let direction = new URLSearchParams(window.location.search).get("dir") || "both";
+  let selected = null;
+  const button = document.getElementById("graph-collapse");
+  const chooser = document.getElementById("graph-direction");
+
+  const connected = (nodes, without) => {  // nodes of ``nodes`` reachable from the focus, not through ``without``
+    const seen = new Set([focus.id()]);
+    const queue = [focus];
+    while (queue.length) {
+      const node = queue.pop();
+      node.neighborhood("node").forEach((next) => {
+        if (next.id() !== without && nodes.has(next.id()) && !seen.has(next.id())) {
+          seen.add(next.id());
+          queue.push(next);
+        }
+      });
+    }
+    return seen;
+  };
+
+  const apply = () => {
+    let scope = cy.nodes();
+    if (direction === "up") scope = focus.predecessors("node").union(focus);
+    if (direction === "down") scope = focus.successors("node").union(focus);
+    let shown = new Set(scope.map((n) => n.id()));
+    for (const id of collapsed) {
+      const node = cy.getElementById(id);
+      node.data("hides", 0);
+      if (!shown.has(id) || id === focus.id()) continue;
+      const kept = connected(shown, id);
+      kept.add(id);
+      node.data("hides", shown.size - kept.size);
+      shown = kept;
+    }
+    cy.batch(() => {
+      cy.nodes().forEach((n) => {
+        n.style("display", shown.has(n.id()) ? "element" : "none");
+        n.toggleClass("collapsed", collapsed.has(n.id()));
+        n.data("shown", n.data("label") + (n.data("hides") && collapsed.has(n.id()) ? `\n(+${n.data("hides")} hidden)` : ""));
+      });
+    });
+    box.dataset.visible = String(shown.size);
+    box.dataset.direction = direction;
+    refreshButton();
+    drawMinimap(cy, box);
+  };
+
+  const refreshButton = () => {
+    if (!button) return;
+    const usable = selected && selected.id() !== focus.id() && selected.style("display") !== "none";
+    button.disabled = !usable;
+    button.textContent = usable && collapsed.has(selected.id()) ? "expand" : "collapse";
+    button.title = usable ? "" : "Click a node other than the one the graph is about, then collapse what lies beyond it.";
+  };
+
+  cy.on("tap", "node", (event) => { selected = event.target; refreshButton(); });
+  if (button) button.addEventListener("click", () => {
+    if (!selected) return;
+    if (collapsed.has(selected.id())) collapsed.delete(selected.id()); else collapsed.add(selected.id());
+    apply();
+  });
+  if (chooser) {
+    chooser.value = direction;
+    chooser.addEventListener("change", () => {
+      direction = chooser.value;
+      const url = new URL(window.location.href);
+      if (direction === "both") url.searchParams.delete("dir"); else url.searchParams.set("dir", direction);
+      history.replaceState(null, "", url);  // a shared link opens the same view
+      apply();
+      cy.fit(cy.nodes(":visible"), 20);
+      if (cy.zoom() < READABLE_ZOOM) { cy.zoom(READABLE_ZOOM); cy.center(focus); }
+    });
+  }
+  apply();
+  if (direction !== "both") cy.center(focus);
+}
+
+// An overview of the whole graph in a corner: every shown node as a dot, the part on screen as a
+// frame; a click or drag on it moves the view there.
+function drawMinimap(cy, box) {
+  let map = box.querySelector("canvas.minimap");
+  if (!map) {
+    map = document.createElement("canvas");
+    map.className = "minimap";
+    map.width = 180;
+    map.height = 120;
+    map.setAttribute("aria-label", "overview of the graph: click to move there");
+    box.appendChild(map);
+    const move = (event) => {
+      const at = map._toModel;
+      if (!at) return;
+      const rect = map.getBoundingClientRect();
+      const x = at.x0 + (event.clientX - rect.left - at.dx) / at.scale;
+      const y = at.y0 + (event.clientY - rect.top - at.dy) / at.scale;
+      cy.pan({ x: cy.width() / 2 - x * cy.zoom(), y: cy.height() / 2 - y * cy.zoom() });
+    };
+    map.addEventListener("mousedown", (event) => { event.stopPropagation(); map._dragging = true; move(event); });
+    map.addEventListener("mousemove", (event) => { if (map._dragging) move(event); });
+    window.addEventListener("mouseup", () => { map._dragging = false; });
+    let queued = false;
+    cy.on("viewport", () => {
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(() => { queued = false; drawMinimap(cy, box); });
+    });
+  }
+  const shown = cy.nodes(":visible");
+  const bounds = shown.boundingBox();
+  const view = cy.extent();
+  const x0 = Math.min(bounds.x1, view.x1), y0 = Math.min(bounds.y1, view.y1);
+  const x1 = Math.max(bounds.x2, view.x2), y1 = Math.max(bounds.y2, view.y2);
+  const scale = Math.min((map.width - 8) / Math.max(x1 - x0, 1), (map.height - 8) / Math.max(y1 - y0, 1));
+  const dx = 4, dy = 4;
+  map._toModel = { x0, y0, scale, dx, dy };
+  const draw = map.getContext("2d");
+  draw.clearRect(0, 0, map.width, map.height);
+  shown.forEach((n) => {
+    const p = n.position();
+    draw.fillStyle = STATE_COLOURS[n.data("state")] || "#a0aec0";
+    draw.fillRect(dx + (p.x - x0) * scale - 2, dy + (p.y - y0) * scale - 1.5, 4, 3);
+  });
+  draw.strokeStyle = "#d69e2e";
+  draw.lineWidth = 1.5;
+  draw.strokeRect(dx + (view.x1 - x0) * scale, dy + (view.y1 - y0) * scale, view.w * scale, view.h * scale);
+  map.dataset.nodes = String(shown.length);
+}
+
 function setUpGraph() {
   const box = document.getElementById("graph");
   if (!box) return;
@@ -269,8 +404,9 @@ function setUpGraph() {
   drawGraph(box).then((cy) => {
     if (!cy) return;
     window.lotlineGraph = cy;
+    graphView(cy, box);
     const fit = document.getElementById("graph-fit");
-    if (fit) fit.addEventListener("click", () => cy.fit(undefined, 20));
+    if (fit) fit.addEventListener("click", () => cy.fit(cy.nodes(":visible"), 20));
     const find = document.getElementById("graph-find");
     if (find) find.addEventListener("input", () => {
       const wanted = find.value.trim().toLowerCase();
@@ -339,7 +475,8 @@ function setUpLive() {
           after = found.lastPosition;
           for (const part of document.querySelectorAll("[data-live][id]")) {
             const id = "#" + part.id;
-            await htmx.ajax("GET", window.location.href, { target: id, select: id, swap: "outerHTML" });
+            const source = part.dataset.liveSrc || window.location.href;  // a part from another page
+            await htmx.ajax("GET", source, { target: id, select: id, swap: "outerHTML" });
           }
           tabStopOfGrid();
           body.dataset.refreshed = String(after);
@@ -354,8 +491,23 @@ function setUpLive() {
 }
 
 // The grid's range backfill: a dry run first, shown as what it would do; then the same for real.
+// A time typed without a zone is UTC, as every time the pages show is (and as the server reads forms).
+function utcText(value) {
+  const typed = value.trim();
+  return /^\d{4}-\d\d-\d\d[Tt ]\d\d:\d\d(:\d\d(\.\d+)?)?$/.test(typed) ? typed.replace(" ", "T") + "Z" : typed;
+}
+
+// An instant as the pages show times: ``2023-01-01 04:10:00`` (UTC).
+function shownTime(iso) {
+  return new Date(iso).toISOString().slice(0, 19).replace("T", " ");
+}
+
+function backfillRange(form) {
+  return { from: utcText(form.elements["backfill-from"].value), to: utcText(form.elements["backfill-to"].value) };
+}
+
 function backfillUrl(form, dry) {
-  const query = new URLSearchParams({ from: form.dataset.from, to: form.dataset.to });
+  const query = new URLSearchParams(backfillRange(form));
   const only = form.querySelector("input[name=only]");
   if (only.checked) query.set("only", only.value);
   if (dry) query.set("dryRun", "true");
@@ -387,7 +539,73 @@ async function runBackfill(button) {
   plan.dataset.cascaded = String(body.cascaded);
   plan.dataset.queued = String(hinted);
   form.querySelector("[data-backfill=run]").disabled = !dry;
-  if (!dry) toast("backfill: done", false);
+  if (!dry) {
+    toast("backfill: done", false);
+    const runs = [...body.reopened, ...body.hinted, ...body.unhinted];
+    if (runs.length) await showBackfillProgress(form, runs);  // else the plan says it took no lot
+  }
+}
+
+// After a backfill, its progress: its runs of lots by the state each lot is in now, refreshed
+// from the lot event log like the grid (a part with data-live-src is fetched from there).
+const MAX_PROGRESS_RUNS = 200;
+
+async function showBackfillProgress(form, runs) {
+  const query = new URLSearchParams(backfillRange(form));
+  if (runs.length <= MAX_PROGRESS_RUNS) for (const run of runs) query.append("lots", `${run.from}~${run.to}`);
+  const url = form.dataset.progress + "?" + query;
+  const box = document.getElementById("backfill-progress");
+  await htmx.ajax("GET", url, { target: "#backfill-progress" });
+  const link = document.createElement("a");
+  link.href = url;
+  link.id = "backfill-progress-link";
+  link.textContent = "open the progress as a page";
+  box.appendChild(link);
+}
+
+// Dragging across the grid chooses a range: the cells from where the drag began to where it
+// ends (in time order) are marked, and the backfill dialog opens over their window.
+function setUpRangeDrag() {
+  const grid = document.getElementById("grid");
+  const form = document.getElementById("backfill-form");
+  if (!grid || !form) return;
+  let anchor = null, current = null;
+  const cells = () => Array.from(document.querySelectorAll("#grid a.c[data-from]"));
+  const chosen = () => {
+    const all = cells();
+    const [a, b] = [all.indexOf(anchor), all.indexOf(current)].sort((x, y) => x - y);
+    return all.slice(a, b + 1);
+  };
+  const mark = () => {
+    const picked = new Set(chosen());
+    cells().forEach((c) => c.classList.toggle("in-range", picked.has(c)));
+  };
+  document.addEventListener("mousedown", (event) => {
+    const cell = event.button === 0 && event.target.closest("#grid a.c[data-from]");
+    if (!cell) return;
+    event.preventDefault();  // no link drag, no text selection
+    anchor = current = cell;
+  });
+  document.addEventListener("mouseover", (event) => {
+    const cell = anchor && event.target.closest("#grid a.c[data-from]");
+    if (cell && cell !== current) { current = cell; mark(); }
+  });
+  document.addEventListener("mouseup", () => {
+    if (!anchor) return;
+    const picked = anchor === current ? [] : chosen();
+    anchor = current = null;
+    if (!picked.length) return;  // a click: the cell opens as before
+    form.elements["backfill-from"].value = shownTime(picked[0].dataset.from);
+    form.elements["backfill-to"].value = shownTime(picked[picked.length - 1].dataset.to);
+    form.querySelector("[data-backfill=run]").disabled = true;  // a new range: preview it first
+    document.getElementById("backfill-plan").textContent = `${picked.length} cells chosen: preview what a backfill would do.`;
+    const dialog = document.getElementById("backfill");
+    dialog.open = true;
+    dialog.scrollIntoView({ block: "nearest" });
+    const ready = document.body.dataset.auth !== "required" || sessionStorage.getItem(TOKEN_KEY);
+    if (ready) runBackfill(form.querySelector("[data-backfill=preview]"));
+  });
+  form.addEventListener("input", () => { form.querySelector("[data-backfill=run]").disabled = true; });
 }
 
 function setUpBackfill() {
@@ -400,6 +618,7 @@ function setUpBackfill() {
 document.addEventListener("DOMContentLoaded", () => {
   setUpPartialErrors();
   setUpBackfill();
+  setUpRangeDrag();
   setUpFilterHistory();
   setUpLive();
   setUpToken();
