@@ -7,6 +7,7 @@ served by ``GET …/datasets/{d}/versions``; the gap report counts the lot faile
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,7 +97,8 @@ def test_fail_warn_and_drop_on_one_run(
     lot_page = client.get(f"/datasets/{NS}/flights/lots/{LOT}").text
     assert 'id="lot-checks"' in lot_page
     grid = client.get(f"/jobs/{NS}/clean/lots?from=2023-01-01&to=2023-01-02").text
-    assert f'data-lot="{LOT}" data-state="complete" data-warned="1"' in grid
+    [cell] = re.findall(rf'<a [^>]*data-lot="{LOT}"[^>]*>', grid)
+    assert 'data-state="complete"' in cell and 'data-warned="1"' in cell
     strict_grid = client.get(f"/jobs/{NS}/strict/lots?from=2023-01-01&to=2023-01-02").text
     assert "data-warned" not in strict_grid
 
@@ -140,6 +142,22 @@ def test_a_bad_declaration_is_refused_at_load(tmp_path: Path, declared: str, mes
     with pytest.raises(PipelineError) as refused:
         load_pipeline(str(path))
     assert refused.value.message == f"pipeline {path}: {message}"
+
+
+def test_checks_on_a_job_with_several_outputs_are_refused_at_load(tmp_path: Path) -> None:
+    """Checks gate a job's one output; which output of several they would check is not declared yet."""
+    path = tmp_path / "several.py"
+    path.write_text(
+        "from lotline.spark.pipeline import Pipeline, expect\n"
+        "p = Pipeline('several')\n"
+        "a = p.dataset('a', format='parquet', interval='PT1H')\n"
+        "b = p.dataset('b', format='parquet', interval='PT1H')\n"
+        "c = p.dataset('c', format='parquet', interval='PT1H')\n"
+        "@p.job(inputs=[a], outputs=[b, c], checks=[expect('x > 0')])\n"
+        "def t(a): return a, a\n"
+    )
+    with pytest.raises(PipelineError, match="checks per output of a job with several outputs"):
+        load_pipeline(str(path))
 
 
 def test_a_condition_spark_cannot_parse_is_refused_before_any_claim(
