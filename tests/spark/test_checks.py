@@ -99,6 +99,11 @@ def test_fail_warn_and_drop_on_one_run(
     grid = client.get(f"/jobs/{NS}/clean/lots?from=2023-01-01&to=2023-01-02").text
     [cell] = re.findall(rf'<a [^>]*data-lot="{LOT}"[^>]*>', grid)
     assert 'data-state="complete"' in cell and 'data-warned="1"' in cell
+    # The start page counts it beside the job's lots, and its latest run is that run, linked.
+    home = client.get(f"/?ns={NS}").text
+    [clean_row] = re.findall(r'<tr data-job="clean".*?</tr>', home, flags=re.S)
+    assert 'data-warned="1"' in clean_row and "published with warnings <b>1</b>" in clean_row
+    assert f'href="/runs/{clean.run_id}" class="latest-run"' in clean_row
     strict_grid = client.get(f"/jobs/{NS}/strict/lots?from=2023-01-01&to=2023-01-02").text
     assert "data-warned" not in strict_grid
 

@@ -272,6 +272,8 @@ class Health:
     held: bool
     range: DueRange | None
     totals: dict[CellState, int]
+    #: Of the lots counted, those published although a ``warn`` check did not hold on them.
+    warned: int = 0
 
     @property
     def total(self) -> int:

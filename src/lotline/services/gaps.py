@@ -308,7 +308,8 @@ def _health(
         return Health(namespace, target.job, target.dataset, held, due, {})
     grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY)
     totals = {s: n for s, n in grid.totals().items() if n}
-    return Health(namespace, target.job, target.dataset, held, due, totals)
+    warned = sum(cell.warned for cell in grid.cells)
+    return Health(namespace, target.job, target.dataset, held, due, totals, warned)
 
 
 def _namespace_targets(connection: Connection, namespace: str, limit: int) -> list[_Target]:

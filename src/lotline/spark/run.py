@@ -162,7 +162,8 @@ class _Run:
             held += _held_lines(spec.name, claims)
         errors = [self.errors[k] for k in sorted(self.errors)]
         warnings = [
-            f"job {job}: check {check} warned on {lots} lots" + ("" if rows is None else f" ({rows} rows)")
+            f"job {job}: check {check} warned on {lots} lot{'' if lots == 1 else 's'}"
+            + ("" if rows is None else f" ({rows} row{'' if rows == 1 else 's'})")
             for (job, check), (lots, rows) in sorted(self.warned.items())
         ]
         return RunSummary(self.tallies, errors, held, self.interrupted or self.runner.interrupted, warnings)

@@ -62,7 +62,7 @@ async def home(request: Request) -> HTMLResponse:
             "jobs_at": jobs_at.counted(min(everything.total_count, MAX_NAMESPACE_JOBS)),
             "jobs_cut": everything.total_count > MAX_NAMESPACE_JOBS,
             "health": health,
-            "latest": lineage.runs.latest_states([(j.namespace, j.name) for j in jobs]),
+            "latest": lineage.runs.latest_runs([(j.namespace, j.name) for j in jobs]),
             "datasets": datasets.items,
             "datasets_at": datasets_at.counted(datasets.total_count),
         }
