@@ -243,20 +243,14 @@ def _grid(
     if report.interval is None:
         return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
     first, stop = span.indexes(report.interval)
-    empty = gaps.empty_lots(
-        connection,
+    lots = (
         target.dataset_id,
         str(lot_from_index(first, report.interval)),
         str(lot_from_index(stop - 1, report.interval)),
         g.id_pattern(report.interval),
     )
-    checked = gaps.checked_versions(
-        connection,
-        target.dataset_id,
-        str(lot_from_index(first, report.interval)),
-        str(lot_from_index(stop - 1, report.interval)),
-        g.id_pattern(report.interval),
-    )
+    empty = gaps.empty_lots(connection, *lots)
+    checked = gaps.checked_versions(connection, *lots)
     warned = [lot for lot, facets in checked if published_with_warnings(facets)]
     return lot_grid.build(report, empty, chosen, warned)
 
