@@ -415,6 +415,29 @@ def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) 
     return None if row is None else LiveClaim(*row)
 
 
+def runs_with_live_claims(
+    connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime
+) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``live_claim_of_run`` would name a claim for (a run with a live
+    claim, or the child of one), in one statement for a projection group; their claims' rows locked
+    until commit on PostgreSQL, as ``live_claim_of_run`` locks them."""
+    if not run_ids:
+        return set()
+    query = (
+        select(runs.c.id)
+        .join(ds, or_(ds.c.run_id == runs.c.id, ds.c.run_id == runs.c.parent_run_id))
+        .where(
+            in_values(connection, runs.c.id, run_ids),
+            _OUTPUT,
+            ds.c.status == Status.RUNNING.value,
+            ds.c.lease_expires_at > now,
+        )
+    )
+    if locks_rows(connection):
+        query = query.with_for_update(of=ds)
+    return set(connection.execute(query).scalars())
+
+
 # -- the operator's moves (cold paths: built per call) ---------------------------------------------
 def _update_output(
     connection: Connection, dataset_id: uuid.UUID, lot: str, *where: Any, **values: Any
