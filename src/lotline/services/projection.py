@@ -7,11 +7,19 @@ advisory lock on PostgreSQL, the database write lock on SQLite) and ends by mark
 applied, so an event is applied exactly once whatever the number of projecting processes, and
 a crash leaves every event either applied with all its effects or still pending.
 
-Each event runs in a savepoint: one that cannot be applied (a run reported under another job,
-a parent cycle) is marked with its reason and skipped, and never holds up the events after it.
+A group is first applied set-wise, without a savepoint per event: a chunk of events at a time
+is decoded and prepared with one statement per kind (the live claims of the runs it ends, its
+runs locked, its jobs upserted), then its events apply in order. When any event fails, the whole
+set-wise pass is undone and the group is applied again carefully, each event in a savepoint: one
+that cannot be applied (a run reported under another job, a parent cycle) is marked with its
+reason and skipped, and never holds up the events after it. Both passes give the same rows
+(tests/contract/test_projection_groups.py).
 
-Within a group, ids of namespaces, datasets and jobs are cached and metadata that an earlier
-event of the group already wrote is not written again; versioning is ``services/recording.py``.
+Within a group, ids of namespaces, datasets and jobs are cached, a run the group created is not
+read back, a dataset's version basis is read once unless the group writes the dataset, and
+metadata that an earlier event of the group already wrote is not written again. Every cache
+lives in one transaction (``_Group``) and is emptied when a savepoint rolls back; versioning is
+``services/recording.py``.
 """
 
 from __future__ import annotations
