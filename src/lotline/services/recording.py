@@ -270,5 +270,5 @@ def mint_outputs(
             fields=fields,
             facets=facets,
             now=now,
+            output_io_id=io.id,
         )
-        runs.pin_io(connection, RunIoRole.OUTPUT, io.id, version_id)
