@@ -476,7 +476,7 @@ def output_rows(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[st
         query = select(ds).where(
             ds.c.dataset_id == dataset_id, in_values(connection, ds.c.lot, part), _OUTPUT
         )
-        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query)))
+        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query).all()))
     return found
 
 
@@ -540,7 +540,7 @@ def consuming_claims_of(
             .where(ds.c.run_id.is_not(None))
             .order_by(ds.c.lot, ds.c.job_id)
         )
-        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows]
+        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows.all()]
     return found
 
 
@@ -555,7 +555,7 @@ def outputs_of_claims(
             .where(ds.c.job_id == job_id, _OUTPUT, in_values(connection, ds.c.run_id, part))
             .order_by(ds.c.dataset_id)
         )
-        for row in connection.execute(query):
+        for row in connection.execute(query).all():  # one fetch: row by row costs more than the query
             status_row = StatusRow(*row)
             if status_row.run_id is not None:
                 found.setdefault(status_row.run_id, []).append(status_row)
