@@ -26,7 +26,7 @@ import time
 import requests
 
 from bench._lineage_seed import HUBS, LENGTH, seed_tables
-from bench._server import fresh_database, serve
+from bench._server import free_port, fresh_database, serve
 from bench.gaps import machine
 from lotline.domain.graph import GraphNode
 from lotline.services import open_lineage
@@ -164,7 +164,7 @@ def main() -> None:
             f"seeded {chains * LENGTH} jobs ({args.seed}) in {time.monotonic() - started:.0f} s; {machine()}",
             flush=True,
         )
-        with serve(db_url, 5098) as (url, _):
+        with serve(db_url, free_port()) as (url, _):
             base50, base95 = baseline(url, chains, args.requests)
             print(f"baseline GET one dataset: p50 {base50:.1f} ms, p95 {base95:.1f} ms", flush=True)
             target = TARGET_P95_MS.get(chains * LENGTH)

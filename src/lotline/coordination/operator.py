@@ -172,9 +172,8 @@ def _reopen_level(
     for d, lots in by_dataset.items():
         moved = q.reopen_ready_outputs(connection, d, lots, now)
         frontier.raise_for_reopened(connection, d, list(moved), now)
-        for lot in lots:
-            if lot not in moved:
-                q.reopen_held(connection, d, lot, now)  # its release will hint the producer
+        held = [lot for lot in lots if lot not in moved]
+        q.reopen_held_outputs(connection, d, held, now)  # their release will hint the producer
         versions.supersede_current_many(connection, d, lots)
         consumers = q.consuming_claims_of(connection, d, lots)
         runs: dict[uuid.UUID, list[uuid.UUID]] = {}

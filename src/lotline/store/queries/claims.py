@@ -502,6 +502,25 @@ def reopen_ready_outputs(
     return moved
 
 
+def reopen_held_outputs(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime
+) -> None:
+    """``reopen_held`` of many lots of one dataset (those held while READY; the others unchanged)."""
+    for part in _chunks(lots):
+        statement = (
+            update(ds)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _OUTPUT,
+                ds.c.status == Status.HOLD.value,
+                ds.c.held_status == Status.READY.value,
+            )
+            .values(held_status=Status.RESUBMIT.value, updated_at=now)
+        )
+        connection.execute(statement)
+
+
 def set_many_claim_inputs(
     connection: Connection,
     claims: Sequence[tuple[uuid.UUID, uuid.UUID | None]],
