@@ -176,13 +176,10 @@ def _reopen_level(
         q.reopen_held_outputs(connection, d, held, now)  # their release will hint the producer
         versions.supersede_current_many(connection, d, lots)
         consumers = q.consuming_claims_of(connection, d, lots)
-        runs: dict[uuid.UUID, list[uuid.UUID]] = {}
-        for _, consumer in consumers:
-            runs.setdefault(consumer.job_id, []).append(consumer.run_id)
-        outputs = {job_id: q.outputs_of_claims(connection, job_id, ids) for job_id, ids in runs.items()}
+        outputs = q.outputs_of_consumers(connection, d, lots)
         _set_inputs_error(connection, [(c.job_id, c.run_id) for _, c in consumers], now, errored)
         for _, consumer in consumers:
-            claim_outputs = outputs[consumer.job_id].get(consumer.run_id, [])
+            claim_outputs = outputs.get((consumer.job_id, consumer.run_id), [])
             following.extend(_after_input_reopened(connection, consumer, claim_outputs, now, done))
     _set_inputs_error(connection, [(job_id, run_id) for _, _, job_id, run_id in level], now, errored)
     done.reopened.extend((d, lot) for d, lot, _, _ in level)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
@@ -560,6 +560,33 @@ def consuming_claims_of(
             .order_by(ds.c.lot, ds.c.job_id)
         )
         found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows.all()]
+    return found
+
+
+def outputs_of_consumers(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]]:
+    """``outputs_of_claims`` of every claim ``consuming_claims_of`` finds, by (job, run), read with
+    the claims in one statement per chunk of lots (no list of runs sent back and forth)."""
+    found: dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]] = {}
+    reading = ds.alias("reading")
+    for part in _chunks(lots):
+        consumes = exists().where(
+            reading.c.job_id == ds.c.job_id,
+            reading.c.run_id == ds.c.run_id,
+            reading.c.dataset_id == dataset_id,
+            in_values(connection, reading.c.lot, part),
+            reading.c.role == Role.INPUT.value,
+            reading.c.status.in_(_INPUT_LOCKED),
+        )
+        query = select(ds).where(_OUTPUT, consumes).order_by(ds.c.job_id, ds.c.run_id, ds.c.dataset_id)
+        chunk: dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]] = {}
+        for row in connection.execute(query).all():
+            status_row = StatusRow(*row)
+            if status_row.run_id is not None:
+                chunk.setdefault((status_row.job_id, status_row.run_id), []).append(status_row)
+        for claim, outputs in chunk.items():  # a claim reading lots of several chunks: read whole once
+            found.setdefault(claim, outputs)
     return found
 
 
