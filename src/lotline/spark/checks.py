@@ -46,7 +46,7 @@ def check_conditions(spark: SparkSession, pipeline: Pipeline) -> None:
     job): checked before any lot is claimed, one line naming the job and the condition."""
     parser = spark._jsparkSession.sessionState().sqlParser()
     for job in pipeline.ordered_jobs():
-        for item in job.checks:
+        for item in (c for listed in job.checks.values() for c in listed):
             if not isinstance(item, Expectation):
                 continue
             try:
@@ -95,16 +95,17 @@ class Gate:
     observation: str | None
 
     @classmethod
-    def over(cls, output: DataFrame, job: JobSpec) -> Gate:
-        """The frame to write: with the checks' metrics observed (and drop expectations' failing
-        rows filtered out); a quarantine job's frame is the failing rows."""
-        if job.quarantine:
-            return cls(failing_rows(output, job.quarantine), (), (), None)
-        if not job.checks:
+    def over(cls, output: DataFrame, job: JobSpec, dataset: str) -> Gate:
+        """The frame to write to output ``dataset``: with its checks' metrics observed (and drop
+        expectations' failing rows filtered out); a quarantine job's frame is the failing rows."""
+        if job.quarantine is not None:
+            return cls(failing_rows(output, job.quarantine.drops[dataset]), (), (), None)
+        checks = job.checks_of(dataset)
+        if not checks:
             return cls(output, (), (), None)
         from pyspark.sql import functions as F
 
-        expectations = [c for c in job.checks if isinstance(c, Expectation)]
+        expectations = [c for c in checks if isinstance(c, Expectation)]
         columns = tuple(output.columns[:MAX_NULL_COLUMNS])
         metrics = [F.count(F.lit(1)).alias("rows")]
         metrics += [
@@ -121,7 +122,7 @@ class Gate:
         drops = [e for e in expectations if e.on_fail == DROP]
         if drops:
             frame = frame.where(_all_pass(drops))
-        return cls(frame, job.checks, columns, observation)
+        return cls(frame, checks, columns, observation)
 
     def verdict(
         self,
