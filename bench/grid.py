@@ -35,9 +35,9 @@ from typing import Any
 import requests
 import sqlalchemy as sa
 
-from bench._seed import NS, PER_DAY, analyze, json_sql, lot, new_uuid, seed_chain
+from bench._seed import NS, PER_DAY, analyze, json_sql, lot, new_uuid, seed_chain, seeded_chain
 from bench._server import serve
-from bench.gaps import JOBS, database, days_of, machine, median_ms, plain_count, span
+from bench.gaps import JOBS, KEEP_HELP, database, days_of, machine, median_ms, plain_count, span
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain.lots import Interval
@@ -99,9 +99,10 @@ def _page_ms(url: str, repeat: int) -> float:
 
 def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict[str, Any]:
     days = days_of(years)
-    chain = seed_chain(url, JOBS, days)
+    kept = seeded_chain(url)
+    chain = kept or seed_chain(url, JOBS, days)
     dataset_id = chain.datasets[f"d{JOBS - 1}"]
-    seeded = chain.rows + _seed_manifests(url, dataset_id)
+    seeded = chain.rows + (0 if kept else _seed_manifests(url, dataset_id))
     lineage = Lineage.over(Store(url))
     job, whole = f"j{JOBS - 1}", span(days)
     last_year = {"start": (dt.date.fromisoformat(whole["end"]) - dt.timedelta(days=365)).isoformat()}
@@ -206,6 +207,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20, help="measured calls (median; default 20)")
     parser.add_argument("--backends", default="postgresql", help="default postgresql; or postgresql,sqlite")
     parser.add_argument("--page", action="store_true", help="also GET /lots?ns= from a served process")
+    parser.add_argument("--keep", metavar="NAME", help=KEEP_HELP)
     args = parser.parse_args()
     days = days_of(args.years)
     now = dt.datetime.now(dt.UTC)
@@ -215,7 +217,7 @@ def main() -> None:
         flush=True,
     )
     for backend in args.backends.split(","):
-        with database(backend, "grid") as url:
+        with database(backend, "grid", args.keep) as url:
             measure(backend, url, args.years, args.repeat, args.page)
         print(f"{backend:10} {machine()}", flush=True)
 

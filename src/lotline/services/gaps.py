@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jobs
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
+from lotline.domain import ready_counts as rc
 from lotline.domain.checks import published_with_warnings
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
@@ -443,17 +444,7 @@ def _segments(
     ``explain``: failed lots with their attempt and reason (one more read, for all of them)."""
     lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     pattern = g.id_pattern(interval)
-    breaks = gaps.ready_breaks(
-        connection, dataset_id, lot_from, lot_to, pattern, g.ordinal_position(interval)
-    )
-    ready = g.ready_runs(
-        (
-            g.index_of(r.lot, interval),
-            None if r.prv is None else g.index_of(r.prv, interval),
-            None if r.nxt is None else g.index_of(r.nxt, interval),
-        )
-        for r in breaks
-    )
+    ready = _ready_runs(connection, dataset_id, interval, first, stop)
     unready = gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
     other = {g.index_of(r.lot, interval): g.state_of(r.status) for r in unready}
     failures = (
@@ -462,6 +453,28 @@ def _segments(
         else None
     )
     return g.segments(first, stop, ready, other, failures)
+
+
+def _ready_runs(
+    connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
+) -> list[tuple[int, int]]:
+    """The runs of READY lots of ``[first, stop)``: complete days and full tens from the counts,
+    the rows of the tens that are neither full nor empty one by one."""
+    if first >= stop:
+        return []
+    keys = (
+        dataset_id,
+        rc.count_key(first, interval),
+        rc.count_key(stop - 1, interval),
+        rc.count_pattern(interval),
+        rc.day_length(interval),
+        interval.windows_per_day,
+    )
+    days = gaps.complete_days(connection, *keys)
+    tens = gaps.partial_day_counts(connection, *keys)
+    unsure = [str(lot_from_index(i, interval)) for i in rc.unsure_lots(first, stop, tens, interval)]
+    ready = [g.index_of(lot, interval) for lot in gaps.ready_among(connection, dataset_id, unsure)]
+    return rc.ready_runs(first, stop, interval, days, tens, ready)
 
 
 def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:

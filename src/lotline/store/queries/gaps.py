@@ -2,17 +2,20 @@
 
 Every statement filters ``dataset_id, role = 'OUTPUT'`` and a lot-id range, and so reads the index
 (dataset_id, role, status, lot) of data_status; READY rows, the bulk, are never returned one by one
-for a report: only where their runs break (``ready_breaks``). ``pattern`` (a LIKE pattern
+for a report: ``ready_lot_counts`` (READY rows counted by ten lots, kept by triggers, migration
+0018) tells the complete stretches, and only the rows of tens neither full nor empty are read
+(``ready_among``). ``pattern`` (a LIKE pattern
 such as ``________PT5M___``) keeps lots of another interval out; None reads named lots too.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, cast, func, or_, select
+from sqlalchemy import Connection, Text, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import OUTPUT_STATUSES, Role, Status
@@ -20,19 +23,12 @@ from lotline.domain.manifests import ManifestState
 from lotline.domain.versions import VersionState
 from lotline.store.schema import data_status as ds
 from lotline.store.schema import dataset_versions, manifests
+from lotline.store.schema import ready_lot_counts as counts
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
 _NOT_READY = [s.value for s in OUTPUT_STATUSES if s is not Status.READY]
-
-
-@dataclass(frozen=True, slots=True)
-class ReadyBreak:
-    """A READY lot where a run of consecutive READY lots may start or end, with the READY lots
-    before (``prv``) and after (``nxt``) it."""
-
-    lot: str
-    prv: str | None
-    nxt: str | None
+#: Lot ids per IN list of ``ready_among`` (within SQLite's 999 parameters).
+_CHUNK = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,38 +54,74 @@ def _rows(
     return where
 
 
-def ready_breaks(
-    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str, ordinal_at: int
-) -> list[ReadyBreak]:
-    """The READY interval lots in ``[lot_from, lot_to]`` where a run of consecutive READY lots may
-    start or end: ``lot`` with the READY lots before (``prv``) and after (``nxt``) it, for the first
-    and last lot, each day's last lot, and each lot followed by a gap (``ordinal_at``: 1-based
-    position of the ordinal in the id). The window runs in the index's lot order, so the database
-    reads the READY rows once and returns a few hundred rows for a year."""
-    prv = func.lag(ds.c.lot).over(order_by=ds.c.lot).label("prv")
-    nxt = func.lead(ds.c.lot).over(order_by=ds.c.lot).label("nxt")
-    ready = (
-        select(ds.c.lot, prv, nxt)
-        .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status == Status.READY.value)
-        .subquery()
-    )
-
-    def ordinal(lot: Any) -> Any:
-        return cast(func.substr(lot, ordinal_at), Integer)
-
+def complete_days(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    key_from: str,
+    key_to: str,
+    pattern: str,
+    day_length: int,
+    lots_per_day: int,
+) -> list[str]:
+    """The days (a lot id's day part) in the count keys ``[key_from, key_to]`` (matching
+    ``pattern``) whose every lot is READY: one job's READY rows of the day number its lots."""
+    day = func.substr(counts.c.lot_prefix, 1, day_length).label("day")
     query = (
-        select(ready.c.lot, ready.c.prv, ready.c.nxt)
-        .where(
-            or_(
-                ready.c.prv.is_(None),
-                ready.c.nxt.is_(None),
-                func.substr(ready.c.nxt, 1, 8) != func.substr(ready.c.lot, 1, 8),
-                ordinal(ready.c.nxt) != ordinal(ready.c.lot) + 1,
-            )
-        )
-        .order_by(ready.c.lot)
+        select(day)
+        .where(*_counted(dataset_id, key_from, key_to, pattern))
+        .group_by(day, counts.c.job_id)
+        .having(func.sum(counts.c.lots) == lots_per_day)
     )
-    return [ReadyBreak(*row) for row in connection.execute(query)]
+    return sorted(set(connection.execute(query).scalars()))
+
+
+def partial_day_counts(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    key_from: str,
+    key_to: str,
+    pattern: str,
+    day_length: int,
+    lots_per_day: int,
+) -> dict[str, int]:
+    """READY lots by count key in ``[key_from, key_to]``, of the days that have some but are not
+    complete (the greatest count of any job's: each job has at most one row per lot)."""
+    day = func.substr(counts.c.lot_prefix, 1, day_length)
+    complete = (
+        select(day)
+        .where(*_counted(dataset_id, key_from, key_to, pattern))
+        .group_by(day, counts.c.job_id)
+        .having(func.sum(counts.c.lots) == lots_per_day)
+    )
+    query = (
+        select(counts.c.lot_prefix, func.max(counts.c.lots))
+        .where(*_counted(dataset_id, key_from, key_to, pattern), counts.c.lots > 0, day.not_in(complete))
+        .group_by(counts.c.lot_prefix)
+    )
+    return {key: lots for key, lots in connection.execute(query)}
+
+
+def ready_among(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> list[str]:
+    """Which of ``lots`` are READY (their OUTPUT rows), through the status index; in chunks, each
+    a short IN list."""
+    found: list[str] = []
+    for at in range(0, len(lots), _CHUNK):
+        query = select(ds.c.lot).where(
+            *_rows(dataset_id, None, None, None),
+            ds.c.status == Status.READY.value,
+            ds.c.lot.in_(lots[at : at + _CHUNK]),
+        )
+        found += connection.execute(query).scalars()
+    return found
+
+
+def _counted(dataset_id: uuid.UUID, key_from: str, key_to: str, pattern: str) -> list[ColumnElement[bool]]:
+    return [
+        counts.c.dataset_id == dataset_id,
+        counts.c.lot_prefix >= key_from,
+        counts.c.lot_prefix <= key_to,
+        counts.c.lot_prefix.like(pattern),
+    ]
 
 
 def count_ready(connection: Connection, dataset_id: uuid.UUID) -> int:
