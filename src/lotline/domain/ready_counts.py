@@ -1,8 +1,8 @@
 """Runs of READY lots from the store's counts of ten consecutive lots (``ready_lot_counts``).
 
 A count's key is a lot id less its last character: the lots of one day whose ordinals differ only
-in their last digit (ten, or fewer at the end of a day). A gap report reads the days whose counts
-add up to the whole day, the counts of the other days that have READY lots, and the READY rows of
+in their last digit (ten, or fewer at the end of a day). A gap report reads the READY lots of each
+day, the counts of the tens of incomplete days that it cannot tell otherwise, and the READY rows of
 only those tens that are neither full nor empty; everything else follows from the counts
 (docs/lots.md, "Reading complete stretches").
 """
@@ -10,7 +10,8 @@ only those tens that are neither full nor empty; everything else follows from th
 from __future__ import annotations
 
 import datetime
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from lotline.domain.lots import Interval, lot_from_index
 
@@ -38,47 +39,53 @@ def _day_start(key: str, interval: Interval) -> int:
     return day * interval.windows_per_day
 
 
-def day_lots(day: str, interval: Interval) -> tuple[int, int]:
-    """``[start, stop)`` of the lots of ``day`` (a lot id's day part)."""
-    start = _day_start(day, interval)
-    return start, start + interval.windows_per_day
+@dataclass(frozen=True, slots=True)
+class Counted:
+    """What the counts tell of a range: ``ready`` pieces ``[start, stop)`` READY throughout, and
+    the ``unsure`` lots (of tens neither full nor empty) whose rows must say."""
+
+    ready: list[tuple[int, int]]
+    unsure: list[int]
 
 
-def ten_lots(key: str, interval: Interval) -> tuple[int, int]:
-    """``[start, stop)`` of the lots counted under ``key``."""
-    tens = int(key[day_length(interval) :])
-    start = _day_start(key, interval)
-    return start + TEN * tens, start + min(TEN * (tens + 1), interval.windows_per_day)
-
-
-def unsure_lots(first: int, stop: int, tens: Mapping[str, int], interval: Interval) -> list[int]:
-    """The lots of ``[first, stop)`` counted under keys that are neither full nor empty: whether
-    each is READY is read from its row."""
-    found: list[int] = []
-    for key, ready in tens.items():
-        start, end = ten_lots(key, interval)
-        if 0 < ready != end - start:
-            found.extend(range(max(start, first), min(end, stop)))
-    return sorted(found)
-
-
-def ready_runs(
+def from_counts(
     first: int,
     stop: int,
     interval: Interval,
-    days: Iterable[str],
+    days: Mapping[str, tuple[int, int]],
     tens: Mapping[str, int],
-    ready: Collection[int],
-) -> list[tuple[int, int]]:
-    """Runs ``[start, stop)`` of READY lots within ``[first, stop)``, in order: the complete
-    ``days``, the full ``tens`` (READY lots by count key) of the other days, and the ``ready`` lots
-    read one by one (those of ``unsure_lots``)."""
-    pieces = [day_lots(day, interval) for day in days]
+) -> Counted:
+    """The READY pieces and unsure lots of ``[first, stop)`` from the counts: ``days`` (a day's
+    READY lots, and how many of its tens have some) and the listed ``tens`` of the incomplete days
+    (``store.queries.gaps.DayCounts``: a ten not listed is full when all the day's tens have READY
+    lots, empty otherwise)."""
+    per_day = interval.windows_per_day
+    tens_per_day = -(-per_day // TEN)
+    length = day_length(interval)
+    listed: dict[str, dict[int, int]] = {}
     for key, count in tens.items():
-        start, end = ten_lots(key, interval)
-        if count == end - start:
-            pieces.append((start, end))
-    pieces += [(lot, lot + 1) for lot in ready]
+        listed.setdefault(key[:length], {})[int(key[length:])] = count
+    ready: list[tuple[int, int]] = []
+    unsure: list[int] = []
+    for day in sorted(days):
+        lots, present = days[day]
+        start = _day_start(day, interval)
+        if lots == per_day:
+            ready.append((start, start + per_day))
+            continue
+        of_day = listed.get(day, {})
+        for ten in range(tens_per_day):
+            low, high = start + TEN * ten, start + min(TEN * (ten + 1), per_day)
+            count = of_day.get(ten, high - low if present == tens_per_day else 0)
+            if count == high - low:
+                ready.append((low, high))
+            elif count > 0:
+                unsure.extend(range(max(low, first), min(high, stop)))
+    return Counted(ready, unsure)
+
+
+def ready_runs(first: int, stop: int, pieces: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The READY ``pieces`` clipped to ``[first, stop)`` and merged into runs, in order."""
     runs: list[tuple[int, int]] = []
     for piece_start, piece_end in sorted(pieces):
         start, end = max(piece_start, first), min(piece_end, stop)

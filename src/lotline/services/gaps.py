@@ -459,7 +459,7 @@ def _ready_runs(
     connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
 ) -> list[tuple[int, int]]:
     """The runs of READY lots of ``[first, stop)``: complete days and full tens from the counts,
-    the rows of the tens that are neither full nor empty one by one."""
+    the rows of the tens that are neither full nor empty one by one (docs/lots.md)."""
     if first >= stop:
         return []
     keys = (
@@ -470,11 +470,11 @@ def _ready_runs(
         rc.day_length(interval),
         interval.windows_per_day,
     )
-    days = gaps.complete_days(connection, *keys)
-    tens = gaps.partial_day_counts(connection, *keys)
-    unsure = [str(lot_from_index(i, interval)) for i in rc.unsure_lots(first, stop, tens, interval)]
-    ready = [g.index_of(lot, interval) for lot in gaps.ready_among(connection, dataset_id, unsure)]
-    return rc.ready_runs(first, stop, interval, days, tens, ready)
+    found = gaps.ready_by_day(connection, *keys)
+    counted = rc.from_counts(first, stop, interval, found.days, found.tens)
+    unsure = [str(lot_from_index(i, interval)) for i in counted.unsure]
+    read = [g.index_of(lot, interval) for lot in gaps.ready_among(connection, dataset_id, unsure)]
+    return rc.ready_runs(first, stop, counted.ready + [(i, i + 1) for i in read])
 
 
 def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:
