@@ -42,10 +42,10 @@ def _day_start(key: str, interval: Interval) -> int:
 @dataclass(frozen=True, slots=True)
 class Counted:
     """What the counts tell of a range: ``ready`` pieces ``[start, stop)`` READY throughout, and
-    the ``unsure`` lots (of tens neither full nor empty) whose rows must say."""
+    the ``unsure`` lots (of tens neither full nor empty) whose rows must say, by lot id."""
 
     ready: list[tuple[int, int]]
-    unsure: list[int]
+    unsure: dict[str, int]
 
 
 def from_counts(
@@ -66,7 +66,8 @@ def from_counts(
     for key, count in tens.items():
         listed.setdefault(key[:length], {})[int(key[length:])] = count
     ready: list[tuple[int, int]] = []
-    unsure: list[int] = []
+    unsure: dict[str, int] = {}
+    width = interval.ordinal_width
     for day in sorted(days):
         lots, present = days[day]
         start = _day_start(day, interval)
@@ -80,7 +81,8 @@ def from_counts(
             if count == high - low:
                 ready.append((low, high))
             elif count > 0:
-                unsure.extend(range(max(low, first), min(high, stop)))
+                for lot in range(max(low, first), min(high, stop)):
+                    unsure[f"{day}{lot - start:0{width}d}"] = lot
     return Counted(ready, unsure)
 
 

@@ -472,9 +472,10 @@ def _ready_runs(
     )
     found = gaps.ready_by_day(connection, *keys)
     counted = rc.from_counts(first, stop, interval, found.days, found.tens)
-    unsure = [str(lot_from_index(i, interval)) for i in counted.unsure]
-    read = [g.index_of(lot, interval) for lot in gaps.ready_among(connection, dataset_id, unsure)]
-    return rc.ready_runs(first, stop, counted.ready + [(i, i + 1) for i in read])
+    read = gaps.ready_among(connection, dataset_id, list(counted.unsure))
+    return rc.ready_runs(
+        first, stop, counted.ready + [(counted.unsure[lot], counted.unsure[lot] + 1) for lot in read]
+    )
 
 
 def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:
