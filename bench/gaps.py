@@ -1,6 +1,7 @@
 """How long does a gap report of five-minute lots take, with its list? Next to one plain SQL query.
 
     .venv/bin/python -m bench.gaps [--years 1] [--repeat 20] [--backends postgresql,sqlite]
+                                    [--keep NAME]
 
 A fresh database gets a chain of 10 registered jobs (``j0`` makes ``d0`` from nothing, ``jN`` reads
 ``d(N-1)`` and makes ``dN``) and ``--years`` of PT5M lots for each from 2023-01-01 (a year: 105,120
@@ -15,7 +16,8 @@ complete, the input checked for blocked lots), median of ``--repeat`` calls afte
 baseline is one hand-written statement over the same rows in the same run: counts by status of the
 dataset's OUTPUT rows in the lot range (no missing, no list). PostgreSQL is reached at
 LOTLINE_TEST_PG_URL (default postgres@127.0.0.1:5432); the benchmark creates and drops its own
-database. Target (issue 31): the report under 500 ms on PostgreSQL at five years.
+database (``--keep NAME``: seeds the PostgreSQL database NAME once and reuses it later). Target
+(issue 31): the report under 500 ms on PostgreSQL at five years.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """How long do the web UI's lot grid and lots x jobs matrix take over years of five-minute lots?
 
     .venv/bin/python -m bench.grid [--years 1] [--repeat 20] [--backends postgresql,sqlite] [--page]
+                                   [--keep NAME]
 
 The database of ``bench.gaps`` (a chain of 10 registered jobs with ``--years`` of PT5M lots each
 from 2023-01-01, the last job's lots with gaps of every kind; ``bench/_seed.py``, set-based), plus
@@ -21,9 +22,10 @@ Measured, median of ``--repeat`` calls after two warm-ups:
   own process.
 
 PostgreSQL is reached at LOTLINE_TEST_PG_URL (default postgres@127.0.0.1:5432); the benchmark
-creates and drops its own database. Targets: a year's grid < 300 ms (issue 19), five years' grid
-per day < 500 ms (issues 28 and 31), the matrix page of 10 jobs x a year per day < 500 ms (issue
-28), on PostgreSQL.
+creates and drops its own database (``--keep NAME``: seeds the PostgreSQL database NAME once, its
+manifests included, and reuses it later). Targets: a year's grid < 300 ms (issue 19), five years'
+grid per day < 500 ms (issues 28 and 31), the matrix page of 10 jobs x a year per day < 500 ms
+(issue 28), on PostgreSQL.
 """
 
 from __future__ import annotations
