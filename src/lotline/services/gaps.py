@@ -152,7 +152,7 @@ class GapService:
                 except InvalidInput:  # no lots yet
                     continue
                 if interval is not None:
-                    rows.append((target, interval, _span(connection, namespace, target)))
+                    rows.append((target, interval, _span(connection, namespace, target, interval)))
             spans = [span for _, _, span in rows if span is not None]
             if not spans and (start is None or end is None):
                 return Matrix(namespace, None, None, [])
@@ -163,8 +163,8 @@ class GapService:
             shown = TimeRange(due.start, due.end)
             common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
             grids = []
-            for target, _, _ in rows:  # a row's totals are its health: the same lots, counted alike
-                grid = _grid(connection, namespace, target, shown, common)
+            for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
+                grid = _grid(connection, namespace, target, shown, common, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
@@ -239,8 +239,10 @@ def _grid(
     span: TimeRange,
     chosen: Resolution | None,
     wanted: Interval | None = None,
+    *,
+    known: Interval | None = None,
 ) -> Grid:
-    report = _report(connection, namespace, target, span, wanted)[0]
+    report = _report(connection, namespace, target, span, wanted, known=known)[0]
     if report.interval is None:
         return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
     first, stop = span.indexes(report.interval)
@@ -257,12 +259,15 @@ def _grid(
 
 
 def _span(
-    connection: Connection, namespace: str, target: _Target
+    connection: Connection, namespace: str, target: _Target, known: Interval | None = None
 ) -> tuple[datetime.datetime, datetime.datetime] | None:
-    try:
-        interval = _interval(connection, namespace, target, None)
-    except InvalidInput:  # no mapping and no lots yet
-        return None
+    """``GapService.span``; ``known``: the target's interval, when the caller has looked it up."""
+    interval = known
+    if interval is None:
+        try:
+            interval = _interval(connection, namespace, target, None)
+        except InvalidInput:  # no mapping and no lots yet
+            return None
     if interval is None:
         return None
     sources = [(target.dataset_id, interval)]
@@ -295,13 +300,13 @@ def _health(
         report = _named_report(connection, namespace, target, TimeRange(now, now))
         totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
         return Health(namespace, target.job, target.dataset, held, None, totals)
-    span = _span(connection, namespace, target)
+    span = _span(connection, namespace, target, interval)
     if span is None and (start is None or end is None):
         return Health(namespace, target.job, target.dataset, held, None, {})
     due = lot_grid.due_range(start, end, span, now)
     if due.empty:
         return Health(namespace, target.job, target.dataset, held, due, {})
-    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY)
+    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
     return Health(namespace, target.job, target.dataset, held, due, totals, warned)
@@ -390,9 +395,17 @@ def _interval(
 
 
 def _report(
-    connection: Connection, namespace: str, target: _Target, span: TimeRange, wanted: Interval | None
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    span: TimeRange,
+    wanted: Interval | None,
+    *,
+    known: Interval | None = None,
 ) -> tuple[GapReport, list[Segment]]:
-    interval = _interval(connection, namespace, target, wanted)
+    """The report and its segments; ``known``: the target's interval when the caller has looked it
+    up with no ``wanted`` one (looking it up walks the chain of producers: a few reads per job)."""
+    interval = known if known is not None else _interval(connection, namespace, target, wanted)
     if interval is None:
         return _named_report(connection, namespace, target, span), []
     first, stop = span.indexes(interval)
