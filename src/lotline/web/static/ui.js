@@ -279,10 +279,23 @@ function openView(cy, nodes, focus) {
   if (fitted < READABLE_ZOOM) {  // too small to read when fitted: open readable, on the node asked for
     cy.zoom(READABLE_ZOOM);
     cy.center(focus);
+    cy.pan(intoView(cy, box));
     return;
   }
   const pan = { x: (cy.width() - fitted * (box.x1 + box.x2)) / 2, y: (cy.height() - fitted * (box.y1 + box.y2)) / 2 };
   cy.viewport({ zoom: fitted, pan });
+}
+
+// A pan that leaves no empty band on a side while the graph runs off the opposite side: the
+// graph is moved in by the smaller of the two (the node centred stays on screen).
+function intoView(cy, box) {
+  const pan = { ...cy.pan() }, zoom = cy.zoom();
+  for (const [axis, size, low, high] of [["x", cy.width(), box.x1, box.x2], ["y", cy.height(), box.y1, box.y2]]) {
+    const start = low * zoom + pan[axis] - FIT_PADDING_PX, end = high * zoom + pan[axis] + FIT_PADDING_PX;
+    if (start < 0 && end < size) pan[axis] += Math.min(size - end, -start);
+    if (end > size && start > 0) pan[axis] -= Math.min(start, end - size);
+  }
+  return pan;
 }
 
 function highlight(cy, node, box) {
@@ -389,7 +402,7 @@ function graphView(cy, box) {
     });
   }
   apply();
-  if (direction !== "both") cy.center(focus);
+  if (direction !== "both") openView(cy, cy.nodes(":visible"), focus);
 }
 
 // An overview of the whole graph in a corner: every shown node as a dot, the part on screen as a
