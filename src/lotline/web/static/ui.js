@@ -228,6 +228,71 @@ function measureDrawn(name, since) {
   }));
 }
 
+// Large graphs are laid out in layers by layeredPositions instead of dagre, whose ordering and
+// placement grow much faster than the graph (most of a second at 500 nodes, bench/ui_draw.py).
+const LAYERED_ABOVE_NODES = 200;
+const NODE_SEP_PX = 12, RANK_SEP_PX = 60, NODE_WIDTH_PX = 170, ROW_PX = 42 + NODE_SEP_PX;
+
+// Left to right, as dagre draws: a node's layer is its longest path from a source (in the order
+// of a topological walk; an edge that closes a cycle is not followed), its place in the layer the
+// mean place of its neighbours in the layers before it (then after it), which keeps most edges
+// short and uncrossed. Linear in the graph's size, from the JSON alone (no Cytoscape work).
+function layeredPositions(elements) {
+  const ids = [], before = new Map(), after = new Map(), waiting = new Map();
+  for (const e of elements) {
+    if (e.group === "nodes") {
+      ids.push(e.data.id);
+      before.set(e.data.id, []);
+      after.set(e.data.id, []);
+      waiting.set(e.data.id, 0);
+    }
+  }
+  for (const e of elements) {
+    const { source, target } = e.data;
+    if (e.group !== "edges" || source === target || !before.has(source) || !before.has(target)) continue;
+    after.get(source).push(target);
+    before.get(target).push(source);
+    waiting.set(target, waiting.get(target) + 1);
+  }
+  const layer = new Map(), ready = ids.filter((id) => waiting.get(id) === 0);
+  while (layer.size < ids.length) {
+    if (!ready.length) ready.push(ids.find((id) => !layer.has(id)));  // a cycle: enter it anywhere
+    const id = ready.pop();
+    if (layer.has(id)) continue;
+    const placed = before.get(id).filter((p) => layer.has(p));
+    layer.set(id, placed.reduce((deepest, p) => Math.max(deepest, layer.get(p) + 1), 0));
+    for (const t of after.get(id)) {
+      waiting.set(t, waiting.get(t) - 1);
+      if (waiting.get(t) === 0) ready.push(t);
+    }
+  }
+  const layers = [];
+  for (const id of ids) (layers[layer.get(id)] = layers[layer.get(id)] || []).push(id);
+  const place = new Map();
+  const number = (list) => list.forEach((id, at) => place.set(id, at));
+  layers.forEach(number);
+  const sweep = (order, neighbours) => {
+    for (const list of order) {
+      const mean = (id) => {
+        const known = neighbours.get(id).filter((n) => layer.get(n) !== layer.get(id));
+        return known.length ? known.reduce((sum, n) => sum + place.get(n), 0) / known.length : place.get(id);
+      };
+      const keys = new Map(list.map((id) => [id, mean(id)]));
+      list.sort((a, b) => keys.get(a) - keys.get(b));
+      number(list);
+    }
+  };
+  for (let round = 0; round < 2; round += 1) {
+    sweep(layers.slice(1), before);
+    sweep(layers.slice(0, -1).reverse(), after);
+  }
+  const positions = {};
+  layers.forEach((list, at) => list.forEach((id, row) => {
+    positions[id] = { x: at * (NODE_WIDTH_PX + RANK_SEP_PX), y: (row - (list.length - 1) / 2) * ROW_PX };
+  }));
+  return (node) => positions[node.id()];
+}
+
 async function drawGraph(box) {
   const answer = await fetch(box.dataset.src, { headers: { Accept: "application/json" } });
   const body = await answer.json();
@@ -241,11 +306,14 @@ async function drawGraph(box) {
     return null;
   }
   const large = body.elements.length > 600;
+  const layered = body.elements.filter((e) => e.group === "nodes").length > LAYERED_ABOVE_NODES;
   const cy = cytoscape({
     container: box,
     elements: body.elements,
     style: graphStyle(large),
-    layout: { name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 60, animate: false, fit: false },
+    layout: layered
+      ? { name: "preset", positions: layeredPositions(body.elements), fit: false }
+      : { name: "dagre", rankDir: "LR", nodeSep: NODE_SEP_PX, rankSep: RANK_SEP_PX, animate: false, fit: false },
     minZoom: 0.02,
     maxZoom: 3,
     textureOnViewport: large,
