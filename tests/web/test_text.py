@@ -57,6 +57,10 @@ def test_every_time_shown_has_one_format(tab: Tab, ui_server: UiServer) -> None:
     ]
     shown = {path: _times_of(tab.page, path) for path in pages}
     assert shown[f"/events?run={run_id}"] == ["2024-05-01 08:00:00"]
+    # a time typed as the pages show it filters (UTC)
+    for after, count in (("2024-05-01 07:59:59", 1), ("2024-05-01 08:00:01", 0)):
+        tab.page.goto(f"/events?run={run_id}&after={after}")
+        expect(tab.page.locator("#event-list time")).to_have_count(count)
     for path, times in shown.items():
         assert times, f"{path} shows no time"
         assert [t for t in times if not SHOWN.fullmatch(t)] == [], path
