@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -35,6 +36,15 @@ def fresh_database(label: str) -> Iterator[str]:
         with admin.connect() as connection:
             connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.dispose()
+
+
+def free_port() -> int:
+    """A port nothing listens on now: benchmarks of other engineers on this machine may hold a
+    fixed one, and a request to their server would measure it instead."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @contextmanager

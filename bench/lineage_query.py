@@ -5,8 +5,11 @@
 
 Seeds chains of 20 jobs (job k reads the chain's dataset k and writes dataset k+1 plus a side
 output; ``--jobs / 20`` chains), where every chain's first job also reads one of 10 shared hub
-datasets (fan-out), through the OpenLineage service (accepted in batches, then projected: the real
-write path, so the model is what lotline makes). Then measures depth 1, 3 and 20 from the middle of
+datasets (fan-out): by default straight into the projected tables, set-based (``_lineage_seed``);
+``--seed projector`` sends the events through the OpenLineage service instead (accepted in batches,
+then projected: the real write path, ~27 jobs/s, too slow for 100,000 jobs). ``--check`` seeds
+``--jobs`` both ways and compares every depth's answers, to show the two give the same graph.
+Then measures depth 1, 3 and 20 from the middle of
 random chains through ``lotline serve`` in its own process; the same-run baseline is ``GET`` of one
 dataset (``/api/v1/namespaces/bench/datasets/{name}``: one indexed read through the same server).
 Target (issues 19, 31): depth 3 p95 < 100 ms at 10,000 jobs, < 50 ms at 100,000 jobs.
@@ -22,11 +25,12 @@ import time
 
 import requests
 
-from bench._server import fresh_database, serve
+from bench._lineage_seed import HUBS, LENGTH, seed_tables
+from bench._server import free_port, fresh_database, serve
 from bench.gaps import machine
+from lotline.domain.graph import GraphNode
 from lotline.services import open_lineage
 
-LENGTH, HUBS = 20, 10
 #: Events accepted per batch while seeding, and projected per drain.
 SEED_BATCH = 2000
 TARGET_P95_MS = {10_000: 100.0, 100_000: 50.0}
@@ -64,6 +68,41 @@ def seed(db_url: str, chains: int) -> None:
                 pending = []
     finally:
         lineage.close()
+
+
+def answers(db_url: str, chains: int) -> list[list[tuple[object, ...]]]:
+    """Every depth's lineage of a middle dataset and of the first job of each chain, as names and
+    edges only (the ids and times differ between two seedings)."""
+
+    def shown(node: GraphNode) -> tuple[object, ...]:
+        data = node.data
+        io = (data.inputs, data.outputs) if hasattr(data, "inputs") else (data.type, data.physical_name)
+        return (str(node.key), io, sorted(map(str, node.in_edges)), sorted(map(str, node.out_edges)))
+
+    lineage = open_lineage(db_url)
+    try:
+        starts = [f"dataset:bench:c{c}/d{LENGTH // 2}" for c in range(chains)]
+        starts += [f"job:bench:c{c}/job0" for c in range(chains)] + ["dataset:bench:hub0"]
+        return [
+            sorted(shown(node) for node in lineage.graph.lineage(start, depth))
+            for start in starts
+            for depth in (0, 1, 3, 20)
+        ]
+    finally:
+        lineage.close()
+
+
+def check(chains: int) -> None:
+    """Seed ``chains`` chains through the projector and set-based; the same answers, or exit 1."""
+    found = []
+    for seeder in (seed, seed_tables):
+        with fresh_database("lineage") as db_url:
+            seeder(db_url, chains)
+            found.append(answers(db_url, chains))
+    same = found[0] == found[1]
+    print(f"check, {chains} chains: {len(found[0])} answers, seeded set-based = projected: {same}")
+    if not same:
+        raise SystemExit(1)
 
 
 def _percentiles(latencies: list[float]) -> tuple[float, float]:
@@ -109,15 +148,23 @@ def main() -> None:
     )
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs (default 10000; 100000: 10x)")
     parser.add_argument("--requests", type=int, default=50, help="requests per depth (default 50)")
+    parser.add_argument("--seed", choices=("tables", "projector"), default="tables", help="default tables")
+    parser.add_argument("--check", action="store_true", help="compare the two seedings' answers, then stop")
     args = parser.parse_args()
     chains = args.jobs // LENGTH
+    if args.check:
+        check(chains)
+        return
     now = dt.datetime.now(dt.UTC)
     print(f"lineage query bench, {chains * LENGTH} jobs, {now:%Y-%m-%d %H:%M} UTC, {machine()}", flush=True)
     with fresh_database("lineage") as db_url:
         started = time.monotonic()
-        seed(db_url, chains)
-        print(f"seeded {chains * LENGTH} jobs in {time.monotonic() - started:.0f} s; {machine()}", flush=True)
-        with serve(db_url, 5098) as (url, _):
+        (seed_tables if args.seed == "tables" else seed)(db_url, chains)
+        print(
+            f"seeded {chains * LENGTH} jobs ({args.seed}) in {time.monotonic() - started:.0f} s; {machine()}",
+            flush=True,
+        )
+        with serve(db_url, free_port()) as (url, _):
             base50, base95 = baseline(url, chains, args.requests)
             print(f"baseline GET one dataset: p50 {base50:.1f} ms, p95 {base95:.1f} ms", flush=True)
             target = TARGET_P95_MS.get(chains * LENGTH)

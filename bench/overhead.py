@@ -65,7 +65,8 @@ CHECKS = (
 def with_parse_checks(checks: tuple[object, ...]) -> Pipeline:
     """The example pipeline with ``checks`` as parse's checks (nothing else changed)."""
     pipeline = copy.copy(weblogs.p)
-    pipeline.jobs = {**weblogs.p.jobs, "parse": replace(weblogs.p.jobs["parse"], checks=checks)}  # type: ignore[arg-type]
+    parse = replace(weblogs.p.jobs["parse"], checks={"hits": checks} if checks else {})  # type: ignore[dict-item]
+    pipeline.jobs = {**weblogs.p.jobs, "parse": parse}
     return pipeline
 
 

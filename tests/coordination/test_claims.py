@@ -224,6 +224,38 @@ def test_an_openlineage_end_of_a_claimed_run_is_recorded_but_fails_to_project(wo
     assert world.status("DataB", "1", "JobB") == "READY"
 
 
+def test_a_claimed_runs_child_started_and_ended_by_events_of_one_group_fails_to_end(world: LotWorld) -> None:
+    """A group checks the claims of the runs its events end once, up front: a child that an earlier
+    event of the same group made a part of a claimed run is still refused its end, as event by
+    event; the other runs of the group still end."""
+    _chain(world)
+    world.produce("JobA", "1")
+    claim = world.claim("JobB", worker="w-live")
+    assert claim is not None
+    child, other = str(uuid.uuid4()), str(uuid.uuid4())
+    start = run_event(world.ns, "JobB-part", child, "START")
+    start["run"]["facets"]["parent"] = {
+        "_producer": "p",
+        "_schemaURL": "s",
+        "run": {"runId": str(claim.run_id)},
+        "job": {"namespace": world.ns, "name": "JobB"},
+    }
+    world.lineage.openlineage.accept_batch(
+        [
+            start,
+            run_event(world.ns, "elsewhere", other, "START"),
+            run_event(world.ns, "JobB-part", child, "COMPLETE", second=1),
+            run_event(world.ns, "elsewhere", other, "COMPLETE", second=1),
+        ]
+    )
+    drained = world.lineage.projection.drain()
+    assert (len(drained.applied), len(drained.failed)) == (3, 1)
+    [(_, reason)] = world.lineage.projection.failures()
+    assert f"a part of run {claim.run_id}" in reason and "w-live" in reason
+    assert world.lineage.runs.get_run(uuid.UUID(child)).state is RunState.RUNNING
+    assert world.lineage.runs.get_run(uuid.UUID(other)).state is RunState.COMPLETED
+
+
 def test_a_run_ended_from_outside_after_its_lease_ran_out_does_not_stop_the_reaper(
     timed_world: LotWorld, clock: ManualClock
 ) -> None:

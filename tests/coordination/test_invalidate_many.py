@@ -9,6 +9,7 @@ from sqlalchemy import select
 from lotline.domain.errors import Conflict
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
+from lotline.lots.storage import LIST_COPIES_FROM
 from lotline.store.schema import jobs, lot_frontier, namespaces
 from support.lots import LotWorld
 
@@ -91,3 +92,15 @@ def test_the_copies_a_backfill_withdraws_are_where_each_lot_copy_is(world: LotWo
         for state in (ManifestState.COMPLETE, ManifestState.EMPTY)
     ]
     assert storage.current_copy_uris("a.b", "sales/daily", lots) == expected
+
+
+@pytest.mark.parametrize("count", [3, LIST_COPIES_FROM])  # each checked; the dataset's copies listed
+def test_the_copies_a_backfill_withdraws_are_those_that_exist(world: LotWorld, count: int) -> None:
+    storage = world.lineage.storage
+    lots = [f"20230101PT5M{n:03d}" for n in range(count)]
+    written = [storage.copy_uri("a.b", "sales/daily", lots[1], ManifestState.EMPTY, 0)]
+    written.append(storage.copy_uri("a.b", "sales/daily", lots[-1], ManifestState.COMPLETE, 0))
+    for uri in [*written, storage.copy_uri("a.b", "sales/other", lots[0], ManifestState.COMPLETE, 0)]:
+        storage.write_bytes(uri, b"{}")
+    assert storage.existing_copy_uris("a.b", "sales/daily", lots) == written
+    assert storage.existing_copy_uris("a.b", "sales/none", lots) == []

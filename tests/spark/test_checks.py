@@ -117,9 +117,11 @@ def test_fail_warn_and_drop_on_one_run(
 def test_checks_enter_the_job_version() -> None:
     pipeline = load_pipeline(str(PIPELINES / "checked.py"))
     job = pipeline.jobs["strict"]
-    assert replace(job, checks=(expect("dep_delay < 90"),)).code_digest != job.code_digest
-    assert replace(job, checks=(expect("dep_delay < 100", on_fail="warn"),)).code_digest != job.code_digest
-    assert replace(job, checks=(expect("dep_delay < 100"),)).code_digest == job.code_digest
+    out = "strict_flights"
+    assert replace(job, checks={out: (expect("dep_delay < 90"),)}).code_digest != job.code_digest
+    warned = (expect("dep_delay < 100", on_fail="warn"),)
+    assert replace(job, checks={out: warned}).code_digest != job.code_digest
+    assert replace(job, checks={out: (expect("dep_delay < 100"),)}).code_digest == job.code_digest
 
 
 @pytest.mark.parametrize(
@@ -149,27 +151,13 @@ def test_a_bad_declaration_is_refused_at_load(tmp_path: Path, declared: str, mes
     assert refused.value.message == f"pipeline {path}: {message}"
 
 
-def test_checks_on_a_job_with_several_outputs_are_refused_at_load(tmp_path: Path) -> None:
-    """Checks gate a job's one output; which output of several they would check is not declared yet."""
-    path = tmp_path / "several.py"
-    path.write_text(
-        "from lotline.spark.pipeline import Pipeline, expect\n"
-        "p = Pipeline('several')\n"
-        "a = p.dataset('a', format='parquet', interval='PT1H')\n"
-        "b = p.dataset('b', format='parquet', interval='PT1H')\n"
-        "c = p.dataset('c', format='parquet', interval='PT1H')\n"
-        "@p.job(inputs=[a], outputs=[b, c], checks=[expect('x > 0')])\n"
-        "def t(a): return a, a\n"
-    )
-    with pytest.raises(PipelineError, match="checks per output of a job with several outputs"):
-        load_pipeline(str(path))
-
-
 def test_a_condition_spark_cannot_parse_is_refused_before_any_claim(
     lineage: Lineage, spark: SparkSession, tmp_path: Path
 ) -> None:
     pipeline = load_pipeline(str(PIPELINES / "checked.py"))
-    pipeline.jobs["strict"] = replace(pipeline.jobs["strict"], checks=(expect("dep_delay IS NOT"),))
+    pipeline.jobs["strict"] = replace(
+        pipeline.jobs["strict"], checks={"strict_flights": (expect("dep_delay IS NOT"),)}
+    )
     with pytest.raises(
         PipelineError, match=r"^job strict: check dep_delay IS NOT: invalid Spark SQL condition: "
     ):

@@ -12,12 +12,16 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from fastapi.testclient import TestClient
 
+from lotline.api.app import create_app
+from lotline.domain.checks import published_with_warnings
 from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import LotEventKind
@@ -25,7 +29,9 @@ from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
-from lotline.spark.pipeline import Lot, Pipeline, PipelineError, load_pipeline
+from lotline.services.config import Settings
+from lotline.spark.pipeline import Lot, Pipeline, PipelineError, expect, load_pipeline
+from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
@@ -227,3 +233,138 @@ def test_a_run_killed_between_the_two_writes_publishes_nothing_and_its_retry_bot
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
     finally:
         lineage.close()
+
+
+CHECKED = PIPELINES / "multichecked.py"
+CHECKED_NS = "multichecked"
+
+
+def test_checks_per_output_gate_each_output_and_a_failure_publishes_none(
+    lineage: Lineage, spark: SparkSession, backend_url: str, tmp_path: Path
+) -> None:
+    pipeline = load_pipeline(str(CHECKED))
+    assert sorted(pipeline.jobs) == ["pair", "parted", "sizes", "sizes__quarantine"]
+    register(lineage, pipeline)
+    ingest(lineage, CHECKED_NS, "numbers", LOT, [["1", "x", "500", "20"]])
+    runner = LotRunner(lineage, pipeline, spark)
+    summary = run_pipeline(runner, pipeline.select(["pair", "sizes", "sizes__quarantine"]), worker="t")
+
+    # fail on pair's second output: neither output is published, every attempt's objects removed.
+    reason = "output second: check n < 100 failed: 1 of 3 rows"
+    assert summary.errors == [f"job pair lot {LOT} (attempt 1): {reason}"]
+    storage = lineage.storage
+    for dataset in ("first", "second"):
+        assert lineage.manifests.readable(CHECKED_NS, dataset, [LOT]) == {}
+        [status] = lineage.lots.status(CHECKED_NS, dataset=dataset)
+        assert (status.status, status.error) == (Status.ERROR, reason)
+        assert list(storage.objects_under(storage.attempt_uri(CHECKED_NS, dataset, LOT, 1))) == []
+
+    # drop on each of sizes' outputs (each into its own quarantine), warn on high only.
+    def rows(dataset: str) -> list[tuple[object, ...]]:
+        manifest = lineage.manifests.readable(CHECKED_NS, dataset, [LOT])[LOT]
+        return sorted(tuple(r) for r in spark.read.parquet(*[o.uri for o in manifest.objects]).collect())
+
+    assert rows("low") == [(1,)] and rows("high") == [(500,)]
+    assert rows("low__quarantine") == [(None, "n IS NOT NULL")]
+    assert rows("high__quarantine") == [(20, "n <> 20")]
+    quarantine = lineage.catalog.get_job(CHECKED_NS, "sizes__quarantine")
+    assert sorted(d.name for d in quarantine.outputs) == ["high__quarantine", "low__quarantine"]
+    assert [d.name for d in quarantine.inputs] == ["numbers"]
+    assert summary.tallies["sizes"].done == 1 and summary.tallies["sizes__quarantine"].done == 1
+
+    # Each output's version carries its own checks' results; only high's is marked as warned.
+    versions = {d: lineage.versions.current_version(CHECKED_NS, d, LOT) for d in ("low", "high")}
+    facets = {d: v.facets if v is not None else {} for d, v in versions.items()}
+    assertions = {
+        d: {a["assertion"]: (a["success"], a["severity"]) for a in f["dataQualityAssertions"]["assertions"]}
+        for d, f in facets.items()
+    }
+    assert assertions == {
+        "low": {"n IS NOT NULL": (False, "drop")},
+        "high": {"n < 100": (False, "warn"), "n <> 20": (False, "drop")},
+    }
+    assert facets["low"]["dataQualityMetrics"]["rowCount"] == 2
+    assert facets["low"]["dataQualityMetrics"]["columnMetrics"]["n"]["nullCount"] == 1
+    assert facets["high"]["dataQualityMetrics"]["rowCount"] == 2
+    assert [published_with_warnings(facets[d]) for d in ("low", "high")] == [False, True]
+    [run] = lineage.lots.status(CHECKED_NS, dataset="low")
+    checks = lineage.runs.get_run(run.run_id).facets["lotline_checks"]
+    assert [(r["dataset"], r["check"]) for r in checks["results"]] == [
+        ("low", "n IS NOT NULL"),
+        ("high", "n < 100"),
+        ("high", "n <> 20"),
+    ]
+    assert checks["outputs"] == {"low": {"rows": 2, "dropped": 1}, "high": {"rows": 2, "dropped": 1}}
+    assert checks["warnings"] == ["n < 100"]
+
+    # The run page shows each result with its output, and the dropped rows by output.
+    app = create_app(Settings(db_url=backend_url, warehouse=str(tmp_path / "warehouse"), api_token=None))
+    app.state.lineage = lineage
+    page = TestClient(app, base_url="http://127.0.0.1").get(f"/runs/{run.run_id}").text
+    assert "low:</span> <code>n IS NOT NULL</code>" in page
+    assert "high: 1 of 2 rows dropped into the quarantine dataset" in page
+
+
+def test_checks_per_output_refused_at_load_declare_nothing() -> None:
+    p = Pipeline("bad")
+    a = p.dataset("a", format="text", interval="PT1H")
+    b = p.dataset("b", format="parquet", interval="PT1H")
+    c = p.dataset("c", format="parquet", interval="PT1H")
+    datasets = dict(p.datasets)
+
+    def make(a: object) -> object:
+        return a
+
+    refused = {
+        "job make: a job with several outputs takes its checks by output "
+        "(checks={'b': [expect(...)], ...}), not a list.": [expect("n > 0")],
+        "job make: checks are keyed by output, and a is not an output of the job (outputs: b, c).": {
+            a: [expect("n > 0")]
+        },
+        "job make output c: check n > 0 is declared twice.": {"c": [expect("n > 0"), expect("n > 0")]},
+    }
+    for message, checks in refused.items():
+        with pytest.raises(PipelineError) as error:
+            p.job(inputs=[a], outputs=[b, c], checks=checks)(make)  # type: ignore[arg-type]
+        assert error.value.message == message
+    assert p.jobs == {} and p.datasets == datasets  # nothing was declared
+    p.job(inputs=[a], outputs=[b, c], checks={c: [expect("n > 0", on_fail="drop")]})(make)  # type: ignore[arg-type]
+    assert sorted(p.jobs) == ["make", "make__quarantine"] and "c__quarantine" in p.datasets
+    digest = p.jobs["make"].code_digest
+    changed = {"c": (expect("n > 1", on_fail="drop"),)}
+    assert replace(p.jobs["make"], checks=changed).code_digest != digest  # checks enter the version
+
+
+def test_a_retry_of_child_work_with_two_outputs_runs_only_the_failed_part(
+    lineage: Lineage, spark: SparkSession
+) -> None:
+    pipeline = load_pipeline(str(CHECKED))
+    register(lineage, pipeline)
+    ingest(lineage, CHECKED_NS, "numbers", LOT, [["1", "2"], ["3", "4", "5"]])
+    module = sys.modules[pipeline.jobs["parted"].transform.__module__]
+    runner = LotRunner(lineage, pipeline, spark)
+    parted = pipeline.jobs["parted"]
+    module.FAIL_PART = "part=00001"
+    try:
+        claim = runner.claim("w", parted)
+        assert claim is not None
+        failed = runner.execute(parted, claim)
+    finally:
+        module.FAIL_PART = None
+    assert not failed.ok and "1 of 2 parts failed" in (failed.error or "")
+    for dataset in ("evens", "odds"):
+        assert lineage.manifests.readable(CHECKED_NS, dataset, [LOT]) == {}
+
+    lineage.lots.retry_now(CHECKED_NS, "parted")
+    claim = runner.claim("w", parted)
+    assert claim is not None and claim.attempt == 2
+    assert runner.execute(parted, claim).ok
+    parts = lineage.runs.get_run(claim.run_id).facets["lotline_parts"]
+    assert (parts["kept"], parts["ran"], parts["failed"]) == (["part=00000"], ["part=00001"], [])
+    for dataset, count in (("evens", 2), ("odds", 3)):
+        manifest = lineage.manifests.readable(CHECKED_NS, dataset, [LOT])[LOT]
+        assert manifest.row_count == count
+        read = spark.read.parquet(*[o.uri for o in manifest.objects]).count()
+        assert read == count
+        places = {tuple(o.uri.split("/attempt=")[1].split("/")[:2]) for o in manifest.objects}
+        assert places == {("1", "part=00000"), ("2", "part=00001")}  # the kept part is not redone

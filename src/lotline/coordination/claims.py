@@ -308,6 +308,12 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.Stat
     return reaped
 
 
+def unclaimed_runs(connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``refuse_ending_claimed_run`` lets end now, in one statement (a
+    projection group's runs); the claims of the others stay locked until commit (PostgreSQL)."""
+    return set(run_ids) - q.runs_with_live_claims(connection, run_ids, now)
+
+
 def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
     """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
     or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING

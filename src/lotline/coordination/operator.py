@@ -141,10 +141,16 @@ def invalidate_many(
         level.append((dataset_id, lot, row.job_id, row.run_id))
     done = Invalidation()
     seen: set[tuple[uuid.UUID, str]] = set()
+    errored: set[tuple[uuid.UUID, uuid.UUID | None]] = set()
+    first = True
     while level:
         level = [item for item in level if (item[0], item[1]) not in seen]
         seen.update((d, lot) for d, lot, _, _ in level)
-        level = _reopen_level(connection, level, now, done)
+        following = _reopen_level(connection, level, now, done, errored)
+        if first:  # later levels come from claims whose outputs were all read: their own siblings
+            following += _siblings(connection, level)
+            first = False
+        level = following
     return done
 
 
@@ -153,9 +159,12 @@ def _reopen_level(
     level: list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]],
     now: datetime,
     done: Invalidation,
+    errored: set[tuple[uuid.UUID, uuid.UUID | None]],
 ) -> list[tuple[uuid.UUID, str, uuid.UUID, uuid.UUID | None]]:
     """Reopen one level of the cascade (as ``invalidate``'s loop body, for each item): the next
-    level, the outputs made from these lots that are READY or held READY."""
+    level, the outputs made from these lots that are READY or held READY.
+    ``errored``: the (job, run) claims whose INPUT rows were set to ERROR already (a consumer's
+    are set when its input is reopened, the level before its outputs), not updated again."""
     by_dataset: dict[uuid.UUID, list[str]] = {}
     for d, lot, _, _ in level:
         by_dataset.setdefault(d, []).append(lot)
@@ -163,25 +172,30 @@ def _reopen_level(
     for d, lots in by_dataset.items():
         moved = q.reopen_ready_outputs(connection, d, lots, now)
         frontier.raise_for_reopened(connection, d, list(moved), now)
-        for lot in lots:
-            if lot not in moved:
-                q.reopen_held(connection, d, lot, now)  # its release will hint the producer
+        held = [lot for lot in lots if lot not in moved]
+        q.reopen_held_outputs(connection, d, held, now)  # their release will hint the producer
         versions.supersede_current_many(connection, d, lots)
         consumers = q.consuming_claims_of(connection, d, lots)
-        runs: dict[uuid.UUID, list[uuid.UUID]] = {}
+        outputs = q.outputs_of_consumers(connection, d, lots)
+        _set_inputs_error(connection, [(c.job_id, c.run_id) for _, c in consumers], now, errored)
         for _, consumer in consumers:
-            runs.setdefault(consumer.job_id, []).append(consumer.run_id)
-        outputs = {job_id: q.outputs_of_claims(connection, job_id, ids) for job_id, ids in runs.items()}
-        q.set_many_claim_inputs(connection, [(c.job_id, c.run_id) for _, c in consumers], Status.ERROR, now)
-        for _, consumer in consumers:
-            claim_outputs = outputs[consumer.job_id].get(consumer.run_id, [])
+            claim_outputs = outputs.get((consumer.job_id, consumer.run_id), [])
             following.extend(_after_input_reopened(connection, consumer, claim_outputs, now, done))
-    following.extend(_siblings(connection, level))
-    q.set_many_claim_inputs(
-        connection, [(job_id, run_id) for _, _, job_id, run_id in level], Status.ERROR, now
-    )
+    _set_inputs_error(connection, [(job_id, run_id) for _, _, job_id, run_id in level], now, errored)
     done.reopened.extend((d, lot) for d, lot, _, _ in level)
     return following
+
+
+def _set_inputs_error(
+    connection: Connection,
+    claims: Sequence[tuple[uuid.UUID, uuid.UUID | None]],
+    now: datetime,
+    errored: set[tuple[uuid.UUID, uuid.UUID | None]],
+) -> None:
+    """The INPUT rows of these claims to ERROR, but for the claims in ``errored`` (then added)."""
+    todo = [claim for claim in dict.fromkeys(claims) if claim not in errored]
+    q.set_many_claim_inputs(connection, todo, Status.ERROR, now)
+    errored.update(todo)
 
 
 def hold_lot(

@@ -17,7 +17,7 @@ one-line error and nothing is registered), evaluation is ``spark/checks.py``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,36 @@ def validate(job: str, checks: object) -> tuple[Check, ...]:
     return tuple(found)
 
 
+def validate_by_output(job: str, checks: object, outputs: Sequence[str]) -> dict[str, tuple[Check, ...]]:
+    """A job's ``checks=`` by output name: a list is the one output's checks; a job with several
+    outputs takes a dict by output (its name, or its dataset spec, anything with a ``name``)."""
+    if checks is None:
+        return {}
+    if not isinstance(checks, Mapping):
+        if len(outputs) > 1 and isinstance(checks, (list, tuple)):
+            raise CheckDeclarationError(
+                f"job {job}: a job with several outputs takes its checks by output "
+                f"(checks={{{outputs[0]!r}: [expect(...)], ...}}), not a list."
+            )
+        found = validate(job, checks)
+        return {outputs[0]: found} if found else {}
+    by_output: dict[str, tuple[Check, ...]] = {}
+    for key, listed in checks.items():
+        name = key if isinstance(key, str) else getattr(key, "name", None)
+        if not isinstance(name, str) or name not in outputs:
+            shown = name if isinstance(name, str) else repr(key)
+            raise CheckDeclarationError(
+                f"job {job}: checks are keyed by output, and {shown} is not an output of the job "
+                f"(outputs: {', '.join(outputs)})."
+            )
+        if name in by_output:
+            raise CheckDeclarationError(f"job {job}: the checks of output {name} are given twice.")
+        found = validate(f"{job} output {name}", listed)
+        if found:
+            by_output[name] = found
+    return {name: by_output[name] for name in outputs if name in by_output}
+
+
 def _syntax_problem(text: str) -> str | None:
     """What a Python reading of the condition already refuses (Spark's parser checks the rest before
     any lot is claimed): unbalanced quotes or brackets, a ``;``."""
@@ -273,10 +303,6 @@ class Verdict:
     def reason(self) -> str:
         return "; ".join(r.reason() for r in self.failures)
 
-    def raise_failures(self) -> None:
-        if self.failures:
-            raise CheckFailed(self.reason())
-
     def summary(self) -> dict[str, Any]:
         """The run's ``lotline_checks`` facet: every result, the counts, and the warnings."""
         return {
@@ -321,6 +347,32 @@ def merge(verdicts: list[Verdict]) -> Verdict | None:
         sum(v.dropped for v in verdicts),
         nulls,
     )
+
+
+def run_summary(verdicts: Mapping[str, Verdict], *, several: bool) -> dict[str, Any]:
+    """The run's ``lotline_checks`` facet: a job with one output, its verdict's ``summary``; with
+    ``several`` outputs, every checked output's results (each naming its ``dataset``), the counts by
+    output, and the warnings."""
+    if not several:
+        (verdict,) = verdicts.values()
+        return verdict.summary()
+    return {
+        "results": [{"dataset": d, **r.to_json()} for d, v in verdicts.items() for r in v.results],
+        "outputs": {d: {"rows": v.rows, "dropped": v.dropped} for d, v in verdicts.items()},
+        "dropped": sum(v.dropped for v in verdicts.values()),
+        "warnings": [r.name for v in verdicts.values() for r in v.warnings],
+    }
+
+
+def raise_failures(verdicts: Mapping[str, Verdict], *, several: bool) -> None:
+    """Fail the lot if a ``fail`` check did not hold on any output; for a job with ``several``
+    outputs each reason names its output (``output kept: check n > 0 failed: 1 of 3 rows``)."""
+    failing = {d: v for d, v in verdicts.items() if v.failures}
+    if not failing:
+        return
+    if not several:
+        raise CheckFailed(next(iter(failing.values())).reason())
+    raise CheckFailed("; ".join(f"output {d}: {v.reason()}" for d, v in failing.items()))
 
 
 def published_with_warnings(facets: Mapping[str, Any] | None) -> bool:

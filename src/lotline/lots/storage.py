@@ -36,6 +36,10 @@ from lotline.domain.storage_names import MANIFESTS_FOLDER, dataset_prefix, datas
 _NOT_DATA = re.compile(r"^(_SUCCESS|_committed_.*|_started_.*|.*\.crc)$|^[._]")
 
 
+#: From how many lots ``existing_copy_uris`` lists the dataset's copies instead of checking each.
+LIST_COPIES_FROM = 64
+
+
 @dataclass(frozen=True)
 class StoredObject:
     """An object found in storage (a listing: what is there, not what a lot consists of)."""
@@ -124,12 +128,30 @@ class Storage:
         """``copy_uri`` of the complete and the empty copy of each of these lots, the dataset's
         folders worked out once (a backfill withdraws the copies of a year of lots). The lots are
         stored ids, so valid: checked when written."""
-        namespace_folders, dataset_folders = dataset_segments(namespace, dataset)
-        prefix = posixpath.join(
-            self.root, *namespace_folders, MANIFESTS_FOLDER, "datasets", "name=" + "/".join(dataset_folders)
-        )
+        prefix = self._copies_folder(namespace, dataset)
         states = (ManifestState.COMPLETE, ManifestState.EMPTY)
         return [f"{prefix}/lot={lot}/state={state.value}/manifest.json" for lot in lots for state in states]
+
+    def existing_copy_uris(self, namespace: str, dataset: str, lots: Sequence[str]) -> list[str]:
+        """Those of ``current_copy_uris`` that exist. For many lots (a backfill's year), the
+        dataset's copies are listed once instead of asking for two objects per lot, which cost more
+        than the backfill's database work (and is a request per object on S3)."""
+        uris = self.current_copy_uris(namespace, dataset, lots)
+        if len(lots) < LIST_COPIES_FROM:
+            return [uri for uri in uris if self.fs.exists(self._path(uri))]
+        root = self._path(self.root)
+        prefix = len(self.root)
+        folder = self._path(self._copies_folder(namespace, dataset))
+        listed = self.fs.find(folder) if self.fs.exists(folder) else []
+        stored = {found[len(root) :] for found in listed}
+        return [uri for uri in uris if uri[prefix:] in stored]
+
+    def _copies_folder(self, namespace: str, dataset: str) -> str:
+        """Where the dataset's manifest copies are, a folder per lot."""
+        namespace_folders, dataset_folders = dataset_segments(namespace, dataset)
+        return posixpath.join(
+            self.root, *namespace_folders, MANIFESTS_FOLDER, "datasets", "name=" + "/".join(dataset_folders)
+        )
 
     def local_path(self, uri: str) -> str:
         """The path Spark and other local readers take for a ``file://`` uri (uris elsewhere pass)."""

@@ -96,7 +96,7 @@ class ManifestService:
         uris = []
         for (namespace, dataset), found in lots.items():
             try:
-                uris += self.storage.current_copy_uris(namespace, dataset, found)
+                uris += self.storage.existing_copy_uris(namespace, dataset, found)
             except InvalidName:
                 continue  # a name that cannot be stored (a lineage-only dataset) has no copies
         try:

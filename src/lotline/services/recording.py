@@ -7,7 +7,7 @@ implementation whichever interface (REST, OpenLineage, runner) reported the fact
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from sqlalchemy import Connection
@@ -27,6 +27,9 @@ from lotline.store.queries import datasets, runs, versions
 from lotline.store.queries.runs import StoredRun
 from lotline.store.types import utcnow
 
+#: Reads what a new version of a dataset is made of (``datasets.version_basis``, or a cache of it).
+BasisLookup = Callable[[Connection, uuid.UUID], datasets.VersionBasis]
+
 
 def apply_transition(
     connection: Connection,
@@ -37,6 +40,7 @@ def apply_transition(
     locked: StoredRun | None = None,
     job_version_id: uuid.UUID | None = None,
     refuse_earlier: bool = False,
+    version_basis: BasisLookup = datasets.version_basis,
 ) -> RunState:
     """Move a run through the state machine inside the caller's transaction; returns its new state.
 
@@ -51,7 +55,8 @@ def apply_transition(
     A run never ends before it started: an end time earlier than the start is a Conflict when
     ``refuse_earlier`` (a client saying when, on REST), else the end is recorded at the start
     (OpenLineage events and workers' clocks may disagree by a little; a finished run is never
-    reopened for it).
+    reopened for it). ``version_basis``: where ending reads what an output's new version is made of
+    (a projection group reads each dataset's once).
     """
     now = utcnow()
     row = locked if locked is not None else _common.require_run(connection, run_id)
@@ -77,7 +82,7 @@ def apply_transition(
         if plan.target is RunState.RUNNING:
             _started(connection, run_id, job_version_id or row.job_version_id, row.lot, now)
         if mints_output_versions(plan.current, plan.target):
-            mint_outputs(connection, run_id, plan.target, now)
+            mint_outputs(connection, run_id, plan.target, now, version_basis)
     return plan.target
 
 
@@ -236,7 +241,13 @@ def _create_input_version(
     return version_id
 
 
-def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, now: datetime) -> None:
+def mint_outputs(
+    connection: Connection,
+    run_id: uuid.UUID,
+    outcome: RunState,
+    now: datetime,
+    version_basis: BasisLookup = datasets.version_basis,
+) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
     for io in runs.unversioned_io(connection, RunIoRole.OUTPUT, run_id):
@@ -246,7 +257,7 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
         number = datasets.next_version_number(connection, io.dataset_id)
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
-        ref, fields, facets = datasets.version_basis(connection, io.dataset_id)
+        ref, fields, facets = version_basis(connection, io.dataset_id)
         version_id = output_version_id(ref.namespace, ref.name, io.lot, run_id)
         versions.insert_version(
             connection,
@@ -259,5 +270,5 @@ def mint_outputs(connection: Connection, run_id: uuid.UUID, outcome: RunState, n
             fields=fields,
             facets=facets,
             now=now,
+            output_io_id=io.id,
         )
-        runs.pin_io(connection, RunIoRole.OUTPUT, io.id, version_id)

@@ -127,7 +127,9 @@ def _compile_write_facts(spark: SparkSession, source: str | None = None) -> Any:
 
 
 def _observed(qe: Any) -> dict[str, dict[str, Any]]:
-    """``QueryExecution.observedMetrics``: each named observation's row as a dict (one look when none)."""
+    """``QueryExecution.observedMetrics``: each named observation's row as a dict (one look when none).
+    A row is read as its JSON text (``Row.json``): one py4j call, not one per metric (a call each
+    cost the lot ~5 ms with a dozen metrics, measured: docs/benchmarks.md, issue 30)."""
     metrics = qe.observedMetrics()
     if metrics.isEmpty():
         return {}
@@ -135,9 +137,7 @@ def _observed(qe: Any) -> dict[str, dict[str, Any]]:
     entries = metrics.iterator()
     while entries.hasNext():
         entry = entries.next()
-        row = entry._2()
-        names = list(row.schema().fieldNames())
-        found[str(entry._1())] = {name: row.get(index) for index, name in enumerate(names)}
+        found[str(entry._1())] = json.loads(entry._2().json())
     return found
 
 

@@ -14,7 +14,9 @@ judges it once written; the runner decides (fail the lot, or publish with the re
 from __future__ import annotations
 
 import re
+import threading
 import uuid
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from lotline.domain.checks import (
     DROP,
     FAILED_COLUMN,
+    Check,
     CheckDeclarationError,
     CheckFailed,
     CheckResult,
@@ -34,6 +37,7 @@ from lotline.domain.checks import (
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline, PipelineError
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import Column, DataFrame, SparkSession
 
 #: Null counts are computed for at most this many columns (each is one more sum in the aggregation).
@@ -46,7 +50,7 @@ def check_conditions(spark: SparkSession, pipeline: Pipeline) -> None:
     job): checked before any lot is claimed, one line naming the job and the condition."""
     parser = spark._jsparkSession.sessionState().sqlParser()
     for job in pipeline.ordered_jobs():
-        for item in job.checks:
+        for item in (c for listed in job.checks.values() for c in listed):
             if not isinstance(item, Expectation):
                 continue
             try:
@@ -95,33 +99,25 @@ class Gate:
     observation: str | None
 
     @classmethod
-    def over(cls, output: DataFrame, job: JobSpec) -> Gate:
-        """The frame to write: with the checks' metrics observed (and drop expectations' failing
-        rows filtered out); a quarantine job's frame is the failing rows."""
-        if job.quarantine:
-            return cls(failing_rows(output, job.quarantine), (), (), None)
-        if not job.checks:
+    def over(cls, output: DataFrame, job: JobSpec, dataset: str) -> Gate:
+        """The frame to write to output ``dataset``: with its checks' metrics observed (and drop
+        expectations' failing rows filtered out); a quarantine job's frame is the failing rows."""
+        if job.quarantine is not None:
+            return cls(failing_rows(output, job.quarantine.drops[dataset]), (), (), None)
+        checks = job.checks_of(dataset)
+        if not checks:
             return cls(output, (), (), None)
-        from pyspark.sql import functions as F
-
-        expectations = [c for c in job.checks if isinstance(c, Expectation)]
         columns = tuple(output.columns[:MAX_NULL_COLUMNS])
-        metrics = [F.count(F.lit(1)).alias("rows")]
-        metrics += [
-            F.sum(F.when(_passes(e), 0).otherwise(1)).alias(f"failed{i}") for i, e in enumerate(expectations)
-        ]
-        metrics += [
-            F.sum(F.when(F.col(_quoted(c)).isNull(), 1).otherwise(0)).alias(f"null{i}")
-            for i, c in enumerate(columns)
-        ]
+        metrics, keep = _columns_of(output.sparkSession.sparkContext, checks, columns)
         # A named observation: its metrics ride on the write's QueryExecution, which the capture
-        # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own).
+        # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own). A name
+        # per lot attributes the metrics to their write; Spark's generated code does not contain it
+        # (its codegen cache still serves every lot: docs/benchmarks.md, issue 30).
         observation = f"lotline_checks_{uuid.uuid4().hex}"
         frame = output.observe(observation, *metrics)
-        drops = [e for e in expectations if e.on_fail == DROP]
-        if drops:
-            frame = frame.where(_all_pass(drops))
-        return cls(frame, job.checks, columns, observation)
+        if keep is not None:
+            frame = frame.where(keep)
+        return cls(frame, checks, columns, observation)
 
     def verdict(
         self,
@@ -172,6 +168,41 @@ class Gate:
             # A row dropped by several expectations is dropped once: the published rows tell.
             dropped = rows - (published if published is not None else written().count())
         return Verdict(tuple(results), rows, dropped, nulls)
+
+
+_Metrics = tuple[list["Column"], "Column | None"]
+#: By Spark application (its SparkContext), the metric Columns of (checks, output columns): built
+#: once and reused by every lot, since each Column is a few py4j calls (~40 ms a lot for three
+#: expectations and six columns, measured: docs/benchmarks.md). They are unresolved expressions, so
+#: one Column serves any DataFrame with those columns.
+_BUILT: weakref.WeakKeyDictionary[SparkContext, dict[tuple[Any, ...], _Metrics]] = weakref.WeakKeyDictionary()
+_BUILDING = threading.Lock()
+
+
+def _columns_of(context: SparkContext, checks: tuple[Check, ...], columns: tuple[str, ...]) -> _Metrics:
+    """The observation's metrics (rows, each expectation's failing rows, each column's nulls) and
+    the filter keeping the rows that meet every ``drop`` expectation (None: nothing dropped)."""
+    key = (checks, columns)
+    with _BUILDING:
+        found = _BUILT.setdefault(context, {}).get(key)
+    if found is not None:
+        return found
+    from pyspark.sql import functions as F
+
+    expectations = [c for c in checks if isinstance(c, Expectation)]
+    metrics = [F.count(F.lit(1)).alias("rows")]
+    metrics += [
+        F.sum(F.when(_passes(e), 0).otherwise(1)).alias(f"failed{i}") for i, e in enumerate(expectations)
+    ]
+    metrics += [
+        F.sum(F.when(F.col(_quoted(c)).isNull(), 1).otherwise(0)).alias(f"null{i}")
+        for i, c in enumerate(columns)
+    ]
+    drops = [e for e in expectations if e.on_fail == DROP]
+    built = (metrics, _all_pass(drops) if drops else None)
+    with _BUILDING:
+        _BUILT[context][key] = built
+    return built
 
 
 def _quoted(column: str) -> str:

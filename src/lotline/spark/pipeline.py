@@ -81,6 +81,10 @@ class DatasetSpec:
     #: shape of this input when a lot has no data at all.
     schema: str | None = None
 
+    def __hash__(self) -> int:
+        """By name (its options are a dict): a dataset spec keys a job's ``checks=`` by output."""
+        return hash(self.name)
+
     def declaration(self) -> dict[str, Any]:
         """What defines the dataset for the job version (anything that changes what a job reads)."""
         return {
@@ -128,11 +132,11 @@ class JobSpec:
     partition_by: tuple[str, ...] | int | None = None
     #: How many parts of one lot run at once (threads sharing the Spark application).
     parallel_parts: int = 2
-    #: What gates the lot's publication (``domain/checks.py``), evaluated by ``spark/checks.py``.
-    checks: tuple[Check, ...] = ()
-    #: A quarantine job (``<job>__quarantine``): it writes the rows failing these drop
-    #: expectations of the checked job, whose transform it shares.
-    quarantine: tuple[Expectation, ...] = ()
+    #: What gates the lot's publication, by output dataset name (``domain/checks.py``), evaluated
+    #: on each output's write by ``spark/checks.py``; an output without checks is not listed.
+    checks: Mapping[str, tuple[Check, ...]] = field(default_factory=dict)
+    #: A quarantine job (``<job>__quarantine``): the checked job whose failing rows it writes.
+    quarantine: Quarantine | None = None
     #: Declared with ``outputs=``: every output after the first (``output``), in declared order; the
     #: transform then returns a dict by dataset name (or a tuple in declared order).
     others: tuple[DatasetSpec, ...] = ()
@@ -142,6 +146,10 @@ class JobSpec:
     def outputs(self) -> tuple[DatasetSpec, ...]:
         """Every output, the first (which carries the lot's claim) first."""
         return (self.output, *self.others)
+
+    def checks_of(self, output: str) -> tuple[Check, ...]:
+        """The checks gating ``output`` (none: an empty tuple)."""
+        return self.checks.get(output, ())
 
     @property
     def location(self) -> str:
@@ -162,15 +170,28 @@ class JobSpec:
             "mapping": self.lot_mapping,
             "partitionBy": self.partition_by,
         }
-        if self.checks or self.quarantine:
-            declared["checks"] = [c.declaration() for c in (*self.checks, *self.quarantine)]
-            source += "".join(_source(c.function) for c in self.checks if isinstance(c, Custom))
+        gates = {
+            **{name: list(checks) for name, checks in self.checks.items()},
+            **(self.quarantine.drops if self.quarantine is not None else {}),
+        }
+        if gates:
+            declarations = {name: [c.declaration() for c in listed] for name, listed in gates.items()}
+            # One output's checks are a list (as before outputs were keyed); several, by output.
+            declared["checks"] = (
+                declarations if self.several else [d for listed in declarations.values() for d in listed]
+            )
+            source += "".join(
+                _source(c.function) for listed in gates.values() for c in listed if isinstance(c, Custom)
+            )
         text = source + "\n" + json.dumps(declared, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def call(self, frames: Mapping[str, DataFrame], lot: Lot) -> dict[str, DataFrame]:
         """Call the transform with each input's DataFrame under its parameter name: each output's
         DataFrame by dataset name, or an InvalidInput (one line) for a result of the wrong shape."""
+        if self.quarantine is not None:
+            made = self.quarantine.source.call(frames, lot)
+            return {name: made[source] for name, source in self.quarantine.sources.items()}
         kwargs: dict[str, Any] = {p: frames[d] for p, d in self.parameters.items()}
         if self.takes_lot:
             kwargs[LOT_PARAMETER] = lot
@@ -216,6 +237,22 @@ class JobSpec:
                     f"job {self.name}: output {name} is {type(result[name]).__name__}, not a DataFrame."
                 )
         return {name: result[name] for name in names}
+
+
+@dataclass(frozen=True)
+class Quarantine:
+    """What a quarantine job writes: for each quarantine dataset, the rows of its ``source`` job's
+    output that fail that output's ``drop`` expectations (the transform is the source's, run again)."""
+
+    source: JobSpec
+    #: Quarantine dataset -> the source's output it takes rows from.
+    sources: Mapping[str, str]
+    #: Quarantine dataset -> the drop expectations its rows fail.
+    drops: Mapping[str, tuple[Expectation, ...]]
+
+
+def _drop_expectations(checks: Sequence[Check]) -> tuple[Expectation, ...]:
+    return tuple(c for c in checks if isinstance(c, Expectation) and c.on_fail == DROP)
 
 
 def _partitioning(
@@ -318,22 +355,20 @@ class Pipeline:
         ``partition_by`` makes child work: each lot is computed part by part — by the named
         partition values of the first input's objects (``["day"]``), or in groups of at most that
         many of its objects — each part a child run; a retry runs only the parts that failed.
-        ``checks`` gate each lot's publication (``expect``, ``row_count``, ``unique``, ``check``);
-        ``drop`` expectations add the quarantine dataset and job (``<output>__quarantine``).
+        ``checks`` gate each lot's publication (``expect``, ``row_count``, ``unique``, ``check``):
+        a list for one output; with several outputs, a dict by output (dataset or name) of lists,
+        each evaluated on its output's write. ``drop`` expectations add the quarantine job
+        (``<job>__quarantine``) and a quarantine dataset per output that drops (``<output>__quarantine``).
         """
 
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
             job = name or transform.__name__
+            declared = _declared_outputs(job, output, outputs)
+            names = [d.name if isinstance(d, DatasetSpec) else d for d in declared]
             try:
-                declared_checks = quality.validate(job, checks)
+                declared_checks = quality.validate_by_output(job, checks, names)
             except CheckDeclarationError as error:
                 raise PipelineError(error.message) from None
-            if declared_checks and outputs is not None:
-                raise PipelineError(
-                    f"job {job}: checks are for a job with one output (checks per output of a job "
-                    "with several outputs are not supported yet)."
-                )
-            declared = _declared_outputs(job, output, outputs)
             self._add_job(job, inputs, declared, transform)
             partitioning = _partitioning(job, partition_by, parallel_parts)
             self.jobs[job] = replace(
@@ -392,20 +427,42 @@ class Pipeline:
 
     def _add_quarantine(self, job: JobSpec) -> None:
         """A job with ``drop`` expectations gets ``<job>__quarantine``: same inputs, transform and lot
-        mapping, writing the failing rows to ``<output>__quarantine`` (parquet, the output's interval)."""
-        drops = tuple(c for c in job.checks if isinstance(c, Expectation) and c.on_fail == DROP)
+        mapping, writing each dropping output's failing rows to ``<output>__quarantine`` (parquet, the
+        output's interval); with several such outputs it is a job with several outputs."""
+        drops = {
+            output.name: found
+            for output in job.outputs
+            if (found := _drop_expectations(job.checks_of(output.name)))
+        }
         if not drops:
             return
-        dataset = self.dataset(
-            quality.quarantine_name(job.output.name),
-            format="parquet",
-            interval=str(job.output.interval) if job.output.interval else None,
-        )
         name = quality.quarantine_name(job.name)
         validate_name("Job", name)
         if name in self.jobs:
             raise PipelineError(f"job {name} is declared twice (it is job {job.name}'s quarantine).")
-        self.jobs[name] = replace(job, name=name, output=dataset, checks=(), quarantine=drops)
+        datasets = [
+            self.dataset(
+                quality.quarantine_name(output.name),
+                format="parquet",
+                interval=str(output.interval) if output.interval else None,
+            )
+            for output in job.outputs
+            if output.name in drops
+        ]
+        quarantine = Quarantine(
+            source=job,
+            sources={d.name: output for d, output in zip(datasets, drops, strict=True)},
+            drops={d.name: drops[output] for d, output in zip(datasets, drops, strict=True)},
+        )
+        self.jobs[name] = replace(
+            job,
+            name=name,
+            output=datasets[0],
+            others=tuple(datasets[1:]),
+            several=len(datasets) > 1,
+            checks={},
+            quarantine=quarantine,
+        )
 
     def _known(self, job: str, dataset: DatasetSpec | str) -> DatasetSpec:
         key = dataset.name if isinstance(dataset, DatasetSpec) else dataset

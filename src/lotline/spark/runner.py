@@ -21,7 +21,7 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from lotline.domain.checks import CHECKS_FACET, Verdict, merge
+from lotline.domain.checks import CHECKS_FACET, Verdict, merge, raise_failures, run_summary
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError, NotFound
 from lotline.domain.failures import INTERRUPTED, Failure
@@ -238,11 +238,12 @@ class LotRunner:
                     written = self._write(job, claim, objects, locations, context)
                 else:
                     written = self._write_parts(job, claim, objects, facets, context)
-                # Checks gate the commit: a failing `fail` check fails the lot like any error.
-                verdict = written[job.output.name].verdict
-                if verdict is not None:
-                    facets[CHECKS_FACET] = ol.custom(**verdict.summary())
-                    verdict.raise_failures()
+                # Checks gate the commit: a failing `fail` check on any output fails the lot like
+                # any error (no output is published).
+                verdicts = _verdicts(written)
+                if verdicts:
+                    facets[CHECKS_FACET] = ol.custom(**run_summary(verdicts, several=job.several))
+                    raise_failures(verdicts, several=job.several)
                 beat.check()
                 _add_log(facets, run_log)
                 facets["lotline_output"] = ol.custom(**_output_statistics(written[job.output.name].draft))
@@ -273,8 +274,7 @@ class LotRunner:
                 for spec in job.others
             },
         )
-        verdict = written[job.output.name].verdict
-        warned = () if verdict is None else tuple((w.name, w.failed) for w in verdict.warnings)
+        warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
         return _result(
             job, claim, started, ok=True, rows=first.row_count, files=len(first.objects), warnings=warned
         )
@@ -429,16 +429,16 @@ class LotRunner:
         context: Lot,
     ) -> Written:
         """Write one output's DataFrame to its attempt folder: what was written, its fields, and the
-        checks' verdict (the job's checks gate its first output, the only one a checked job has)."""
-        gate = Gate.over(output, job) if spec == job.output else None
-        frame = output if gate is None else gate.frame
+        verdict of that output's checks."""
+        gate = Gate.over(output, job, spec.name)
+        frame = gate.frame
         write_attempt(frame, spec, location)
         report = self._capture.written(location)
         fields = self._record_output(spec, claim, frame, report, given)
         written = self.lineage.storage.describe_written(location, format=spec.format)
         rows = report.rows if report else None
         verdict = None
-        if gate is not None:
+        if gate.observation is not None:
             observed = report.observed if report else {}
             reader = lambda: read_objects(self.spark, spec, [o.uri for o in written])  # noqa: E731
             verdict = gate.verdict(observed, rows, reader, context)
@@ -464,7 +464,8 @@ class LotRunner:
         todo = [name for name in parts if name not in kept]
         bases = {spec.name: self._attempt_uri(spec, claim) for spec in job.outputs}
         fields: dict[str, tuple[FieldSpec, ...]] = {spec.name: () for spec in job.outputs}
-        verdicts: list[Verdict] = []  # of the parts run now (list.append is atomic)
+        #: By output, the verdicts of the parts run now (list.append is atomic).
+        verdicts: dict[str, list[Verdict]] = {spec.name: [] for spec in job.outputs}
 
         def run_part(name: str) -> dict[str, Manifest]:
             values, part_objects = parts[name]
@@ -473,10 +474,10 @@ class LotRunner:
             context = replace(lot, part=name, part_values=values, child_run_id=child)
             try:
                 written = self._write(job, claim, {**objects, first: part_objects}, locations, context)
-                verdict = written[job.output.name].verdict
-                if verdict is not None:
-                    verdict.raise_failures()  # the part fails; the retry runs it again
-                    verdicts.append(verdict)
+                done_verdicts = _verdicts(written)
+                raise_failures(done_verdicts, several=job.several)  # the part fails; a retry runs it again
+                for output, verdict in done_verdicts.items():
+                    verdicts[output].append(verdict)
             except Exception as error:
                 drafts = {
                     spec.name: ManifestDraft(
@@ -526,7 +527,7 @@ class LotRunner:
             listed = tuple(o for name in parts for o in finished[name][output].objects)
             counts = [finished[name][output].row_count for name in parts]
             rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-            verdict = merge(verdicts) if output == job.output.name else None
+            verdict = merge(verdicts[output])
             found[output] = Written(ManifestDraft(base, listed, rows), fields[output], verdict)
         return found
 
@@ -625,6 +626,11 @@ class Written:
 
     def version_facets(self) -> dict[str, Any]:
         return {**ol.version_facets(self.draft, self.fields), **ol.quality_facets(self.verdict)}
+
+
+def _verdicts(written: Mapping[str, Written]) -> dict[str, Verdict]:
+    """The verdict of each checked output, in declared order."""
+    return {name: w.verdict for name, w in written.items() if w.verdict is not None}
 
 
 def _output_statistics(draft: ManifestDraft) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
@@ -415,6 +415,29 @@ def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) 
     return None if row is None else LiveClaim(*row)
 
 
+def runs_with_live_claims(
+    connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime
+) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``live_claim_of_run`` would name a claim for (a run with a live
+    claim, or the child of one), in one statement for a projection group; their claims' rows locked
+    until commit on PostgreSQL, as ``live_claim_of_run`` locks them."""
+    if not run_ids:
+        return set()
+    query = (
+        select(runs.c.id)
+        .join(ds, or_(ds.c.run_id == runs.c.id, ds.c.run_id == runs.c.parent_run_id))
+        .where(
+            in_values(connection, runs.c.id, run_ids),
+            _OUTPUT,
+            ds.c.status == Status.RUNNING.value,
+            ds.c.lease_expires_at > now,
+        )
+    )
+    if locks_rows(connection):
+        query = query.with_for_update(of=ds)
+    return set(connection.execute(query).scalars())
+
+
 # -- the operator's moves (cold paths: built per call) ---------------------------------------------
 def _update_output(
     connection: Connection, dataset_id: uuid.UUID, lot: str, *where: Any, **values: Any
@@ -476,7 +499,7 @@ def output_rows(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[st
         query = select(ds).where(
             ds.c.dataset_id == dataset_id, in_values(connection, ds.c.lot, part), _OUTPUT
         )
-        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query)))
+        found.update((row.lot, row) for row in (StatusRow(*r) for r in connection.execute(query).all()))
     return found
 
 
@@ -500,6 +523,25 @@ def reopen_ready_outputs(
         )
         moved.update((lot, job_id) for lot, job_id in connection.execute(statement))
     return moved
+
+
+def reopen_held_outputs(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str], now: datetime
+) -> None:
+    """``reopen_held`` of many lots of one dataset (those held while READY; the others unchanged)."""
+    for part in _chunks(lots):
+        statement = (
+            update(ds)
+            .where(
+                ds.c.dataset_id == dataset_id,
+                in_values(connection, ds.c.lot, part),
+                _OUTPUT,
+                ds.c.status == Status.HOLD.value,
+                ds.c.held_status == Status.READY.value,
+            )
+            .values(held_status=Status.RESUBMIT.value, updated_at=now)
+        )
+        connection.execute(statement)
 
 
 def set_many_claim_inputs(
@@ -540,7 +582,34 @@ def consuming_claims_of(
             .where(ds.c.run_id.is_not(None))
             .order_by(ds.c.lot, ds.c.job_id)
         )
-        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows]
+        found += [(lot, ConsumingClaim(job_id, run_id, status)) for lot, job_id, run_id, status in rows.all()]
+    return found
+
+
+def outputs_of_consumers(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]]:
+    """``outputs_of_claims`` of every claim ``consuming_claims_of`` finds, by (job, run), read with
+    the claims in one statement per chunk of lots (no list of runs sent back and forth)."""
+    found: dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]] = {}
+    reading = ds.alias("reading")
+    for part in _chunks(lots):
+        consumes = exists().where(
+            reading.c.job_id == ds.c.job_id,
+            reading.c.run_id == ds.c.run_id,
+            reading.c.dataset_id == dataset_id,
+            in_values(connection, reading.c.lot, part),
+            reading.c.role == Role.INPUT.value,
+            reading.c.status.in_(_INPUT_LOCKED),
+        )
+        query = select(ds).where(_OUTPUT, consumes).order_by(ds.c.job_id, ds.c.run_id, ds.c.dataset_id)
+        chunk: dict[tuple[uuid.UUID, uuid.UUID], list[StatusRow]] = {}
+        for row in connection.execute(query).all():
+            status_row = StatusRow(*row)
+            if status_row.run_id is not None:
+                chunk.setdefault((status_row.job_id, status_row.run_id), []).append(status_row)
+        for claim, outputs in chunk.items():  # a claim reading lots of several chunks: read whole once
+            found.setdefault(claim, outputs)
     return found
 
 
@@ -555,7 +624,7 @@ def outputs_of_claims(
             .where(ds.c.job_id == job_id, _OUTPUT, in_values(connection, ds.c.run_id, part))
             .order_by(ds.c.dataset_id)
         )
-        for row in connection.execute(query):
+        for row in connection.execute(query).all():  # one fetch: row by row costs more than the query
             status_row = StatusRow(*row)
             if status_row.run_id is not None:
                 found.setdefault(status_row.run_id, []).append(status_row)

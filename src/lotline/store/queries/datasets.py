@@ -150,9 +150,11 @@ _VERSION_BASIS = (
 )
 
 
-def version_basis(
-    connection: Connection, dataset_id: uuid.UUID
-) -> tuple[DatasetRef, tuple[FieldSpec, ...], JsonObject]:
+#: A dataset's name, fields and facets: what a new version of it is made of.
+VersionBasis = tuple[DatasetRef, tuple[FieldSpec, ...], JsonObject]
+
+
+def version_basis(connection: Connection, dataset_id: uuid.UUID) -> VersionBasis:
     """What a new version of the dataset is made of: its name (for the version's id), its fields
     and facets now, in one statement (built once: it runs for every version)."""
     rows = connection.execute(_VERSION_BASIS, {"b_dataset_id": dataset_id}).all()

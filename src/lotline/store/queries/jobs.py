@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Connection, Row, Select, bindparam, func, literal, or_, select, union_all, update
 
 from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
-from lotline.store.dialect import insert_ignoring_conflicts, upsert_returning
+from lotline.store.dialect import insert_ignoring_conflicts, upsert_insert, upsert_returning
 from lotline.store.schema import (
     datasets,
     job_tags,
@@ -69,6 +69,46 @@ def upsert_job(
         constants={"deleted_at": None},
     )
     return StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
+
+
+def upsert_jobs(
+    connection: Connection, rows: Sequence[tuple[uuid.UUID, str, str, str | None]], now: datetime
+) -> dict[tuple[uuid.UUID, str], StoredJob]:
+    """``upsert_job`` for each (namespace id, name, type, description) of ``rows``, in one
+    multi-row statement (a projection group's jobs): a description left out (None) keeps the stored
+    one. The jobs as they are now, by (namespace id, name); a name must appear once."""
+    if not rows:
+        return {}
+    statement = upsert_insert(connection, jobs).values(
+        [
+            {
+                "id": uuid.uuid4(),
+                "namespace_id": namespace_id,
+                "name": name,
+                "type": type_,
+                "description": description,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for namespace_id, name, type_, description in rows
+        ]
+    )
+    changes = {
+        "type": statement.excluded.type,
+        "updated_at": statement.excluded.updated_at,
+        "description": func.coalesce(statement.excluded.description, jobs.c.description),
+        # Writing a deleted job brings it back, as in Marquez.
+        "deleted_at": None,
+    }
+    found = connection.execute(
+        statement.on_conflict_do_update(index_elements=["namespace_id", "name"], set_=changes).returning(
+            jobs.c.namespace_id, jobs.c.name, jobs.c.id, jobs.c.current_version_id, jobs.c.facets
+        )
+    )
+    return {
+        (row.namespace_id, row.name): StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
+        for row in found
+    }
 
 
 def ensure_job(

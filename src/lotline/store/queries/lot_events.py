@@ -15,17 +15,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, func, insert, select
+from sqlalchemy import Connection, Row, Select, func, select
 
 from lotline.domain.manifests import LotEvent, LotEventKind
-from lotline.store.dialect import notify, try_exclusive_lock
+from lotline.store.dialect import insert_rows, notify, try_exclusive_lock
 from lotline.store.schema import datasets, jobs, lot_events, lot_job_outputs, namespaces
 
 APPEND_LOCK = 7810735312196363877
 #: NOTIFY channel on PostgreSQL: subscribers wake up on it instead of polling.
 CHANNEL = "lotline_lots"
-
-_INSERT = insert(lot_events)
 
 
 def append(
@@ -37,13 +35,14 @@ def append(
     attempt: int | None = None,
     reason: str | None = None,
 ) -> None:
-    """Append (dataset, lot, manifest, version, run) events, each with ``attempt`` and ``reason``;
-    call last in the transaction."""
+    """Append (dataset, lot, manifest, version, run) events, each with ``attempt`` and ``reason``,
+    in one statement (a backfill appends tens of thousands); call last in the transaction."""
     if not entries:
         return
     try_exclusive_lock(connection, APPEND_LOCK, wait=True)
-    connection.execute(
-        _INSERT,
+    insert_rows(
+        connection,
+        lot_events,
         [
             {
                 "dataset_id": d,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from sqlalchemy import (
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import insert_ignoring_conflicts, locks_rows, per_dialect
+from lotline.store.dialect import in_values, insert_ignoring_conflicts, locks_rows, per_dialect
 from lotline.store.schema import (
     dataset_versions,
     datasets,
@@ -97,6 +98,25 @@ def _stored_run(row: Sequence[Any]) -> StoredRun:
 
 
 _INSERT_RUN = insert(runs).returning(*_STORED_RUN)
+#: What ``insert_run`` writes of a run.
+_RUN_COLUMNS = tuple(
+    runs.c[name]
+    for name in (
+        "id",
+        "job_id",
+        "job_version_id",
+        "parent_run_id",
+        "lot",
+        "state",
+        "started_at",
+        "nominal_start_time",
+        "nominal_end_time",
+        "args",
+        "facets",
+        "created_at",
+        "updated_at",
+    )
+)
 
 
 def insert_run(
@@ -120,24 +140,28 @@ def insert_run(
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
     started_at = next((at for s, at in transitions if s is RunState.RUNNING), None)
-    row = connection.execute(
-        _INSERT_RUN,
-        {
-            "id": run_id,
-            "job_id": job_id,
-            "job_version_id": job_version_id,
-            "parent_run_id": parent_run_id,
-            "lot": lot,
-            "state": state.value,
-            "started_at": started_at,
-            "nominal_start_time": nominal_start_time,
-            "nominal_end_time": nominal_end_time,
-            "args": args,
-            "facets": facets,
-            "created_at": now,
-            "updated_at": now,
-        },
-    ).one()
+    values = {
+        "id": run_id,
+        "job_id": job_id,
+        "job_version_id": job_version_id,
+        "parent_run_id": parent_run_id,
+        "lot": lot,
+        "state": state.value,
+        "started_at": started_at,
+        "nominal_start_time": nominal_start_time,
+        "nominal_end_time": nominal_end_time,
+        "args": args,
+        "facets": facets,
+        "created_at": now,
+        "updated_at": now,
+    }
+    if connection.dialect.name == "postgresql":
+        # One round trip: the transitions are inserted from what the run's insert returned.
+        numbered: dict[str, object] = {f"t_state_{i}": s.value for i, (s, _) in enumerate(transitions)}
+        numbered.update({f"t_at_{i}": at for i, (_, at) in enumerate(transitions)})
+        statement = _insert_run_recorded(len(transitions))
+        return _stored_run(connection.execute(statement, {**values, **numbered, "t_now": now}).one())
+    row = connection.execute(_INSERT_RUN, values).one()
     connection.execute(
         _INSERT_TRANSITION,
         [
@@ -146,6 +170,29 @@ def insert_run(
         ],
     )
     return _stored_run(row)
+
+
+@functools.cache
+def _insert_run_recorded(transitions: int) -> Any:
+    """PostgreSQL: ``insert_run``'s run and its ``transitions`` in one statement (data-modifying
+    ``WITH``s); built once per number of transitions."""
+    inserted = insert(runs).values({c.name: bindparam(c.name, type_=c.type) for c in _RUN_COLUMNS})
+    run = inserted.returning(*_STORED_RUN).cte("run")
+    each = [
+        select(
+            run.c.id,
+            bindparam(f"t_state_{i}", type_=run_transitions.c.state.type),
+            bindparam(f"t_at_{i}", type_=run_transitions.c.transitioned_at.type),
+            bindparam("t_now", type_=run_transitions.c.recorded_at.type),
+        )
+        for i in range(transitions)
+    ]
+    recorded = (
+        insert(run_transitions)
+        .from_select(["run_id", "state", "transitioned_at", "recorded_at"], union_all(*each))
+        .cte("recorded")
+    )
+    return select(*run.c).add_cte(run, recorded)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -168,6 +215,17 @@ def lock_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
     """The run, its row locked until commit so that concurrent transitions of one run serialize."""
     row = connection.execute(_locked_run(connection), {"b_run_id": run_id}).first()
     return None if row is None else _stored_run(row)
+
+
+def lock_runs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, StoredRun]:
+    """Those of ``run_ids`` that exist, as ``lock_run`` reads them, locked in one statement and in id
+    order (two projection groups lock their runs in one order, so they never deadlock)."""
+    if not run_ids:
+        return {}
+    query = select(*_STORED_RUN).where(in_values(connection, runs.c.id, run_ids)).order_by(runs.c.id)
+    if locks_rows(connection):
+        query = query.with_for_update()
+    return {row[0]: _stored_run(row) for row in connection.execute(query)}
 
 
 def read_run(connection: Connection, run_id: uuid.UUID) -> StoredRun | None:
@@ -195,10 +253,51 @@ def set_state(
         changes["started_at"] = at
     elif target.is_terminal:
         changes["ended_at"] = at
-    result = connection.execute(_SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes})
-    if result.rowcount != 1:
+    if connection.dialect.name == "postgresql":
+        # One round trip: the transition is inserted from what the fenced update returned.
+        moved = connection.execute(
+            _set_state_recorded(tuple(changes)),
+            {
+                "b_run_id": run_id,
+                "b_expected": expected.value,
+                **changes,
+                "t_state": target.value,
+                "t_at": at,
+                "t_now": now,
+            },
+        )
+        count = len(moved.all())
+    else:
+        count = connection.execute(
+            _SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes}
+        ).rowcount
+    if count != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
-    insert_transition(connection, run_id, target, at, now)
+    if connection.dialect.name != "postgresql":
+        insert_transition(connection, run_id, target, at, now)
+
+
+@functools.cache
+def _set_state_recorded(columns: tuple[str, ...]) -> Any:
+    """PostgreSQL: ``set_state``'s fenced update and its transition in one statement (a
+    data-modifying ``WITH``), for the ``columns`` it changes; built once per set of columns."""
+    moved = (
+        _SET_STATE.values({column: bindparam(column, type_=runs.c[column].type) for column in columns})
+        .returning(runs.c.id)
+        .cte("moved")
+    )
+    recorded = select(
+        moved.c.id,
+        bindparam("t_state", type_=run_transitions.c.state.type),
+        bindparam("t_at", type_=run_transitions.c.transitioned_at.type),
+        bindparam("t_now", type_=run_transitions.c.recorded_at.type),
+    )
+    return (
+        insert(run_transitions)
+        .from_select(["run_id", "state", "transitioned_at", "recorded_at"], recorded)
+        .add_cte(moved)
+        .returning(run_transitions.c.run_id)  # a row per run moved (the driver gives no row count)
+    )
 
 
 def insert_transition(

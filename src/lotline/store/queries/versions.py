@@ -9,10 +9,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
-from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page
+from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page, RunIoRole
 from lotline.domain.versions import UNPARTITIONED, VersionState
 from lotline.store.dialect import in_values
-from lotline.store.schema import dataset_versions, datasets, namespaces
+from lotline.store.queries import runs
+from lotline.store.schema import dataset_versions, datasets, namespaces, run_outputs
 from lotline.store.types import json_or_empty
 
 _INSERT_VERSION = insert(dataset_versions)
@@ -47,21 +48,61 @@ def insert_version(
     fields: tuple[FieldSpec, ...],
     facets: JsonObject,
     now: datetime,
+    output_io_id: int | None = None,
 ) -> None:
-    connection.execute(
-        _INSERT_VERSION,
-        {
-            "facets": facets,
-            "id": version_id,
-            "dataset_id": dataset_id,
-            "version_number": number,
-            "lot": lot,
-            "run_id": run_id,
-            "state": state.value,
-            "created_at": now,
-            "fields": [{"name": f.name, "type": f.type, "description": f.description} for f in fields],
-        },
+    """The new version; ``output_io_id``: the run output (``run_outputs`` row) it is the version of,
+    pinned to it in the same statement on PostgreSQL (a data-modifying ``WITH``), after it elsewhere."""
+    values = {
+        "facets": facets,
+        "id": version_id,
+        "dataset_id": dataset_id,
+        "version_number": number,
+        "lot": lot,
+        "run_id": run_id,
+        "state": state.value,
+        "created_at": now,
+        "fields": [{"name": f.name, "type": f.type, "description": f.description} for f in fields],
+    }
+    if output_io_id is None:
+        connection.execute(_INSERT_VERSION, values)
+    elif connection.dialect.name == "postgresql":
+        prefixed = {f"v_{name}": value for name, value in values.items()}
+        connection.execute(_INSERT_PINNED_OUTPUT, {**prefixed, "b_io_id": output_io_id})
+    else:
+        connection.execute(_INSERT_VERSION, values)
+        runs.pin_io(connection, RunIoRole.OUTPUT, output_io_id, version_id)
+
+
+def _insert_pinned_output() -> Any:
+    inserted = (
+        insert(dataset_versions)
+        .values({c.name: bindparam(f"v_{c.name}", type_=c.type) for c in _VERSION_COLUMNS})
+        .returning(dataset_versions.c.id)
+        .cte("inserted")
     )
+    return (
+        update(run_outputs)
+        .where(run_outputs.c.id == bindparam("b_io_id"))
+        .values(dataset_version_id=select(inserted.c.id).scalar_subquery())
+        .add_cte(inserted)
+    )
+
+
+_VERSION_COLUMNS = tuple(
+    dataset_versions.c[name]
+    for name in (
+        "id",
+        "dataset_id",
+        "version_number",
+        "lot",
+        "run_id",
+        "state",
+        "fields",
+        "created_at",
+        "facets",
+    )
+)
+_INSERT_PINNED_OUTPUT = _insert_pinned_output()
 
 
 def merge_facets(connection: Connection, version_id: uuid.UUID, facets: JsonObject) -> None:
