@@ -28,11 +28,10 @@ from typing import Any
 from playwright.sync_api import Page, sync_playwright
 
 from bench._seed import NS, seed_chain
-from bench._server import fresh_database, serve
+from bench._server import free_port, fresh_database, serve
 from bench.gaps import machine
 from lotline.services import open_lineage
 
-PORT = 5098
 TARGET_MS = 1000.0
 #: The lineage: a hub dataset read by CHAINS chains of LENGTH jobs (1 + 2 * 25 * 10 = 501 nodes).
 LINEAGE_NS, CHAINS, LENGTH = "draw", 25, 10
@@ -175,7 +174,7 @@ def main() -> None:
         chain = seed_chain(db_url, 2, 365)
         seed_lineage(db_url)
         print(f"seeded {chain.rows} lot rows in {chain.seconds:.0f} s and a lineage of 501 nodes", flush=True)
-        with serve(db_url, PORT) as (base, _), sync_playwright() as playwright:
+        with serve(db_url, free_port()) as (base, _), sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=args.chromium)
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             grid = f"{base}/jobs/{NS}/j1/lots"
