@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
@@ -30,6 +33,25 @@ PAGES = (
 )
 
 
+#: How long a server just started (``lotline serve &``) is waited for.
+STARTUP_SECONDS = 60
+
+
+def wait_until_up(url: str) -> None:
+    """Return once ``url`` answers ``/healthz``: the server may have been started a moment ago."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                return
+        except (urllib.error.URLError, OSError):
+            if time.monotonic() > deadline:
+                raise SystemExit(
+                    f"no lotline server at {url}: start `lotline serve` in the demo's folder"
+                ) from None
+            time.sleep(0.5)
+
+
 def a_lot(page: Page, url: str) -> str:
     """The page path of a complete lot of ``hourly_counts``, from its grid."""
     page.goto(f"{url}/jobs/{NS}/hourly_counts/lots?res=lot")
@@ -46,6 +68,7 @@ def main() -> int:
     parser.add_argument("--chromium", default="/usr/bin/chromium")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    wait_until_up(args.url)
     errors: list[str] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=args.chromium)

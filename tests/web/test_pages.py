@@ -109,6 +109,14 @@ def test_a_graph_of_600_nodes_renders(tab: Tab, ui_server: UiServer) -> None:
     expect(tab.page.locator("#graph")).to_have_attribute("data-ready", "601", timeout=60_000)
     label_px = float(tab.page.locator("#graph").get_attribute("data-label-px") or "0")
     assert label_px >= 9  # opened legible, on the node asked for, not fitted into illegibility
+    # laid out in layers (not by dagre, too slow at this size): left to right, one job per row
+    layers = tab.page.evaluate(
+        """() => ["source", "job7", "out7"].map((n) => lotlineGraph.nodes().filter(
+            (e) => e.data("label") === n)[0].position())"""
+    )
+    assert layers[0]["x"] < layers[1]["x"] < layers[2]["x"] and layers[1]["y"] == layers[2]["y"]
+    rows = tab.page.evaluate("new Set(lotlineGraph.nodes().map((n) => n.position().y)).size")
+    assert rows == 301  # a row per job and its output, and the source's, centred between them
 
 
 @pytest.mark.parametrize(("job", "expected"), [("land", EXPECTED_LAND), ("clean", EXPECTED_CLEAN)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from lotline.domain.errors import LotlineError
 
@@ -63,5 +63,5 @@ def lease_expired(owner: str | None, last_beat: datetime | None = None) -> str:
     """The reason of a run the reaper failed: its worker stopped renewing its claim (``last_beat``:
     the claim's last sign of life, its start or last heartbeat)."""
     who = f"worker {owner}" if owner else "its worker"
-    when = "" if last_beat is None else f" at {last_beat.isoformat()}"
+    when = "" if last_beat is None else f" at {last_beat.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
     return f"the lease expired: {who} stopped heartbeating{when} (it died, hung or lost the database)"

@@ -248,7 +248,8 @@ def due_range(
     start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
     end = parse_time("to", asked_to) if asked_to else default_end
     if end <= start:
-        raise InvalidInput(f"from {start.isoformat()} must be before to {end.isoformat()}.")
+        shown = [f"{t.astimezone(datetime.UTC):%Y-%m-%d %H:%M:%S}" for t in (start, end)]
+        raise InvalidInput(f"from {shown[0]} must be before to {shown[1]} (UTC).")
     notes = []
     if start < first:
         notes.append(f"The first lot starts at {first:%Y-%m-%d %H:%M:%S} UTC: nothing before it is drawn.")

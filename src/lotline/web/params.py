@@ -59,7 +59,8 @@ def choices(params: QueryParams, name: str, kind: type[E]) -> list[E]:
 
 
 def instant(params: QueryParams, name: str) -> datetime.datetime | None:
-    raw = text(params, name)
+    """A time filter (the events page's after/before): as the pages show times, or RFC 3339."""
+    raw = utc_time(params, name)
     return None if raw is None else parse_time(name, raw)
 
 

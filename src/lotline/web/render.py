@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
 from lotline.domain.errors import DatabaseUnavailable, LotlineError
@@ -32,8 +33,36 @@ def segment(name: str) -> str:
     return quote(name, safe="")
 
 
-def when(value: datetime.datetime | None) -> str:
-    return "" if value is None else value.astimezone(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+#: The one format every page shows an instant in (UTC; ui.js ``shownTime`` writes the same).
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def instant(value: datetime.datetime | str | None) -> datetime.datetime | None:
+    """``value`` as an aware instant: an ISO 8601 text (an OpenLineage ``eventTime``) is read, one
+    without a zone as UTC; None for None or a text that is no instant."""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        return value if value.tzinfo else value.replace(tzinfo=datetime.UTC)
+    return value
+
+
+def when(value: datetime.datetime | str | None) -> str:
+    """An instant as text, in an attribute or a form's field (``at`` in a page's text)."""
+    found = instant(value)
+    return "" if found is None else found.astimezone(datetime.UTC).strftime(TIME_FORMAT)
+
+
+def at(value: datetime.datetime | str | None) -> Markup:
+    """An instant in a page's text: ``<time>`` in ``TIME_FORMAT``, never cut across lines (ui.css);
+    a text that is no instant is shown as it is."""
+    found = instant(value)
+    if found is None:
+        return Markup("") if value is None else escape(str(value))
+    exact = found.astimezone(datetime.UTC).isoformat().replace("+00:00", "Z")
+    return Markup('<time datetime="{}">{}</time>').format(exact, when(found))
 
 
 def duration(ms: int | None) -> str:
@@ -95,7 +124,7 @@ def node_link(node_id: str) -> str:
     return "/lineage" + query({"node": node_id})
 
 
-templates.env.filters.update(seg=segment, when=when, duration=duration, pretty_json=pretty_json)
+templates.env.filters.update(seg=segment, when=when, at=at, duration=duration, pretty_json=pretty_json)
 templates.env.globals.update(
     query=query,
     job_url=job_url,

@@ -184,18 +184,26 @@ const STATE_COLOURS = {
   NEVER_RUN: "#a0aec0", current: "#2e8540", superseded: "#a0aec0", failed: "#c53030",
 };
 
+// Plain values and data() mappers only: a function in a style is called per node on every style
+// pass and defeats Cytoscape's caching (a 500-node graph drew in 2.6 s with them, bench/ui_draw.py).
 function graphStyle(large) {
+  const coloured = (kinds, property) => Object.entries(STATE_COLOURS).map(([state, colour]) => ({
+    selector: kinds.map((kind) => `node[kind = "${kind}"][state = "${state}"]`).join(", "),
+    style: { [property]: colour },
+  }));
   return [
     { selector: "node", style: {
-      label: (n) => n.data("shown") || n.data("label"), "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
+      label: "data(label)", "font-size": LABEL_FONT_PX, "text-wrap": "wrap", "text-max-width": 160,
       "text-valign": "center", "text-halign": "center", width: 170, height: 34, shape: "round-rectangle",
       "background-color": "#edf2f7", "border-width": 1, "border-color": "#a0aec0", color: "#1a202c",
       "min-zoomed-font-size": large ? 9 : 0,
     } },
     { selector: 'node[kind = "job"], node[kind = "run"]', style: {
-      "background-color": (n) => STATE_COLOURS[n.data("state")] || "#718096", color: "#fff", "border-width": 0,
+      "background-color": "#718096", color: "#fff", "border-width": 0,
     } },
-    { selector: 'node[kind = "lot"]', style: { height: 42, "border-color": (n) => STATE_COLOURS[n.data("state")] || "#a0aec0", "border-width": 2 } },
+    ...coloured(["job", "run"], "background-color"),
+    { selector: 'node[kind = "lot"]', style: { height: 42, "border-color": "#a0aec0", "border-width": 2 } },
+    ...coloured(["lot"], "border-color"),
     { selector: "node[?root]", style: { "border-width": 4, "border-color": "#d69e2e" } },
     { selector: "node.focus", style: { "border-width": 4, "border-color": "#d69e2e" } },
     { selector: "edge", style: {
@@ -206,12 +214,89 @@ function graphStyle(large) {
     { selector: "edge.path", style: { "line-color": "#d69e2e", "target-arrow-color": "#d69e2e", width: 3 } },
     { selector: "node.found", style: { "border-width": 4, "border-color": "#805ad5" } },
     { selector: "node.collapsed", style: { "border-width": 3, "border-style": "dashed", "border-color": "#1a202c" } },
+    { selector: "node[shown]", style: { label: "data(shown)" } },
   ];
+}
+
+// Drawing times, as performance marks a reader (bench/ui_draw.py) can ask for: "lotline:graph"
+// measures from the graph's JSON received to its first frame drawn, "lotline:page" from the page's
+// response received to its first frame drawn.
+function measureDrawn(name, since) {
+  requestAnimationFrame(() => setTimeout(() => {  // after the next frame is painted
+    performance.mark(name + ":drawn");
+    performance.measure(name, since, name + ":drawn");
+  }));
+}
+
+// Large graphs are laid out in layers by layeredPositions instead of dagre, whose ordering and
+// placement grow much faster than the graph (most of a second at 500 nodes, bench/ui_draw.py).
+const LAYERED_ABOVE_NODES = 200;
+const NODE_SEP_PX = 12, RANK_SEP_PX = 60, NODE_WIDTH_PX = 170, ROW_PX = 42 + NODE_SEP_PX;
+
+// Left to right, as dagre draws: a node's layer is its longest path from a source (in the order
+// of a topological walk; an edge that closes a cycle is not followed), its place in the layer the
+// mean place of its neighbours in the layers before it (then after it), which keeps most edges
+// short and uncrossed. Linear in the graph's size, from the JSON alone (no Cytoscape work).
+function layeredPositions(elements) {
+  const ids = [], before = new Map(), after = new Map(), waiting = new Map();
+  for (const e of elements) {
+    if (e.group === "nodes") {
+      ids.push(e.data.id);
+      before.set(e.data.id, []);
+      after.set(e.data.id, []);
+      waiting.set(e.data.id, 0);
+    }
+  }
+  for (const e of elements) {
+    const { source, target } = e.data;
+    if (e.group !== "edges" || source === target || !before.has(source) || !before.has(target)) continue;
+    after.get(source).push(target);
+    before.get(target).push(source);
+    waiting.set(target, waiting.get(target) + 1);
+  }
+  const layer = new Map(), ready = ids.filter((id) => waiting.get(id) === 0);
+  while (layer.size < ids.length) {
+    if (!ready.length) ready.push(ids.find((id) => !layer.has(id)));  // a cycle: enter it anywhere
+    const id = ready.pop();
+    if (layer.has(id)) continue;
+    const placed = before.get(id).filter((p) => layer.has(p));
+    layer.set(id, placed.reduce((deepest, p) => Math.max(deepest, layer.get(p) + 1), 0));
+    for (const t of after.get(id)) {
+      waiting.set(t, waiting.get(t) - 1);
+      if (waiting.get(t) === 0) ready.push(t);
+    }
+  }
+  const layers = [];
+  for (const id of ids) (layers[layer.get(id)] = layers[layer.get(id)] || []).push(id);
+  const place = new Map();
+  const number = (list) => list.forEach((id, at) => place.set(id, at));
+  layers.forEach(number);
+  const sweep = (order, neighbours) => {
+    for (const list of order) {
+      const mean = (id) => {
+        const known = neighbours.get(id).filter((n) => layer.get(n) !== layer.get(id));
+        return known.length ? known.reduce((sum, n) => sum + place.get(n), 0) / known.length : place.get(id);
+      };
+      const keys = new Map(list.map((id) => [id, mean(id)]));
+      list.sort((a, b) => keys.get(a) - keys.get(b));
+      number(list);
+    }
+  };
+  for (let round = 0; round < 2; round += 1) {
+    sweep(layers.slice(1), before);
+    sweep(layers.slice(0, -1).reverse(), after);
+  }
+  const positions = {};
+  layers.forEach((list, at) => list.forEach((id, row) => {
+    positions[id] = { x: at * (NODE_WIDTH_PX + RANK_SEP_PX), y: (row - (list.length - 1) / 2) * ROW_PX };
+  }));
+  return (node) => positions[node.id()];
 }
 
 async function drawGraph(box) {
   const answer = await fetch(box.dataset.src, { headers: { Accept: "application/json" } });
   const body = await answer.json();
+  performance.mark("lotline:graph:response");
   if (!answer.ok) {
     box.innerHTML = "";
     const message = document.createElement("p");
@@ -221,11 +306,14 @@ async function drawGraph(box) {
     return null;
   }
   const large = body.elements.length > 600;
+  const layered = body.elements.filter((e) => e.group === "nodes").length > LAYERED_ABOVE_NODES;
   const cy = cytoscape({
     container: box,
     elements: body.elements,
     style: graphStyle(large),
-    layout: { name: "dagre", rankDir: "LR", nodeSep: 12, rankSep: 60, animate: false },
+    layout: layered
+      ? { name: "preset", positions: layeredPositions(body.elements), fit: false }
+      : { name: "dagre", rankDir: "LR", nodeSep: NODE_SEP_PX, rankSep: RANK_SEP_PX, animate: false, fit: false },
     minZoom: 0.02,
     maxZoom: 3,
     textureOnViewport: large,
@@ -234,16 +322,48 @@ async function drawGraph(box) {
   });
   const focus = cy.getElementById(box.dataset.focus);
   if (focus.nonempty()) focus.addClass("focus");
-  if (cy.zoom() < READABLE_ZOOM) {  // too small to read when fitted: open readable, on the node asked for
-    cy.zoom(READABLE_ZOOM);
-    cy.center(focus.nonempty() ? focus : cy.nodes()[0]);
-  }
+  openView(cy, cy.nodes(), focus.nonempty() ? focus : cy.nodes()[0]);
   cy.on("tap", "node", (event) => highlight(cy, event.target, box));
   cy.on("tap", (event) => { if (event.target === cy) cy.elements().removeClass("faded path"); });
   cy.on("dbltap", "node", (event) => { window.location.href = event.target.data("url"); });
+  measureDrawn("lotline:graph", "lotline:graph:response");
   box.dataset.ready = String(cy.nodes().length);
   box.dataset.labelPx = (cy.zoom() * LABEL_FONT_PX).toFixed(1);  // what a reader sees
   return cy;
+}
+
+// The view a graph opens with: ``nodes`` fitted when their labels are then readable, else readable
+// on ``focus``. Fitted on the nodes' boxes, which hold their labels: measuring every label, as
+// cy.fit() does, cost a quarter of a 500-node graph's drawing.
+const FIT_PADDING_PX = 30;
+
+function openView(cy, nodes, focus) {
+  const box = nodes.boundingBox({ includeLabels: false, includeOverlays: false });
+  const fitted = Math.min(
+    cy.maxZoom(),
+    (cy.width() - 2 * FIT_PADDING_PX) / Math.max(box.w, 1),
+    (cy.height() - 2 * FIT_PADDING_PX) / Math.max(box.h, 1),
+  );
+  if (fitted < READABLE_ZOOM) {  // too small to read when fitted: open readable, on the node asked for
+    cy.zoom(READABLE_ZOOM);
+    cy.center(focus);
+    cy.pan(intoView(cy, box));
+    return;
+  }
+  const pan = { x: (cy.width() - fitted * (box.x1 + box.x2)) / 2, y: (cy.height() - fitted * (box.y1 + box.y2)) / 2 };
+  cy.viewport({ zoom: fitted, pan });
+}
+
+// A pan that leaves no empty band on a side while the graph runs off the opposite side: the
+// graph is moved in by the smaller of the two (the node centred stays on screen).
+function intoView(cy, box) {
+  const pan = { ...cy.pan() }, zoom = cy.zoom();
+  for (const [axis, size, low, high] of [["x", cy.width(), box.x1, box.x2], ["y", cy.height(), box.y1, box.y2]]) {
+    const start = low * zoom + pan[axis] - FIT_PADDING_PX, end = high * zoom + pan[axis] + FIT_PADDING_PX;
+    if (start < 0 && end < size) pan[axis] += Math.min(size - end, -start);
+    if (end > size && start > 0) pan[axis] -= Math.min(start, end - size);
+  }
+  return pan;
 }
 
 function highlight(cy, node, box) {
@@ -304,11 +424,18 @@ function graphView(cy, box) {
       node.data("hides", shown.size - kept.size);
       shown = kept;
     }
-    cy.batch(() => {
+    cy.batch(() => {  // only what changes: a style pass over every node costs as much as the layout
       cy.nodes().forEach((n) => {
-        n.style("display", shown.has(n.id()) ? "element" : "none");
-        n.toggleClass("collapsed", collapsed.has(n.id()));
-        n.data("shown", n.data("label") + (n.data("hides") && collapsed.has(n.id()) ? `\n(+${n.data("hides")} hidden)` : ""));
+        const hidden = !shown.has(n.id()), folded = collapsed.has(n.id());
+        if (Boolean(n.scratch("hidden")) !== hidden) {
+          n.scratch("hidden", hidden);
+          n.style("display", hidden ? "none" : "element");
+        }
+        if (n.hasClass("collapsed") !== folded) n.toggleClass("collapsed", folded);
+        const label = folded && n.data("hides") ? `${n.data("label")}\n(+${n.data("hides")} hidden)` : undefined;
+        if (n.data("shown") !== label) {
+          if (label === undefined) n.removeData("shown"); else n.data("shown", label);
+        }
       });
     });
     box.dataset.visible = String(shown.size);
@@ -319,7 +446,7 @@ function graphView(cy, box) {
 
   const refreshButton = () => {
     if (!button) return;
-    const usable = selected && selected.id() !== focus.id() && selected.style("display") !== "none";
+    const usable = selected && selected.id() !== focus.id() && !selected.scratch("hidden");
     button.disabled = !usable;
     button.textContent = usable && collapsed.has(selected.id()) ? "expand" : "collapse";
     button.title = usable ? "" : "Click a node other than the one the graph is about, then collapse what lies beyond it.";
@@ -339,12 +466,11 @@ function graphView(cy, box) {
       if (direction === "both") url.searchParams.delete("dir"); else url.searchParams.set("dir", direction);
       history.replaceState(null, "", url);  // a shared link opens the same view
       apply();
-      cy.fit(cy.nodes(":visible"), 20);
-      if (cy.zoom() < READABLE_ZOOM) { cy.zoom(READABLE_ZOOM); cy.center(focus); }
+      openView(cy, cy.nodes(":visible"), focus);
     });
   }
   apply();
-  if (direction !== "both") cy.center(focus);
+  if (direction !== "both") openView(cy, cy.nodes(":visible"), focus);
 }
 
 // An overview of the whole graph in a corner: every shown node as a dot, the part on screen as a
@@ -616,6 +742,7 @@ function setUpBackfill() {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  measureDrawn("lotline:page", "responseEnd");
   setUpPartialErrors();
   setUpBackfill();
   setUpRangeDrag();
