@@ -441,9 +441,9 @@ class LotRunner:
         gate = Gate.over(output, job) if spec == job.output else None
         frame = output if gate is None else gate.frame
         write_attempt(frame, spec, location)
+        written = self.lineage.storage.describe_written(location, format=spec.format)  # as Spark reports
         report = self._capture.written(location)
         fields = self._record_output(spec, claim, frame, report, given)
-        written = self.lineage.storage.describe_written(location, format=spec.format)
         rows = report.rows if report else None
         verdict = None
         if gate is not None:
