@@ -321,7 +321,10 @@ class LotRunner:
         """What the write's plan shows: reads the job did not declare become inputs of the run (and
         of its job, in lineage); the output's columns become the dataset's fields and their sources
         its ``columnLineage`` facet, written when they change."""
-        fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
+        if report is not None and report.fields is not None:  # as the listener read them, in its call
+            fields = tuple(FieldSpec(name, type_) for name, type_ in report.fields)
+        else:
+            fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
         facet = None
         if report is not None and report.plan is not None:
             named = name_reads(report.plan.reads, given, self.pipeline, self.lineage.storage)
