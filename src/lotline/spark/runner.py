@@ -3,7 +3,7 @@
 The claim (made by the caller) created and started the run; this module ends it, through the
 services only: ``lots.complete`` publishes the manifest of what was actually written with the
 run's facets, ``lots.fail`` records the error and what the attempt wrote (which is then removed).
-While Spark works, a daemon thread heartbeats the claim, so a live worker keeps its lot.
+While Spark works, the runner's daemon thread heartbeats the claim, so a live worker keeps its lot.
 """
 
 from __future__ import annotations
@@ -692,11 +692,11 @@ class _Heartbeats:
         """Heartbeat ``claim`` while the block runs."""
         beat = _Beat(claim, time.monotonic() + self._period)
         with self._changed:
+            # No wake-up: the thread's next wait ends by then (every other beat is due earlier).
             self._beats.add(beat)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="lotline heartbeat", daemon=True)
                 self._thread.start()
-            self._changed.notify()
         try:
             yield beat
         finally:
