@@ -87,7 +87,7 @@ def test_serve_answers_reads_and_token_protected_writes(
     finally:
         server.send_signal(signal.SIGTERM)
         # uvicorn shuts down gracefully (lifespan closes the store), then re-raises the signal.
-        assert server.wait(timeout=30) in (0, -signal.SIGTERM)
+        assert server.wait(timeout=120) in (0, -signal.SIGTERM)
     log = server.stdout.read() if server.stdout else ""
     assert "Application shutdown complete" in log, log
     # Requests are logged only when asked for (they are counted in /metrics either way).
