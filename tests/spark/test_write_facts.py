@@ -2,9 +2,9 @@
 (the plan's facts gathered in the JVM in one py4j call, compiled by Spark's Janino) and
 ``spark.plans`` (the walk over them), for the plan node kinds the walk treats apart: file and
 in-memory leaves, a union by position, a window, a generator, a semi join, a plain read written
-back, and an aggregate; with Spark's row counts. The expected sources are what the former walker
-(one py4j round trip per node and attribute) gave on the same plans. Real Spark (the session's
-``local[1]``)."""
+back, and an aggregate; with Spark's row counts and the written columns. The expected sources are
+what the former walker (one py4j round trip per node and attribute) gave on the same plans. Real
+Spark (the session's ``local[1]``)."""
 
 from __future__ import annotations
 
@@ -52,6 +52,8 @@ def test_the_listener_reports_reads_column_lineage_and_rows_of_each_plan_kind(
             for column, sources in written.plan.columns.items()
         }
         assert all(isinstance(s, ColumnSource) for sources in written.plan.columns.values() for s in sources)
+        # The written columns come with the report, as the DataFrame's schema has them.
+        assert written.fields == tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields)
         return written.plan.reads, columns, written.rows
 
     labelled = hits.join(statuses, "status").select("url", F.col("label").alias("outcome"), "status")

@@ -8,7 +8,8 @@ what lotline recorded directly, so the projector never applies it a second time.
 another lotline). Both are best effort: a failure is logged and never fails the lot (the client has
 a short timeout and one retry, so a dead consumer costs a lot about two seconds).
 
-One OpenLineage run per lot, with lotline's run id: START when it starts (its inputs, each with
+One OpenLineage run per lot, with lotline's run id: START when it starts (posted then, journaled
+with the run's end in one transaction; its inputs, each with
 the input lots it reads as a ``subset`` facet, and its output with the lot it writes;
 ``nominalTime``; ``jobDependencies``: the runs that produced those input lots), COMPLETE or FAIL at
 its end (the output with its lot as ``subset``; on COMPLETE ``outputStatistics``, ``schema``,
@@ -22,6 +23,7 @@ parent reads and writes no version of its own, so its events list the inputs onl
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
@@ -88,14 +90,26 @@ class EmissionService:
         self, store: Store, openlineage: OpenLineageService, consumer: Consumer | None = None
     ) -> None:
         self._store, self._openlineage, self.consumer = store, openlineage, consumer
+        #: START events of lots' runs not ended yet, journaled with their end (``_end``).
+        self._starts: dict[uuid.UUID, RunEvent] = {}
+        self._starts_lock = threading.Lock()
 
     def started(self, claim: LotClaim, run_facets: Mapping[str, Facet] | None = None) -> None:
-        """START of a lot's run: its inputs, ``nominalTime``, ``jobDependencies`` and ``run_facets``."""
+        """START of a lot's run: its inputs, ``nominalTime``, ``jobDependencies`` and ``run_facets``.
+        Posted to the consumer now; journaled with the run's end, in its one transaction (a lot's
+        path pays one journal write, not two; the journal lists the START when the lot ends)."""
         start = {**facets.lot_facets(claim.lot), **(run_facets or {})}
         upstream = self._upstream(claim.run_id)
         if upstream:
             start["jobDependencies"] = facets.job_dependencies(upstream)
-        self._send("START", claim, claim.run_id, start, inputs=_inputs(claim), outputs=_outputs(claim))
+        try:
+            event = _event("START", claim, claim.run_id, start, _inputs(claim), _outputs(claim))
+        except Exception:
+            log.exception("OpenLineage START of job %s lot %s not journaled", claim.job, claim.lot)
+            return
+        with self._starts_lock:
+            self._starts[claim.run_id] = event
+        self._post("START", claim, event)
 
     def completed(
         self,
@@ -117,7 +131,7 @@ class EmissionService:
                 output["outputFacets"]["outputStatistics"] = facets.statistics_of(output_draft)
             outputs.append(output)
         ended = {**facets.lot_facets(claim.lot), **(run_facets or {})}
-        self._send("COMPLETE", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=outputs)
+        self._end("COMPLETE", claim, ended, outputs)
 
     def failed(
         self,
@@ -131,7 +145,7 @@ class EmissionService:
             **(run_facets or {}),
             "errorMessage": facets.error_message(error),
         }
-        self._send("FAIL", claim, claim.run_id, ended, inputs=_inputs(claim), outputs=_outputs(claim))
+        self._end("FAIL", claim, ended, _outputs(claim))
 
     def part_started(self, claim: LotClaim, run_id: uuid.UUID, part: str) -> None:
         """START of a child run: one part of the claimed lot, under the lot's run."""
@@ -171,6 +185,20 @@ class EmissionService:
             return []
         return sorted((r.namespace, r.job, r.id) for r in found)
 
+    def _end(
+        self, event_type: str, claim: LotClaim, run_facets: Mapping[str, Facet], outputs: Sequence[JsonObject]
+    ) -> None:
+        """The end of a lot's run, journaled in one transaction after its START; never raises."""
+        with self._starts_lock:
+            start = self._starts.pop(claim.run_id, None)
+        try:
+            event = _event(event_type, claim, claim.run_id, run_facets, _inputs(claim), outputs)
+            self._openlineage.record([_document(e) for e in (start, event) if e is not None])
+        except Exception:
+            log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
+            return
+        self._post(event_type, claim, event)
+
     def _send(
         self,
         event_type: str,
@@ -188,6 +216,10 @@ class EmissionService:
         except Exception:
             log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
             return
+        self._post(event_type, claim, event)
+
+    def _post(self, event_type: str, claim: LotClaim, event: RunEvent) -> None:
+        """Post the event to the consumer, if any; never raises."""
         if self.consumer is None:
             return
         try:

@@ -5,8 +5,12 @@
 // of Java: no generics (casts instead), no lambdas. describe(qe) answers null for a query that is not
 // a file write, else one JSON object:
 //
-//   {"path": "<output path>", "metrics": {"numOutputRows": n, ...},
+//   {"path": "<output path>", "metrics": {"numOutputRows": n, ...}, "observed": true | false,
+//    "schema": <the written columns as Spark's schema JSON>,
 //    "plan": <node> | null, "planError": "<why the plan could not be read>" | absent}
+//
+// ("observed": whether the query has DataFrame.observe metrics, read apart only then; "schema":
+// the DataFrame's schema, which the writer would otherwise ask for in two more py4j calls)
 //
 // where <node> is the write's query, each node as
 //
@@ -58,7 +62,9 @@ public class LotlineWriteFacts {
                 out.append(':').append(((AccumulatorV2) metric.get()).value()); // a long
             }
         }
-        out.append("},\"plan\":");
+        out.append("},\"observed\":").append(!qe.observedMetrics().isEmpty());
+        out.append(",\"schema\":").append(command.query().schema().json());
+        out.append(",\"plan\":");
         StringBuilder plan = new StringBuilder();
         try {
             node(plan, command.query());

@@ -51,6 +51,8 @@ class WriteReport:
     plan: WritePlan | None
     #: The write's ``DataFrame.observe`` metrics by name (a job's checks: ``spark/checks.py``).
     observed: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The written columns as (name, Spark's simple type name), as ``DataFrame.schema`` has them.
+    fields: tuple[tuple[str, str], ...] | None = None
 
 
 def path_key(uri: str) -> str:
@@ -141,6 +143,13 @@ def _observed(qe: Any) -> dict[str, dict[str, Any]]:
     return found
 
 
+def _fields(schema: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The columns of Spark's schema JSON, typed as pyspark names them (``DataFrame.schema``)."""
+    from pyspark.sql.types import StructType
+
+    return tuple((f.name, f.dataType.simpleString()) for f in StructType.fromJson(schema).fields)
+
+
 class _Listener:
     """The Java side calls these; anything raised here would only be logged by py4j, so nothing is."""
 
@@ -173,11 +182,16 @@ class _Listener:
         metrics = write["metrics"]
         rows, size, files = (metrics.get(n) for n in ("numOutputRows", "numOutputBytes", "numFiles"))
         try:
-            observed = _observed(qe)
+            observed = _observed(qe) if write["observed"] else {}
         except Exception:
             log.exception("could not read the observed metrics of the write to %s", output)
             observed = {}
-        report = WriteReport(rows=rows, bytes=size, files=files, plan=plan, observed=observed)
+        try:
+            fields: tuple[tuple[str, str], ...] | None = _fields(write["schema"])
+        except Exception:
+            log.exception("could not read the schema of the write to %s", output)
+            fields = None  # the writer asks its DataFrame
+        report = WriteReport(rows, size, files, plan, observed, fields)
         self._capture.report(output, report)
 
     def onFailure(self, funcName: str, qe: Any, exception: Any) -> None:

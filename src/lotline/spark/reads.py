@@ -9,6 +9,7 @@ of the pipeline's own datasets, which it then is.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,15 +65,24 @@ def undeclared(named: Sequence[NamedRead]) -> list[DatasetRead]:
 
 
 def column_lineage_facet(plan: WritePlan, named: Sequence[NamedRead]) -> dict[str, Any]:
-    """OpenLineage's ``columnLineage`` dataset facet of the written dataset."""
-    columns = {
-        column: [
-            (named[s.read].dataset.namespace, named[s.read].dataset.name, s.field, s.transformation.value)
-            for s in sources
-        ]
+    """OpenLineage's ``columnLineage`` dataset facet of the written dataset. Every lot of a job
+    usually has the same, so it is built once per distinct column lineage (shared: not to be changed)."""
+    columns = tuple(
+        (
+            column,
+            tuple(
+                (named[s.read].dataset.namespace, named[s.read].dataset.name, s.field, s.transformation.value)
+                for s in sources
+            ),
+        )
         for column, sources in plan.columns.items()
-    }
-    return facets.column_lineage(columns)
+    )
+    return _column_lineage(columns)
+
+
+@functools.lru_cache(maxsize=256)
+def _column_lineage(columns: tuple[tuple[str, tuple[tuple[str, str, str, str], ...]], ...]) -> dict[str, Any]:
+    return facets.column_lineage(dict(columns))
 
 
 def _home(key: str, homes: dict[str, str], namespace: str) -> DatasetRef | None:

@@ -3,7 +3,7 @@
 The claim (made by the caller) created and started the run; this module ends it, through the
 services only: ``lots.complete`` publishes the manifest of what was actually written with the
 run's facets, ``lots.fail`` records the error and what the attempt wrote (which is then removed).
-While Spark works, a daemon thread heartbeats the claim, so a live worker keeps its lot.
+While Spark works, the runner's daemon thread heartbeats the claim, so a live worker keeps its lot.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain.checks import CHECKS_FACET, Verdict, merge, raise_failures, run_summary
@@ -178,6 +178,16 @@ class LotRunner:
         self.lease = lease
         self.quiet_on_interrupt = quiet_on_interrupt
         self._capture = WriteCapture.for_session(spark)
+        self._heartbeats = _Heartbeats(lineage, lease)
+        # The Spark application's facets, the same for each lot (each is a py4j call to read).
+        context = spark.sparkContext
+        self._engine = ol.processing_engine("spark", spark.version)
+        self._application = ol.custom(
+            master=context.master,
+            appName=context.appName,
+            applicationId=context.applicationId,
+            sparkVersion=spark.version,
+        )
         _ship_code(pipeline)
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
@@ -222,11 +232,9 @@ class LotRunner:
         written: dict[str, Written] = {}
         run_log = RunLog(job.name)
         emission = self.lineage.emission
-        emission.started(
-            claim, {"processing_engine": ol.processing_engine("spark", self.spark.version), **facets}
-        )
+        emission.started(claim, {"processing_engine": dict(self._engine), **facets})
         try:
-            with _Heartbeat(self.lineage, claim, self.lease) as beat:
+            with self._heartbeats.beating(claim) as beat:
                 objects = self._input_objects(job, claim)
                 context = self._context(job, claim, run_log.logger)
                 if not any(objects.values()):  # every input lot is empty: so are the output lots
@@ -313,7 +321,10 @@ class LotRunner:
         """What the write's plan shows: reads the job did not declare become inputs of the run (and
         of its job, in lineage); the output's columns become the dataset's fields and their sources
         its ``columnLineage`` facet, written when they change."""
-        fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
+        if report is not None and report.fields is not None:  # as the listener read them, in its call
+            fields = tuple(FieldSpec(name, type_) for name, type_ in report.fields)
+        else:
+            fields = tuple(FieldSpec(f.name, f.dataType.simpleString()) for f in output.schema.fields)
         facet = None
         if report is not None and report.plan is not None:
             named = name_reads(report.plan.reads, given, self.pipeline, self.lineage.storage)
@@ -433,9 +444,9 @@ class LotRunner:
         gate = Gate.over(output, job, spec.name)
         frame = gate.frame
         write_attempt(frame, spec, location)
+        written = self.lineage.storage.describe_written(location, format=spec.format)  # as Spark reports
         report = self._capture.written(location)
         fields = self._record_output(spec, claim, frame, report, given)
-        written = self.lineage.storage.describe_written(location, format=spec.format)
         rows = report.rows if report else None
         verdict = None
         if gate.observation is not None:
@@ -558,7 +569,6 @@ class LotRunner:
         )
 
     def _facets(self, claim: LotClaim) -> dict[str, Any]:
-        context = self.spark.sparkContext
         return {
             **ol.lot_facets(claim.lot),
             "lotline_lot": ol.custom(
@@ -567,12 +577,7 @@ class LotRunner:
                 worker=claim.owner,
                 inputLots=[{"dataset": d, "lot": lot} for d, lot in claim.input_lots],
             ),
-            "spark_applicationDetails": ol.custom(
-                master=context.master,
-                appName=context.appName,
-                applicationId=context.applicationId,
-                sparkVersion=self.spark.version,
-            ),
+            "spark_applicationDetails": dict(self._application),
         }
 
     def _fail(
@@ -661,44 +666,82 @@ def _lost(claim: LotClaim, reason: str) -> str:
     )
 
 
-class _Heartbeat:
-    """Extends the claim's lease every lease/3 while the lot is worked on; notes when it is lost."""
+class _Beat:
+    """One lot's claim in the runner's heartbeat (``_Heartbeats``): when it is due, and why it was
+    lost, if a heartbeat found it no longer live."""
 
-    def __init__(self, lineage: Lineage, claim: LotClaim, lease: timedelta) -> None:
-        self._lineage, self._claim, self._lease = lineage, claim, lease
-        self._stop = threading.Event()
-        self._lost: str | None = None
-        self._thread = threading.Thread(
-            target=self._beat, name=f"heartbeat {claim.job} {claim.lot}", daemon=True
-        )
-
-    def __enter__(self) -> _Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self._lease.total_seconds() / 3):
-            try:
-                self._lineage.lots.heartbeat(self._claim, self._lease)
-            except Conflict as lost:
-                self._lost = lost.message
-                log.warning("heartbeat of %s lot %s: %s", self._claim.job, self._claim.lot, lost.message)
-                return
-            except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
-                log.warning(
-                    "heartbeat of %s lot %s failed: %s", self._claim.job, self._claim.lot, down.detail
-                )
-            except Exception:
-                # The database may be back before the lease runs out: keep beating.
-                log.exception("heartbeat of %s lot %s failed", self._claim.job, self._claim.lot)
+    def __init__(self, claim: LotClaim, due: float) -> None:
+        self.claim = claim
+        self.due = due
+        self.lost: str | None = None
 
     def check(self) -> None:
         """Raise ClaimLost if a heartbeat found the claim no longer live (the commit would be refused)."""
-        if self._lost is not None:
-            raise ClaimLost(_lost(self._claim, self._lost))
+        if self.lost is not None:
+            raise ClaimLost(_lost(self.claim, self.lost))
+
+
+class _Heartbeats:
+    """Extends the lease of each lot the runner works on every lease/3 until its end, from one daemon
+    thread per runner: a thread started and joined per lot cost both on every lot's path. The
+    thread ends after a lease/3 without lots (a runner that is done leaves none behind)."""
+
+    def __init__(self, lineage: Lineage, lease: timedelta) -> None:
+        self._lineage, self._lease = lineage, lease
+        self._period = lease.total_seconds() / 3
+        self._beats: set[_Beat] = set()
+        self._changed = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def beating(self, claim: LotClaim) -> Iterator[_Beat]:
+        """Heartbeat ``claim`` while the block runs."""
+        beat = _Beat(claim, time.monotonic() + self._period)
+        with self._changed:
+            # No wake-up: the thread's next wait ends by then (every other beat is due earlier).
+            self._beats.add(beat)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="lotline heartbeat", daemon=True)
+                self._thread.start()
+        try:
+            yield beat
+        finally:
+            with self._changed:
+                self._beats.discard(beat)
+
+    def _run(self) -> None:
+        idle_since: float | None = None
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                if not self._beats:
+                    idle_since = idle_since or now
+                    if now - idle_since >= self._period:
+                        self._thread = None
+                        return
+                    self._changed.wait(self._period)
+                    continue
+                idle_since = None
+                due = [b for b in self._beats if b.due <= now]
+                if not due:
+                    self._changed.wait(min(b.due for b in self._beats) - now)
+                    continue
+            for beat in due:
+                self._beat(beat)
+                beat.due = time.monotonic() + self._period
+
+    def _beat(self, beat: _Beat) -> None:
+        claim = beat.claim
+        with self._changed:
+            if beat not in self._beats or beat.lost is not None:
+                return  # its lot ended meanwhile, or it is lost: nothing to extend
+        try:
+            self._lineage.lots.heartbeat(claim, self._lease)
+        except Conflict as lost:
+            beat.lost = lost.message
+            log.warning("heartbeat of %s lot %s: %s", claim.job, claim.lot, lost.message)
+        except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
+            log.warning("heartbeat of %s lot %s failed: %s", claim.job, claim.lot, down.detail)
+        except Exception:
+            # The database may be back before the lease runs out: keep beating.
+            log.exception("heartbeat of %s lot %s failed", claim.job, claim.lot)

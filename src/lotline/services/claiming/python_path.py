@@ -27,19 +27,31 @@ from lotline.store.queries import manifests as manifest_rows
 
 class PythonClaimPath:
     """``look_before_writing``: where writers queue for one database-wide lock (SQLite), an idle
-    worker first looks for hints in a read transaction, so as not to take the lock only to find nothing."""
+    worker first looks for hints in a read transaction, so as not to take the lock only to find
+    nothing. A job whose last claim found a lot is not idle: its next claim skips the look (one
+    transaction fewer per lot of a run that goes through a backlog)."""
 
     def __init__(self, store: Store, clock: Clock, jobs: JobCache, *, look_before_writing: bool) -> None:
         self._store = store
         self._clock = clock
         self._jobs = jobs
         self._look_before_writing = look_before_writing
+        #: (namespace, job) whose last claim here found a lot.
+        self._busy: set[tuple[str, str]] = set()
 
     def claim(self, request: ClaimRequest) -> LotClaim | None:
-        if request.lot is None and self._look_before_writing and not self._may_find_work(request):
+        job = (request.namespace, request.job)
+        looks = request.lot is None and self._look_before_writing and job not in self._busy
+        if looks and not self._may_find_work(request):
             return None
         with self._store.write() as connection:
-            return self._claim(connection, request)
+            found = self._claim(connection, request)
+        if request.lot is None:
+            if found is None:
+                self._busy.discard(job)
+            else:
+                self._busy.add(job)
+        return found
 
     def _may_find_work(self, request: ClaimRequest) -> bool:
         with self._store.read() as connection:
