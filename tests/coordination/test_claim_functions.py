@@ -170,7 +170,7 @@ def _snapshot(store: Store) -> dict[str, Any]:
                 lambda d, lot, kind, v, r, attempt, reason: (
                     (datasets[d], lot, kind, version(v), run(r), attempt),
                     # The reaper's reason names when the worker last heartbeat: a wall-clock time.
-                    None if reason is None else re.sub(r" at \S+ \(", " at <time> (", reason),
+                    None if reason is None else re.sub(r" at [^(]+ \(", " at <time> (", reason),
                 ),
             ),
         }
@@ -181,7 +181,7 @@ def _timeless(facets: dict[str, Any]) -> dict[str, Any]:
     error = facets.get("errorMessage")
     if error is None:
         return facets
-    message = re.sub(r"at \d{4}-\S+", "at <time>", error["message"])
+    message = re.sub(r"at \d{4}-[^(]+ \(", "at <time> (", error["message"])
     return {**facets, "errorMessage": {**error, "message": message}}
 
 
