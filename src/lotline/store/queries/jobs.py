@@ -53,15 +53,7 @@ def upsert_job(
     row = upsert_returning(
         connection,
         jobs,
-        {
-            "id": uuid.uuid4(),
-            "namespace_id": namespace_id,
-            "name": name,
-            "type": type_,
-            "description": description,
-            "created_at": now,
-            "updated_at": now,
-        },
+        _new_job(namespace_id, name, type_, description, now),
         ["namespace_id", "name"],
         changes,
         ["id", "current_version_id", "facets"],
@@ -69,6 +61,21 @@ def upsert_job(
         constants={"deleted_at": None},
     )
     return StoredJob(row.id, row.current_version_id, json_or_empty(row.facets))
+
+
+def _new_job(
+    namespace_id: uuid.UUID, name: str, type_: str, description: str | None, now: datetime
+) -> dict[str, Any]:
+    """The row of a job first written now (an upsert keeps the stored id and creation time)."""
+    return {
+        "id": uuid.uuid4(),
+        "namespace_id": namespace_id,
+        "name": name,
+        "type": type_,
+        "description": description,
+        "created_at": now,
+        "updated_at": now,
+    }
 
 
 def upsert_jobs(
@@ -81,15 +88,7 @@ def upsert_jobs(
         return {}
     statement = upsert_insert(connection, jobs).values(
         [
-            {
-                "id": uuid.uuid4(),
-                "namespace_id": namespace_id,
-                "name": name,
-                "type": type_,
-                "description": description,
-                "created_at": now,
-                "updated_at": now,
-            }
+            _new_job(namespace_id, name, type_, description, now)
             for namespace_id, name, type_, description in rows
         ]
     )
