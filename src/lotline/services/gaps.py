@@ -18,6 +18,7 @@ from sqlalchemy import Connection
 from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jobs
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
+from lotline.domain import ready_counts as rc
 from lotline.domain.checks import published_with_warnings
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
@@ -151,7 +152,7 @@ class GapService:
                 except InvalidInput:  # no lots yet
                     continue
                 if interval is not None:
-                    rows.append((target, interval, _span(connection, namespace, target)))
+                    rows.append((target, interval, _span(connection, namespace, target, interval)))
             spans = [span for _, _, span in rows if span is not None]
             if not spans and (start is None or end is None):
                 return Matrix(namespace, None, None, [])
@@ -162,8 +163,8 @@ class GapService:
             shown = TimeRange(due.start, due.end)
             common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
             grids = []
-            for target, _, _ in rows:  # a row's totals are its health: the same lots, counted alike
-                grid = _grid(connection, namespace, target, shown, common)
+            for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
+                grid = _grid(connection, namespace, target, shown, common, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
@@ -238,8 +239,10 @@ def _grid(
     span: TimeRange,
     chosen: Resolution | None,
     wanted: Interval | None = None,
+    *,
+    known: Interval | None = None,
 ) -> Grid:
-    report = _report(connection, namespace, target, span, wanted)[0]
+    report = _report(connection, namespace, target, span, wanted, known=known)[0]
     if report.interval is None:
         return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
     first, stop = span.indexes(report.interval)
@@ -256,12 +259,15 @@ def _grid(
 
 
 def _span(
-    connection: Connection, namespace: str, target: _Target
+    connection: Connection, namespace: str, target: _Target, known: Interval | None = None
 ) -> tuple[datetime.datetime, datetime.datetime] | None:
-    try:
-        interval = _interval(connection, namespace, target, None)
-    except InvalidInput:  # no mapping and no lots yet
-        return None
+    """``GapService.span``; ``known``: the target's interval, when the caller has looked it up."""
+    interval = known
+    if interval is None:
+        try:
+            interval = _interval(connection, namespace, target, None)
+        except InvalidInput:  # no mapping and no lots yet
+            return None
     if interval is None:
         return None
     sources = [(target.dataset_id, interval)]
@@ -294,13 +300,13 @@ def _health(
         report = _named_report(connection, namespace, target, TimeRange(now, now))
         totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
         return Health(namespace, target.job, target.dataset, held, None, totals)
-    span = _span(connection, namespace, target)
+    span = _span(connection, namespace, target, interval)
     if span is None and (start is None or end is None):
         return Health(namespace, target.job, target.dataset, held, None, {})
     due = lot_grid.due_range(start, end, span, now)
     if due.empty:
         return Health(namespace, target.job, target.dataset, held, due, {})
-    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY)
+    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
     return Health(namespace, target.job, target.dataset, held, due, totals, warned)
@@ -389,9 +395,17 @@ def _interval(
 
 
 def _report(
-    connection: Connection, namespace: str, target: _Target, span: TimeRange, wanted: Interval | None
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    span: TimeRange,
+    wanted: Interval | None,
+    *,
+    known: Interval | None = None,
 ) -> tuple[GapReport, list[Segment]]:
-    interval = _interval(connection, namespace, target, wanted)
+    """The report and its segments; ``known``: the target's interval when the caller has looked it
+    up with no ``wanted`` one (looking it up walks the chain of producers: a few reads per job)."""
+    interval = known if known is not None else _interval(connection, namespace, target, wanted)
     if interval is None:
         return _named_report(connection, namespace, target, span), []
     first, stop = span.indexes(interval)
@@ -443,17 +457,7 @@ def _segments(
     ``explain``: failed lots with their attempt and reason (one more read, for all of them)."""
     lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     pattern = g.id_pattern(interval)
-    breaks = gaps.ready_breaks(
-        connection, dataset_id, lot_from, lot_to, pattern, g.ordinal_position(interval)
-    )
-    ready = g.ready_runs(
-        (
-            g.index_of(r.lot, interval),
-            None if r.prv is None else g.index_of(r.prv, interval),
-            None if r.nxt is None else g.index_of(r.nxt, interval),
-        )
-        for r in breaks
-    )
+    ready = _ready_runs(connection, dataset_id, interval, first, stop)
     unready = gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
     other = {g.index_of(r.lot, interval): g.state_of(r.status) for r in unready}
     failures = (
@@ -462,6 +466,29 @@ def _segments(
         else None
     )
     return g.segments(first, stop, ready, other, failures)
+
+
+def _ready_runs(
+    connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
+) -> list[tuple[int, int]]:
+    """The runs of READY lots of ``[first, stop)``: complete days and full tens from the counts,
+    the rows of the tens that are neither full nor empty one by one (docs/lots.md)."""
+    if first >= stop:
+        return []
+    keys = (
+        dataset_id,
+        rc.count_key(first, interval),
+        rc.count_key(stop - 1, interval),
+        rc.count_pattern(interval),
+        rc.day_length(interval),
+        interval.windows_per_day,
+    )
+    found = gaps.ready_by_day(connection, *keys)
+    counted = rc.from_counts(first, stop, interval, found.days, found.tens)
+    read = gaps.ready_among(connection, dataset_id, list(counted.unsure))
+    return rc.ready_runs(
+        first, stop, counted.ready + [(counted.unsure[lot], counted.unsure[lot] + 1) for lot in read]
+    )
 
 
 def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:

@@ -392,6 +392,21 @@ data_status = Table(
     Index(None, "job_id", "role", "status"),
 )
 
+# READY OUTPUT rows of data_status counted by ten consecutive lots: ``lot_prefix`` is the lot id
+# less its last character (an interval lot's ordinal less its last digit: ten lots, or a whole day
+# of lots when a day has ten or fewer). Kept by database triggers on data_status (migration 0018:
+# statement-level on PostgreSQL, row-level on SQLite), so every write path keeps it right; rows
+# whose count falls to 0 stay. Gap reports read it to skip the lots of complete stretches one by
+# one (docs/lots.md, "Reading complete stretches"). Derived data: no foreign keys.
+ready_lot_counts = Table(
+    "ready_lot_counts",
+    metadata,
+    Column("dataset_id", Uuid, primary_key=True),
+    Column("lot_prefix", String(LOT), primary_key=True),
+    Column("job_id", Uuid, primary_key=True),
+    Column("lots", Integer, nullable=False),
+)
+
 # The claim search's work list: (job, lot) pairs that may have become eligible since the job last
 # looked (a lot of one of its inputs became READY, or its own output was failed or reopened). For a
 # mapped job the lot is an input lot or an output lot; the search maps it to the output lot. Rows
