@@ -394,17 +394,22 @@ data_status = Table(
 
 # READY OUTPUT rows of data_status counted by ten consecutive lots: ``lot_prefix`` is the lot id
 # less its last character (an interval lot's ordinal less its last digit: ten lots, or a whole day
-# of lots when a day has ten or fewer). Kept by database triggers on data_status (migration 0018:
-# statement-level on PostgreSQL, row-level on SQLite), so every write path keeps it right; rows
-# whose count falls to 0 stay. Gap reports read it to skip the lots of complete stretches one by
-# one (docs/lots.md, "Reading complete stretches"). Derived data: no foreign keys.
+# of lots when a day has ten or fewer). Append-only deltas: database triggers on data_status
+# (migration 0018: statement-level on PostgreSQL, row-level on SQLite) only INSERT the change a
+# write made to a key, so no writer ever waits on a counter row; a key's count is the sum of its
+# rows. Compaction merges a key's rows into one without waiting on anybody (SKIP LOCKED,
+# store/queries/gaps.compact_ready_counts). Gap reports read the sums to skip the lots of complete
+# stretches one by one (docs/lots.md, "Reading complete stretches"). Derived data: no foreign keys.
 ready_lot_counts = Table(
     "ready_lot_counts",
     metadata,
-    Column("dataset_id", Uuid, primary_key=True),
-    Column("lot_prefix", String(LOT), primary_key=True),
-    Column("job_id", Uuid, primary_key=True),
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dataset_id", Uuid, nullable=False),
+    Column("lot_prefix", String(LOT), nullable=False),
+    Column("job_id", Uuid, nullable=False),
     Column("lots", Integer, nullable=False),
+    # The reads of a dataset's range and the compaction's scope; ``lots`` in it: an index-only sum.
+    Index(None, "dataset_id", "lot_prefix", "job_id", "lots"),
 )
 
 # The claim search's work list: (job, lot) pairs that may have become eligible since the job last
