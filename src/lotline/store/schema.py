@@ -463,6 +463,9 @@ manifests = Table(
     Column("part", String(PART)),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),
+    # The lot grid's empty lots of a range (``store/queries/gaps.empty_lots``): the dataset's EMPTY
+    # manifests in lot order, read from the index alone (migration 0019).
+    Index(None, "dataset_id", "state", "lot", "version_id"),
     # Partial manifests waiting for their objects to be removed (cleanup's work list).
     Index(
         "ix_manifests_partial",
