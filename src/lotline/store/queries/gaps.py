@@ -100,24 +100,25 @@ def ready_by_day(
     READY. The range, pattern and lengths are written into the statement: a generic plan for them
     (psycopg prepares a statement run often) misjudges the range and takes ten times as long."""
     pairs = (
-        select(
-            counts.c.lot_prefix,
-            func.sum(counts.c.lots).label("lots"),
-            func.count().label("rows"),
-        )
+        select(counts.c.lot_prefix, func.sum(counts.c.lots).label("lots"), func.count().label("deltas"))
         .where(*_counted(dataset_id, key_from, key_to, pattern))
         .group_by(counts.c.lot_prefix, counts.c.job_id)
-        .cte("pairs")
+        .subquery("pairs")
     )
-    tens = (
-        select(pairs.c.lot_prefix, func.max(pairs.c.lots).label("lots"))
-        .where(pairs.c.lots > 0)
+    tens = (  # sums of the tens, those of 0 too (their deltas count as dust); a CTE, read once
+        select(
+            pairs.c.lot_prefix,
+            func.max(pairs.c.lots).label("lots"),
+            func.sum(pairs.c.deltas).label("deltas"),
+            func.count().label("pairs"),
+        )
         .group_by(pairs.c.lot_prefix)
         .cte("tens")
     )
     day = func.substr(tens.c.lot_prefix, 1, _inline(day_length))
     days = (
         select(day.label("day"), func.sum(tens.c.lots).label("ready"), func.count().label("present"))
+        .where(tens.c.lots > 0)
         .group_by(day)
         .cte("days")
     )
@@ -125,11 +126,12 @@ def ready_by_day(
         select(tens.c.lot_prefix, tens.c.lots, null())
         .join(days, days.c.day == day)
         .where(
+            tens.c.lots > 0,
             days.c.ready < _inline(lots_per_day),
             or_(tens.c.lots < TEN, days.c.present < _inline(-(-lots_per_day // TEN))),
         )
     )
-    dust = select(null(), func.coalesce(func.sum(pairs.c.rows), 0), func.count())
+    dust = select(null(), func.coalesce(func.sum(tens.c.deltas), 0), func.coalesce(func.sum(tens.c.pairs), 0))
     found = DayCounts({}, {})
     rows = keys = 0
     for key, lots, present in connection.execute(union_all(select(days), listed, dust)):
