@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import random
 import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from lotline.store.engine import Store
 from lotline.store.queries import gaps
 from lotline.store.schema import data_status, datasets, ready_lot_counts
 from support import count_workers
-from support.databases import fresh_url
+from support.databases import PgDatabases, fresh_url
 from support.lots import LotWorld
 
 LOTS = [f"2023010{day}PT1H{hour:03d}" for day in (1, 2) for hour in range(24)]
@@ -167,6 +168,39 @@ def test_a_report_compacts_the_counts_it_read_when_their_deltas_outnumber_their_
     after = gap_reports.report(world.ns, job="land", start="2023-01-01", end="2023-01-03")
     assert after == before
     assert after.counts[GapState.COMPLETE] == len(LOTS)
+
+
+@pytest.mark.postgres
+def test_a_report_on_a_server_that_takes_no_writes_answers_and_leaves_the_deltas(
+    pg_databases: PgDatabases,
+) -> None:
+    """A read-only server (a standby after a failover) answers reads: the report that would compact
+    its counts answers all the same and leaves them."""
+    url = str(pg_databases.create(f"readonly_{uuid.uuid4().hex[:6]}"))
+    lineage = Lineage.over(Store(url))
+    store = lineage.store
+    store.upgrade()
+    name = sa.make_url(url).database
+    try:
+        world = LotWorld(lineage)
+        world.job("land", output="raw")
+        world.produce("land", *LOTS)
+        world.lots.invalidate_many(world.ns, "raw", LOTS)
+        world.produce("land", *LOTS)
+        dusty = _kept_counts(store)
+        with store.one_statement() as connection:
+            connection.exec_driver_sql(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        store.engine.dispose()  # new connections: read-only
+        report = lineage.gaps.report(world.ns, job="land", start="2023-01-01", end="2023-01-03")
+        assert report.counts[GapState.COMPLETE] == len(LOTS)
+        store.engine.dispose()
+        assert _kept_counts(store) == dusty
+    finally:
+        with store.engine.connect() as opened:
+            admin = opened.execution_options(isolation_level="AUTOCOMMIT")
+            admin.exec_driver_sql("SET default_transaction_read_only = off")
+            admin.exec_driver_sql(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+        lineage.close()
 
 
 @pytest.mark.postgres

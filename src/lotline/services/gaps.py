@@ -3,11 +3,13 @@ them eligible again.
 
 A report is one read transaction of a few aggregated statements per dataset (the target and, for
 its missing or failed lots, each input): its cost follows the lots that are *not* complete, not
-the length of the range.
+the length of the range. When the READY counts it read have piled up deltas, a write of its own
+follows that compacts them (docs/lots.md, "Who compacts the counts").
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import uuid
 from collections.abc import Sequence
@@ -20,7 +22,7 @@ from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain import ready_counts as rc
 from lotline.domain.checks import published_with_warnings
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
@@ -261,10 +263,13 @@ class GapService:
 
     def _compact(self, dust: Sequence[_Dust]) -> None:
         """Merge the delta rows of the counts a read found dusty, each range in a transaction of its
-        own after the read's (which may not write); it waits for no writer on PostgreSQL."""
-        for found in dust:
-            with self._store.write() as connection:
-                gaps.compact_ready_counts(connection, found.dataset_id, found.key_from, found.key_to)
+        own after the read's (which may not write); it waits for no writer on PostgreSQL. A
+        database that takes no writes now (a standby, an outage) leaves them to a later read: the
+        reader has its answer already."""
+        with contextlib.suppress(Unavailable):
+            for found in dust:
+                with self._store.write() as connection:
+                    gaps.compact_ready_counts(connection, found.dataset_id, found.key_from, found.key_to)
 
 
 def _grid(

@@ -291,7 +291,8 @@ def empty_lots(
     connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str
 ) -> list[str]:
     """The lots in ``[lot_from, lot_to]`` whose current version's manifest is empty (the lot grid
-    tells them apart from complete ones); through the manifests' (dataset_id, lot, state) index."""
+    tells them apart from complete ones); through the manifests' (dataset_id, state, lot, version_id)
+    index, which holds only what it reads (migration 0019)."""
     query = (
         select(manifests.c.lot)
         .join(dataset_versions, dataset_versions.c.id == manifests.c.version_id)
