@@ -146,6 +146,18 @@ def analyze(store: Store) -> None:
         connection.exec_driver_sql("VACUUM ANALYZE" if store.backend == "postgresql" else "ANALYZE")
 
 
+def seeded_chain(url: str) -> Chain | None:
+    """The chain a kept database was seeded with earlier (``--keep``), None if it has none yet."""
+    store = Store(url)
+    try:
+        with store.read() as connection:
+            ids = dict(connection.execute(sa.select(schema.datasets.c.name, schema.datasets.c.id)).all())
+            job_ids = dict(connection.execute(sa.select(schema.jobs.c.name, schema.jobs.c.id)).all())
+    finally:
+        store.dispose()
+    return Chain(ids, job_ids, 0, 0.0) if ids else None
+
+
 def seed_chain(url: str, jobs: int, days: int, *, gaps: bool = True, runs: str = "failed") -> Chain:
     """Register the chain of ``jobs`` jobs and write ``days`` days of PT5M lots for each; ``runs``:
     a run for every claim ("all": what invalidation follows downstream) or for failed ones only."""

@@ -47,6 +47,24 @@ def free_port() -> int:
         return port
 
 
+def kept_database(name: str) -> str:
+    """The PostgreSQL database ``name``, created if absent and migrated, and never dropped: seeding
+    five years takes minutes on a shared machine, so the benchmarks may seed once and reuse it."""
+    admin = sa.create_engine(ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        exists = connection.execute(
+            sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": name}
+        ).first()
+        if exists is None:
+            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    admin.dispose()
+    url = sa.make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
+    store = Store(url)
+    store.upgrade()
+    store.dispose()
+    return url
+
+
 @contextmanager
 def serve(db_url: str, port: int, workers: int = 1) -> Iterator[tuple[str, int]]:
     """``lotline serve`` in its own process(es), as deployed: its URL and process id."""

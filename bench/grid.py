@@ -1,6 +1,7 @@
 """How long do the web UI's lot grid and lots x jobs matrix take over years of five-minute lots?
 
     .venv/bin/python -m bench.grid [--years 1] [--repeat 20] [--backends postgresql,sqlite] [--page]
+                                   [--keep NAME]
 
 The database of ``bench.gaps`` (a chain of 10 registered jobs with ``--years`` of PT5M lots each
 from 2023-01-01, the last job's lots with gaps of every kind; ``bench/_seed.py``, set-based), plus
@@ -21,9 +22,10 @@ Measured, median of ``--repeat`` calls after two warm-ups:
   own process.
 
 PostgreSQL is reached at LOTLINE_TEST_PG_URL (default postgres@127.0.0.1:5432); the benchmark
-creates and drops its own database. Targets: a year's grid < 300 ms (issue 19), five years' grid
-per day < 500 ms (issues 28 and 31), the matrix page of 10 jobs x a year per day < 500 ms (issue
-28), on PostgreSQL.
+creates and drops its own database (``--keep NAME``: seeds the PostgreSQL database NAME once, its
+manifests included, and reuses it later). Targets: a year's grid < 300 ms (issue 19), five years'
+grid per day < 500 ms (issues 28 and 31), the matrix page of 10 jobs x a year per day < 500 ms
+(issue 28), on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ from typing import Any
 import requests
 import sqlalchemy as sa
 
-from bench._seed import NS, PER_DAY, analyze, json_sql, lot, new_uuid, seed_chain
+from bench._seed import NS, PER_DAY, analyze, json_sql, lot, new_uuid, seed_chain, seeded_chain
 from bench._server import serve
-from bench.gaps import JOBS, database, days_of, machine, median_ms, plain_count, span
+from bench.gaps import JOBS, KEEP_HELP, database, days_of, machine, median_ms, plain_count, span
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain.lots import Interval
@@ -99,9 +101,10 @@ def _page_ms(url: str, repeat: int) -> float:
 
 def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict[str, Any]:
     days = days_of(years)
-    chain = seed_chain(url, JOBS, days)
+    kept = seeded_chain(url)
+    chain = kept or seed_chain(url, JOBS, days)
     dataset_id = chain.datasets[f"d{JOBS - 1}"]
-    seeded = chain.rows + _seed_manifests(url, dataset_id)
+    seeded = chain.rows + (0 if kept else _seed_manifests(url, dataset_id))
     lineage = Lineage.over(Store(url))
     job, whole = f"j{JOBS - 1}", span(days)
     last_year = {"start": (dt.date.fromisoformat(whole["end"]) - dt.timedelta(days=365)).isoformat()}
@@ -206,6 +209,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20, help="measured calls (median; default 20)")
     parser.add_argument("--backends", default="postgresql", help="default postgresql; or postgresql,sqlite")
     parser.add_argument("--page", action="store_true", help="also GET /lots?ns= from a served process")
+    parser.add_argument("--keep", metavar="NAME", help=KEEP_HELP)
     args = parser.parse_args()
     days = days_of(args.years)
     now = dt.datetime.now(dt.UTC)
@@ -215,7 +219,7 @@ def main() -> None:
         flush=True,
     )
     for backend in args.backends.split(","):
-        with database(backend, "grid") as url:
+        with database(backend, "grid", args.keep) as url:
             measure(backend, url, args.years, args.repeat, args.page)
         print(f"{backend:10} {machine()}", flush=True)
 

@@ -1,9 +1,9 @@
 """Gap reports: which lots of a time range are not complete, and why, as runs of consecutive lots.
 
 A year of five-minute lots is 105,120 lots; the report never makes one object per lot. Lots are
-numbered by ``lot_index`` (consecutive lots of one interval have consecutive indexes), READY rows
-are read only where their runs break, and every list is a run ``[start, stop)`` of one state
-(docs/lots.md, "Gap reports and backfill").
+numbered by ``lot_index`` (consecutive lots of one interval have consecutive indexes), READY lots
+are read as counts of ten lots where they can be (``domain.ready_counts``), and every list is a
+run ``[start, stop)`` of one state (docs/lots.md, "Gap reports and backfill").
 """
 
 from __future__ import annotations
@@ -125,32 +125,26 @@ class Segment:
 def index_of(lot: str, interval: Interval) -> int:
     """``lot_index`` of a stored interval lot id of ``interval``, without building the lot (ids read
     from the store are valid: they were checked when written)."""
-    day = datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])).toordinal()
-    return day * interval.windows_per_day + int(lot[-interval.ordinal_width :])
+    return indexes_of((lot,), interval)[0]
 
 
-def ordinal_position(interval: Interval) -> int:
-    """1-based position of the ordinal in ``interval``'s lot ids (after ``yyyyMMdd`` and the duration)."""
-    return 9 + len(str(interval))
+def indexes_of(lots: Iterable[str], interval: Interval) -> list[int]:
+    """``index_of`` of each of ``lots``, each day's first index worked out once (a five-year grid
+    reads tens of thousands of empty lots, a day's in a row)."""
+    per, width = interval.windows_per_day, interval.ordinal_width
+    days: dict[str, int] = {}
+    found = []
+    for lot in lots:
+        day = days.get(lot[:8])
+        if day is None:
+            day = days[lot[:8]] = datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])).toordinal() * per
+        found.append(day + int(lot[-width:]))
+    return found
 
 
 def id_pattern(interval: Interval) -> str:
     """A LIKE pattern that matches the ids of ``interval``'s lots and no other lot id."""
     return "_" * 8 + str(interval) + "_" * interval.ordinal_width
-
-
-def ready_runs(breaks: Iterable[tuple[int, int | None, int | None]]) -> list[tuple[int, int]]:
-    """Runs ``[start, stop)`` of consecutive READY lots from where they may break: (lot, lot before,
-    lot after) as indexes, in lot order (``None``: no READY lot before / after it)."""
-    found: list[tuple[int, int]] = []
-    start: int | None = None
-    for lot, before, after in breaks:
-        if before is None or start is None:
-            start = lot
-        if after is None or after != lot + 1:
-            found.append((start, lot + 1))
-            start = after
-    return found
 
 
 def segments(

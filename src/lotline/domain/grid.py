@@ -10,14 +10,13 @@ carrying its counts by state. An aggregated cell shows two things at once: how m
 
 from __future__ import annotations
 
-import bisect
 import datetime
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from lotline.domain.errors import InvalidInput, TooManyCells
-from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, parse_time, report_json
+from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, indexes_of, parse_time, report_json
 from lotline.domain.lots import MINUTES_PER_DAY, Interval, lot_from_index
 
 #: The most cells one grid holds (a year of hours is 8,760): beyond, choose a coarser resolution.
@@ -189,14 +188,12 @@ def build(
         add(FROM_GAP[run.state], lo, lo + run.count)
         not_complete.append((lo, lo + run.count))
     not_complete.sort()
-    empties = sorted(i for i in (index_of(lot, interval) for lot in empty_lots) if first <= i < stop)
-    for index in empties:
-        if not _inside(not_complete, index):
-            add(CellState.EMPTY, index, index + 1)
+    for index in _outside(not_complete, indexes_of(empty_lots, interval), first, stop):
+        tally = tallies[(index - base) // per]  # a lot is in one cell
+        tally[CellState.EMPTY] = tally.get(CellState.EMPTY, 0) + 1
     warned = [0] * count
-    for index in (index_of(lot, interval) for lot in warned_lots):
-        if first <= index < stop and not _inside(not_complete, index):
-            warned[(index - base) // per] += 1
+    for index in _outside(not_complete, indexes_of(warned_lots, interval), first, stop):
+        warned[(index - base) // per] += 1
     cells = []
     for number, tally in enumerate(tallies):
         lo, hi = max(base + number * per, first), min(base + (number + 1) * per, stop)
@@ -209,9 +206,18 @@ def build(
     return Grid(report, interval, chosen, per, cells)
 
 
-def _inside(runs: Sequence[tuple[int, int]], index: int) -> bool:
-    at = bisect.bisect_right(runs, (index, 2**63)) - 1
-    return at >= 0 and runs[at][0] <= index < runs[at][1]
+def _outside(runs: Sequence[tuple[int, int]], indexes: list[int], first: int, stop: int) -> list[int]:
+    """The ``indexes`` in ``[first, stop)`` and in none of ``runs`` (sorted, disjoint), in order:
+    one walk of both, not a search per index."""
+    found, at = [], 0
+    for index in sorted(indexes):
+        if not first <= index < stop:
+            continue
+        while at < len(runs) and runs[at][1] <= index:
+            at += 1
+        if at == len(runs) or index < runs[at][0]:
+            found.append(index)
+    return found
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,13 @@ them eligible again.
 
 A report is one read transaction of a few aggregated statements per dataset (the target and, for
 its missing or failed lots, each input): its cost follows the lots that are *not* complete, not
-the length of the range.
+the length of the range. When the READY counts it read have piled up deltas, a write of its own
+follows that compacts them (docs/lots.md, "Who compacts the counts").
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import uuid
 from collections.abc import Sequence
@@ -18,8 +20,9 @@ from sqlalchemy import Connection
 from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jobs
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
+from lotline.domain import ready_counts as rc
 from lotline.domain.checks import published_with_warnings
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
@@ -33,6 +36,18 @@ from lotline.store.types import utcnow
 MAX_CHAIN = 64
 #: The most jobs of one namespace whose lot health one page reads.
 MAX_NAMESPACE_JOBS = 500
+#: A report compacts the counts it read when their delta rows outnumber their keys by more than
+#: the keys again and by more than this (docs/lots.md, "Who compacts the counts").
+DUST_FLOOR = 64
+
+
+@dataclass(frozen=True)
+class _Dust:
+    """Count keys ``[key_from, key_to]`` of a dataset whose delta rows a report found worth merging."""
+
+    dataset_id: uuid.UUID
+    key_from: str
+    key_to: str
 
 
 @dataclass(frozen=True)
@@ -63,9 +78,12 @@ class GapService:
         """Counts by state and runs of the lots not complete, of ``job``'s output or of ``dataset``,
         over ``[start, end)`` (RFC 3339 instants or dates)."""
         span, wanted = _arguments(start, end, interval)
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            return _report(connection, namespace, target, span, wanted)[0]
+            report = _report(connection, namespace, target, span, wanted, dust)[0]
+        self._compact(dust)
+        return report
 
     def counted(
         self,
@@ -81,6 +99,7 @@ class GapService:
         states: empty lots apart from complete ones, and those published with warnings), so that
         the command line says what the web UI says. One read transaction."""
         span, wanted = _arguments(start, end, interval)
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
             held = target.lot_job is not None and target.lot_job.held
@@ -89,10 +108,11 @@ class GapService:
                 report = _named_report(connection, namespace, target, span)
                 totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items()}
                 return report, Health(namespace, target.job, target.dataset, held, due, totals)
-            grid = _grid(connection, namespace, target, span, None, wanted)
-            warned = sum(cell.warned for cell in grid.cells)
-            health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
-            return grid.report, health
+            grid = _grid(connection, namespace, target, span, None, dust, wanted)
+        self._compact(dust)
+        warned = sum(cell.warned for cell in grid.cells)
+        health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
+        return grid.report, health
 
     def grid(
         self,
@@ -110,9 +130,12 @@ class GapService:
         apart from complete ones. One read transaction, like the report."""
         chosen = None if resolution is None else _resolution(resolution)
         span, wanted = _arguments(start, end, interval)
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            return _grid(connection, namespace, target, span, chosen, wanted)
+            grid = _grid(connection, namespace, target, span, chosen, dust, wanted)
+        self._compact(dust)
+        return grid
 
     def span(
         self, namespace: str, *, job: str | None = None, dataset: str | None = None
@@ -137,9 +160,12 @@ class GapService:
     ) -> Health:
         """The job's or dataset's lots due in ``[start, end)`` (by default the grid's default
         range) by state, counted as its grid counts them. One read transaction."""
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            return _health(connection, namespace, target, start, end, now)
+            health = _health(connection, namespace, target, start, end, now, dust)
+        self._compact(dust)
+        return health
 
     def namespace_health(
         self,
@@ -152,9 +178,12 @@ class GapService:
     ) -> list[Health]:
         """The health of every coordinated job of the namespace (the first ``limit`` by name), in
         dependency order. One read transaction."""
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             found = _namespace_targets(connection, namespace, limit)
-            return [_health(connection, namespace, target, start, end, now) for target in found]
+            healths = [_health(connection, namespace, target, start, end, now, dust) for target in found]
+        self._compact(dust)
+        return healths
 
     def matrix(
         self,
@@ -170,6 +199,7 @@ class GapService:
         row of grid cells, all rows over the same range and at the same resolution, so a column is
         one time. One read transaction."""
         chosen = None if resolution is None else _resolution(resolution)
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             rows: list[tuple[_Target, Interval, tuple[datetime.datetime, datetime.datetime] | None]] = []
             for target in _namespace_targets(connection, namespace, limit):
@@ -178,7 +208,7 @@ class GapService:
                 except InvalidInput:  # no lots yet
                     continue
                 if interval is not None:
-                    rows.append((target, interval, _span(connection, namespace, target)))
+                    rows.append((target, interval, _span(connection, namespace, target, interval)))
             spans = [span for _, _, span in rows if span is not None]
             if not spans and (start is None or end is None):
                 return Matrix(namespace, None, None, [])
@@ -189,11 +219,12 @@ class GapService:
             shown = TimeRange(due.start, due.end)
             common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
             grids = []
-            for target, _, _ in rows:  # a row's totals are its health: the same lots, counted alike
-                grid = _grid(connection, namespace, target, shown, common)
+            for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
+                grid = _grid(connection, namespace, target, shown, common, dust, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
+        self._compact(dust)
         return Matrix(namespace, due, common, grids)
 
     def backfill(
@@ -212,9 +243,10 @@ class GapService:
         running lots are left and reported. ``only`` narrows to some of complete/missing/failed."""
         taken = g.parse_only(only)
         span, wanted = _arguments(start, end, interval)
+        dust: list[_Dust] = []
         with self._store.read() as connection:
             target, lot_job = _job_target(connection, namespace, job)
-            report, found = _report(connection, namespace, target, span, wanted)
+            report, found = _report(connection, namespace, target, span, wanted, dust)
             if report.interval is None:
                 raise InvalidInput(
                     f"Dataset {namespace}:{target.dataset} has named lots, which have no time window; "
@@ -231,6 +263,7 @@ class GapService:
                     str(lot_from_index(stop - 1, lots_of)),
                     g.id_pattern(lots_of),
                 )
+        self._compact(dust)
         chosen = [s for s in found if s.state in taken]
         left = [s for s in found if s.state not in taken]
         hintable = bool(lot_job.inputs)
@@ -257,6 +290,16 @@ class GapService:
             g.runs(left, lots_of),
         )
 
+    def _compact(self, dust: Sequence[_Dust]) -> None:
+        """Merge the delta rows of the counts a read found dusty, each range in a transaction of its
+        own after the read's (which may not write); it waits for no writer on PostgreSQL. A
+        database that takes no writes now (a standby, an outage) leaves them to a later read: the
+        reader has its answer already."""
+        with contextlib.suppress(Unavailable):
+            for found in dust:
+                with self._store.write() as connection:
+                    gaps.compact_ready_counts(connection, found.dataset_id, found.key_from, found.key_to)
+
 
 def _grid(
     connection: Connection,
@@ -264,9 +307,12 @@ def _grid(
     target: _Target,
     span: TimeRange,
     chosen: Resolution | None,
+    dust: list[_Dust],
     wanted: Interval | None = None,
+    *,
+    known: Interval | None = None,
 ) -> Grid:
-    report = _report(connection, namespace, target, span, wanted)[0]
+    report = _report(connection, namespace, target, span, wanted, dust, known=known)[0]
     if report.interval is None:
         return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
     first, stop = span.indexes(report.interval)
@@ -283,12 +329,15 @@ def _grid(
 
 
 def _span(
-    connection: Connection, namespace: str, target: _Target
+    connection: Connection, namespace: str, target: _Target, known: Interval | None = None
 ) -> tuple[datetime.datetime, datetime.datetime] | None:
-    try:
-        interval = _interval(connection, namespace, target, None)
-    except InvalidInput:  # no mapping and no lots yet
-        return None
+    """``GapService.span``; ``known``: the target's interval, when the caller has looked it up."""
+    interval = known
+    if interval is None:
+        try:
+            interval = _interval(connection, namespace, target, None)
+        except InvalidInput:  # no mapping and no lots yet
+            return None
     if interval is None:
         return None
     sources = [(target.dataset_id, interval)]
@@ -311,6 +360,7 @@ def _health(
     start: str | None,
     end: str | None,
     now: datetime.datetime,
+    dust: list[_Dust],
 ) -> Health:
     held = target.lot_job is not None and target.lot_job.held
     try:
@@ -321,13 +371,14 @@ def _health(
         report = _named_report(connection, namespace, target, TimeRange(now, now))
         totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
         return Health(namespace, target.job, target.dataset, held, None, totals)
-    span = _span(connection, namespace, target)
+    span = _span(connection, namespace, target, interval)
     if span is None and (start is None or end is None):
         return Health(namespace, target.job, target.dataset, held, None, {})
     due = lot_grid.due_range(start, end, span, now)
     if due.empty:
         return Health(namespace, target.job, target.dataset, held, due, {})
-    grid = _grid(connection, namespace, target, TimeRange(due.start, due.end), Resolution.DAY)
+    shown = TimeRange(due.start, due.end)
+    grid = _grid(connection, namespace, target, shown, Resolution.DAY, dust, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
     return Health(namespace, target.job, target.dataset, held, due, totals, warned)
@@ -416,19 +467,28 @@ def _interval(
 
 
 def _report(
-    connection: Connection, namespace: str, target: _Target, span: TimeRange, wanted: Interval | None
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    span: TimeRange,
+    wanted: Interval | None,
+    dust: list[_Dust],
+    *,
+    known: Interval | None = None,
 ) -> tuple[GapReport, list[Segment]]:
-    interval = _interval(connection, namespace, target, wanted)
+    """The report and its segments; ``known``: the target's interval when the caller has looked it
+    up with no ``wanted`` one (looking it up walks the chain of producers: a few reads per job)."""
+    interval = known if known is not None else _interval(connection, namespace, target, wanted)
     if interval is None:
         return _named_report(connection, namespace, target, span), []
     first, stop = span.indexes(interval)
-    found = _segments(connection, target.dataset_id, interval, first, stop, explain=True)
+    found = _segments(connection, target.dataset_id, interval, first, stop, dust, explain=True)
     lot_job = target.lot_job
     if lot_job is not None and lot_job.held:
         found = g.hold_all(found)
     waiting = any(s.state in (GapState.MISSING, GapState.FAILED) for s in found)
     if lot_job is not None and lot_job.inputs and waiting:
-        found = g.block(found, _blockers(connection, lot_job, interval, first, stop))
+        found = g.block(found, _blockers(connection, lot_job, interval, first, stop, dust))
     report = GapReport(
         namespace,
         target.dataset,
@@ -444,7 +504,7 @@ def _report(
 
 
 def _blockers(
-    connection: Connection, lot_job: LotJob, interval: Interval, first: int, stop: int
+    connection: Connection, lot_job: LotJob, interval: Interval, first: int, stop: int, dust: list[_Dust]
 ) -> list[Segment]:
     """Every input's lots that are not READY, as the output lots they hold back."""
     input_interval = interval if lot_job.mapping is None else lot_job.mapping.input
@@ -452,7 +512,7 @@ def _blockers(
     names = datasets.dataset_refs(connection, list(lot_job.inputs))
     found: list[Segment] = []
     for dataset_id in lot_job.inputs:
-        waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio)
+        waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio, dust)
         found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)
     return found
 
@@ -463,6 +523,7 @@ def _segments(
     interval: Interval,
     first: int,
     stop: int,
+    dust: list[_Dust],
     *,
     explain: bool = False,
 ) -> list[Segment]:
@@ -470,17 +531,8 @@ def _segments(
     ``explain``: failed lots with their attempt and reason (one more read, for all of them)."""
     lot_from, lot_to = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     pattern = g.id_pattern(interval)
-    breaks = gaps.ready_breaks(
-        connection, dataset_id, lot_from, lot_to, pattern, g.ordinal_position(interval)
-    )
-    ready = g.ready_runs(
-        (
-            g.index_of(r.lot, interval),
-            None if r.prv is None else g.index_of(r.prv, interval),
-            None if r.nxt is None else g.index_of(r.nxt, interval),
-        )
-        for r in breaks
-    )
+    ready, dusty = _ready_runs(connection, dataset_id, interval, first, stop)
+    dust += [dusty] if dusty is not None else []
     unready = gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
     other = {g.index_of(r.lot, interval): g.state_of(r.status) for r in unready}
     failures = (
@@ -489,6 +541,32 @@ def _segments(
         else None
     )
     return g.segments(first, stop, ready, other, failures)
+
+
+def _ready_runs(
+    connection: Connection, dataset_id: uuid.UUID, interval: Interval, first: int, stop: int
+) -> tuple[list[tuple[int, int]], _Dust | None]:
+    """The runs of READY lots of ``[first, stop)``: complete days and full tens from the counts,
+    the rows of the tens that are neither full nor empty one by one (docs/lots.md); and the range
+    of the counts when they are worth compacting."""
+    if first >= stop:
+        return [], None
+    keys = (
+        dataset_id,
+        rc.count_key(first, interval),
+        rc.count_key(stop - 1, interval),
+        rc.count_pattern(interval),
+        rc.day_length(interval),
+        interval.windows_per_day,
+    )
+    found = gaps.ready_by_day(connection, *keys)
+    dusty = (
+        _Dust(dataset_id, keys[1], keys[2]) if found.rows - found.keys > max(found.keys, DUST_FLOOR) else None
+    )
+    counted = rc.from_counts(first, stop, interval, found.days, found.tens)
+    read = gaps.ready_among(connection, dataset_id, list(counted.unsure))
+    pieces = counted.ready + [(counted.unsure[lot], counted.unsure[lot] + 1) for lot in read]
+    return rc.ready_runs(first, stop, pieces), dusty
 
 
 def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:

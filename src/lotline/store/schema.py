@@ -392,6 +392,26 @@ data_status = Table(
     Index(None, "job_id", "role", "status"),
 )
 
+# READY OUTPUT rows of data_status counted by ten consecutive lots: ``lot_prefix`` is the lot id
+# less its last character (an interval lot's ordinal less its last digit: ten lots, or a whole day
+# of lots when a day has ten or fewer). Append-only deltas: database triggers on data_status
+# (migration 0018: statement-level on PostgreSQL, row-level on SQLite) only INSERT the change a
+# write made to a key, so no writer ever waits on a counter row; a key's count is the sum of its
+# rows. Compaction merges a key's rows into one without waiting on anybody (SKIP LOCKED,
+# store/queries/gaps.compact_ready_counts). Gap reports read the sums to skip the lots of complete
+# stretches one by one (docs/lots.md, "Reading complete stretches"). Derived data: no foreign keys.
+ready_lot_counts = Table(
+    "ready_lot_counts",
+    metadata,
+    Column("id", BigId, primary_key=True, autoincrement=True),
+    Column("dataset_id", Uuid, nullable=False),
+    Column("lot_prefix", String(LOT), nullable=False),
+    Column("job_id", Uuid, nullable=False),
+    Column("lots", Integer, nullable=False),
+    # The reads of a dataset's range and the compaction's scope; ``lots`` in it: an index-only sum.
+    Index(None, "dataset_id", "lot_prefix", "job_id", "lots"),
+)
+
 # The claim search's work list: (job, lot) pairs that may have become eligible since the job last
 # looked (a lot of one of its inputs became READY, or its own output was failed or reopened). For a
 # mapped job the lot is an input lot or an output lot; the search maps it to the output lot. Rows
@@ -443,6 +463,9 @@ manifests = Table(
     Column("part", String(PART)),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),
+    # The lot grid's empty lots of a range (``store/queries/gaps.empty_lots``): the dataset's EMPTY
+    # manifests in lot order, read from the index alone (migration 0019).
+    Index(None, "dataset_id", "state", "lot", "version_id"),
     # Partial manifests waiting for their objects to be removed (cleanup's work list).
     Index(
         "ix_manifests_partial",

@@ -2,37 +2,48 @@
 
 Every statement filters ``dataset_id, role = 'OUTPUT'`` and a lot-id range, and so reads the index
 (dataset_id, role, status, lot) of data_status; READY rows, the bulk, are never returned one by one
-for a report: only where their runs break (``ready_breaks``). ``pattern`` (a LIKE pattern
+for a report: ``ready_lot_counts`` (READY rows counted by ten lots, appended as deltas by triggers,
+migration 0018) tells the complete stretches, and only the rows of tens neither full nor empty are
+read (``ready_among``); ``compact_ready_counts`` merges a range's deltas. ``pattern`` (a LIKE pattern
 such as ``________PT5M___``) keeps lots of another interval out; None reads named lots too.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, cast, func, or_, select
+from sqlalchemy import (
+    Connection,
+    Text,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    null,
+    or_,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.sql.elements import ColumnElement
 
 from lotline.domain.coordination import OUTPUT_STATUSES, Role, Status
 from lotline.domain.manifests import ManifestState
+from lotline.domain.ready_counts import TEN
 from lotline.domain.versions import VersionState
+from lotline.store.dialect import in_values, locks_rows
 from lotline.store.schema import data_status as ds
 from lotline.store.schema import dataset_versions, manifests
+from lotline.store.schema import ready_lot_counts as counts
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
 _NOT_READY = [s.value for s in OUTPUT_STATUSES if s is not Status.READY]
-
-
-@dataclass(frozen=True, slots=True)
-class ReadyBreak:
-    """A READY lot where a run of consecutive READY lots may start or end, with the READY lots
-    before (``prv``) and after (``nxt``) it."""
-
-    lot: str
-    prv: str | None
-    nxt: str | None
+#: Lot ids per statement of ``ready_among`` (within SQLite's 32,766 parameters).
+_CHUNK = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,38 +69,149 @@ def _rows(
     return where
 
 
-def ready_breaks(
-    connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str, ordinal_at: int
-) -> list[ReadyBreak]:
-    """The READY interval lots in ``[lot_from, lot_to]`` where a run of consecutive READY lots may
-    start or end: ``lot`` with the READY lots before (``prv``) and after (``nxt``) it, for the first
-    and last lot, each day's last lot, and each lot followed by a gap (``ordinal_at``: 1-based
-    position of the ordinal in the id). The window runs in the index's lot order, so the database
-    reads the READY rows once and returns a few hundred rows for a year."""
-    prv = func.lag(ds.c.lot).over(order_by=ds.c.lot).label("prv")
-    nxt = func.lead(ds.c.lot).over(order_by=ds.c.lot).label("nxt")
-    ready = (
-        select(ds.c.lot, prv, nxt)
-        .where(*_rows(dataset_id, lot_from, lot_to, pattern), ds.c.status == Status.READY.value)
-        .subquery()
+@dataclass(frozen=True, slots=True)
+class DayCounts:
+    """READY lots of a range by day, from the counts of ten lots.
+
+    ``days``: READY lots of each day that has some, and how many of its tens have some. ``tens``:
+    READY lots of the tens of incomplete days that a report must look at: those not full (fewer
+    than ten) and, for a day some of whose tens have none, every ten that has some (so a ten not
+    listed is full when all the day's tens have READY lots, and empty otherwise). ``rows`` and
+    ``keys``: the delta rows the sums were made of, and the (ten, job) keys they belong to."""
+
+    days: dict[str, tuple[int, int]]
+    tens: dict[str, int]
+    rows: int = 0
+    keys: int = 0
+
+
+def ready_by_day(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    key_from: str,
+    key_to: str,
+    pattern: str,
+    day_length: int,
+    lots_per_day: int,
+) -> DayCounts:
+    """The READY lots of the count keys ``[key_from, key_to]`` (matching ``pattern``) by day and by
+    ten (``DayCounts``), in one statement that sums the deltas once. A ten's count is the greatest
+    of any job's (a job has at most one row per lot), so a day's sum is its lots only when all are
+    READY. The range, pattern and lengths are written into the statement: a generic plan for them
+    (psycopg prepares a statement run often) misjudges the range and takes ten times as long."""
+    pairs = (
+        select(counts.c.lot_prefix, func.sum(counts.c.lots).label("lots"), func.count().label("deltas"))
+        .where(*_counted(dataset_id, key_from, key_to, pattern))
+        .group_by(counts.c.lot_prefix, counts.c.job_id)
+        .subquery("pairs")
     )
-
-    def ordinal(lot: Any) -> Any:
-        return cast(func.substr(lot, ordinal_at), Integer)
-
-    query = (
-        select(ready.c.lot, ready.c.prv, ready.c.nxt)
-        .where(
-            or_(
-                ready.c.prv.is_(None),
-                ready.c.nxt.is_(None),
-                func.substr(ready.c.nxt, 1, 8) != func.substr(ready.c.lot, 1, 8),
-                ordinal(ready.c.nxt) != ordinal(ready.c.lot) + 1,
-            )
+    tens = (  # sums of the tens, those of 0 too (their deltas count as dust); a CTE, read once
+        select(
+            pairs.c.lot_prefix,
+            func.max(pairs.c.lots).label("lots"),
+            func.sum(pairs.c.deltas).label("deltas"),
+            func.count().label("pairs"),
         )
-        .order_by(ready.c.lot)
+        .group_by(pairs.c.lot_prefix)
+        .cte("tens")
     )
-    return [ReadyBreak(*row) for row in connection.execute(query)]
+    day = func.substr(tens.c.lot_prefix, 1, _inline(day_length))
+    days = (
+        select(day.label("day"), func.sum(tens.c.lots).label("ready"), func.count().label("present"))
+        .where(tens.c.lots > 0)
+        .group_by(day)
+        .cte("days")
+    )
+    listed = (
+        select(tens.c.lot_prefix, tens.c.lots, null())
+        .join(days, days.c.day == day)
+        .where(
+            tens.c.lots > 0,
+            days.c.ready < _inline(lots_per_day),
+            or_(tens.c.lots < TEN, days.c.present < _inline(-(-lots_per_day // TEN))),
+        )
+    )
+    dust = select(null(), func.coalesce(func.sum(tens.c.deltas), 0), func.coalesce(func.sum(tens.c.pairs), 0))
+    found = DayCounts({}, {})
+    rows = keys = 0
+    for key, lots, present in connection.execute(union_all(select(days), listed, dust)):
+        if key is None:
+            rows, keys = lots, present
+        elif present is None:
+            found.tens[key] = lots
+        else:
+            found.days[key] = (lots, present)
+    return DayCounts(found.days, found.tens, rows, keys)
+
+
+def compact_ready_counts(connection: Connection, dataset_id: uuid.UUID, key_from: str, key_to: str) -> int:
+    """Merge the delta rows of each key of ``[key_from, key_to]`` that has several into one (none
+    where they sum to 0); the rows merged. PostgreSQL: one statement that takes only rows no other
+    transaction has locked (``SKIP LOCKED``: a compaction racing another merges what the other left
+    and waits for nobody; writers only insert, so they never wait for it) and deletes them and
+    inserts their sums at once, so a reader's snapshot has either the old rows or the sums. SQLite
+    (one writer at a time): the rows up to the scope's greatest id, in the caller's transaction."""
+    scope = [
+        counts.c.dataset_id == dataset_id,
+        counts.c.lot_prefix >= key_from,
+        counts.c.lot_prefix <= key_to,
+    ]
+    key = [counts.c.dataset_id, counts.c.lot_prefix, counts.c.job_id]
+    columns = ["dataset_id", "lot_prefix", "job_id", "lots"]
+    if locks_rows(connection):
+        several = select(*key).where(*scope).group_by(*key).having(func.count() > 1)
+        taken = select(counts.c.id).where(*scope, tuple_(*key).in_(several)).with_for_update(skip_locked=True)
+        moved = delete(counts).where(counts.c.id.in_(taken)).returning(*key, counts.c.lots).cte("moved")
+        merged = (
+            insert(counts)
+            .from_select(columns, _sums(moved.c.dataset_id, moved.c.lot_prefix, moved.c.job_id, moved.c.lots))
+            .returning(counts.c.id)
+            .cte("merged")
+        )  # a data-modifying CTE runs to completion whether or not it is read
+        statement = select(func.count()).select_from(moved).add_cte(merged)
+        return int(connection.execute(statement).scalar_one())
+    last = connection.execute(select(func.max(counts.c.id)).where(*scope)).scalar()
+    if last is None:
+        return 0
+    upto = [*scope, counts.c.id <= last]  # the sums get greater ids: out of what is merged
+    several = select(*key).where(*upto).group_by(*key).having(func.count() > 1)
+    chosen = [*upto, tuple_(*key).in_(several)]
+    connection.execute(insert(counts).from_select(columns, _sums(*key, counts.c.lots).where(*chosen)))
+    return int(connection.execute(delete(counts).where(*chosen)).rowcount)
+
+
+def _sums(*columns: Any) -> Any:
+    """``SELECT dataset_id, lot_prefix, job_id, sum(lots) … GROUP BY`` the key, the sums not 0."""
+    *key, lots = columns
+    return select(*key, func.sum(lots)).group_by(*key).having(func.sum(lots) != 0)
+
+
+def ready_among(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> list[str]:
+    """Which of ``lots`` are READY (their OUTPUT rows), through the status index: one array
+    parameter on PostgreSQL, IN lists on SQLite."""
+    found: list[str] = []
+    for at in range(0, len(lots), _CHUNK):
+        query = select(ds.c.lot).where(
+            *_rows(dataset_id, None, None, None),
+            ds.c.status == Status.READY.value,
+            in_values(connection, ds.c.lot, lots[at : at + _CHUNK]),
+        )
+        found += connection.execute(query).scalars()
+    return found
+
+
+def _counted(dataset_id: uuid.UUID, key_from: str, key_to: str, pattern: str) -> list[ColumnElement[bool]]:
+    return [
+        counts.c.dataset_id == dataset_id,
+        counts.c.lot_prefix >= _inline(key_from),
+        counts.c.lot_prefix <= _inline(key_to),
+        counts.c.lot_prefix.like(_inline(pattern)),
+    ]
+
+
+def _inline(value: str | int) -> Any:
+    """A value written into the statement when it runs (lot keys and lengths: letters and digits)."""
+    return literal(value, literal_execute=True)
 
 
 def count_ready(connection: Connection, dataset_id: uuid.UUID) -> int:
@@ -169,7 +291,8 @@ def empty_lots(
     connection: Connection, dataset_id: uuid.UUID, lot_from: str, lot_to: str, pattern: str
 ) -> list[str]:
     """The lots in ``[lot_from, lot_to]`` whose current version's manifest is empty (the lot grid
-    tells them apart from complete ones); through the manifests' (dataset_id, lot, state) index."""
+    tells them apart from complete ones); through the manifests' (dataset_id, state, lot, version_id)
+    index, which holds only what it reads (migration 0019)."""
     query = (
         select(manifests.c.lot)
         .join(dataset_versions, dataset_versions.c.id == manifests.c.version_id)
