@@ -250,11 +250,10 @@ def mint_outputs(
 ) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
-    for io in runs.unversioned_io(connection, RunIoRole.OUTPUT, run_id):
-        # The number takes the dataset row's lock, which every writer of the dataset queues for until
-        # this transaction commits: take it as late as possible. Superseding needs it (it serializes
-        # two runs making the same lot current).
-        number = datasets.next_version_number(connection, io.dataset_id)
+    # The numbers take the datasets' counter locks, which every writer of a dataset queues for until
+    # this transaction commits: taken as late as possible. Superseding needs them (they serialize
+    # two runs making the same lot current).
+    for io, number in versions.number_unversioned_outputs(connection, run_id):
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
         ref, fields, facets = version_basis(connection, io.dataset_id)

@@ -377,19 +377,18 @@ def undeclared_version_io(
     return [(dataset_id, RunIoRole(role)) for dataset_id, role in rows]
 
 
-_UNVERSIONED_IO = {
-    role: select(table.c.id, table.c.dataset_id, table.c.lot)
-    .where(table.c.run_id == bindparam("b_run_id"), table.c.dataset_version_id.is_(None))
-    .order_by(table.c.dataset_id, table.c.lot)
-    for role, table in _IO_TABLES.items()
-}
+_UNVERSIONED_OUTPUTS = (
+    select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot)
+    .where(run_outputs.c.run_id == bindparam("b_run_id"), run_outputs.c.dataset_version_id.is_(None))
+    .order_by(run_outputs.c.dataset_id, run_outputs.c.lot)
+)
 _PIN_IO = {role: update(table).where(table.c.id == bindparam("b_id")) for role, table in _IO_TABLES.items()}
 
 
-def unversioned_io(connection: Connection, role: RunIoRole, run_id: uuid.UUID) -> list[UnpinnedIo]:
-    """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
+def unversioned_outputs(connection: Connection, run_id: uuid.UUID) -> list[UnpinnedIo]:
+    """Declared outputs of a run not yet tied to a version, ordered by dataset id and lot, so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id})]
+    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_OUTPUTS, {"b_run_id": run_id})]
 
 
 def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
