@@ -129,9 +129,9 @@ def create_run(
         facets=facets or {},
         now=now,
         transitions=transitions,
+        inputs=inputs,
+        outputs=outputs,
     )
-    runs.add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
-    runs.add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
     if started_at is not None:
         _started(connection, run_id, job_version_id, lot, now)
     return row

@@ -12,12 +12,16 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
+    String,
+    Uuid,
     bindparam,
+    column,
     exists,
     func,
     insert,
     literal,
     select,
+    true,
     tuple_,
     union_all,
     update,
@@ -26,7 +30,13 @@ from sqlalchemy import (
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import in_values, insert_ignoring_conflicts, locks_rows, per_dialect
+from lotline.store.dialect import (
+    ignoring_conflicts,
+    in_values,
+    insert_ignoring_conflicts,
+    locks_rows,
+    per_dialect,
+)
 from lotline.store.schema import (
     dataset_versions,
     datasets,
@@ -38,7 +48,7 @@ from lotline.store.schema import (
     run_transitions,
     runs,
 )
-from lotline.store.types import json_or_empty
+from lotline.store.types import JsonDocument, json_or_empty
 
 #: The only place that knows which table holds which side of a run.
 _IO_TABLES = {RunIoRole.INPUT: run_inputs, RunIoRole.OUTPUT: run_outputs}
@@ -133,10 +143,13 @@ def insert_run(
     facets: JsonObject,
     now: datetime,
     transitions: Sequence[tuple[RunState, datetime]] = (),
+    inputs: Sequence[tuple[uuid.UUID, str]] = (),
+    outputs: Sequence[tuple[uuid.UUID, str]] = (),
 ) -> StoredRun:
     """The new run with its transitions (default: NEW, now), in the last one's state and started at
-    the RUNNING one's time if there is one; as inserted. Two statements whatever the number
-    of transitions."""
+    the RUNNING one's time if there is one, and the (dataset id, lot) ``inputs`` and ``outputs`` it
+    declares (``add_io``); as inserted. One statement on PostgreSQL, whatever the number of
+    transitions, inputs and outputs."""
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
     started_at = next((at for s, at in transitions if s is RunState.RUNNING), None)
@@ -159,8 +172,13 @@ def insert_run(
         # One round trip: the transitions are inserted from what the run's insert returned.
         numbered: dict[str, object] = {f"t_state_{i}": s.value for i, (s, _) in enumerate(transitions)}
         numbered.update({f"t_at_{i}": at for i, (_, at) in enumerate(transitions)})
+        declared = {
+            f"io_{role.value}": [{"dataset_id": str(d), "lot": lot} for d, lot in entries]
+            for role, entries in ((RunIoRole.INPUT, inputs), (RunIoRole.OUTPUT, outputs))
+        }
         statement = _insert_run_recorded(len(transitions))
-        return _stored_run(connection.execute(statement, {**values, **numbered, "t_now": now}).one())
+        parameters = {**values, **numbered, **declared, "t_now": now}
+        return _stored_run(connection.execute(statement, parameters).one())
     row = connection.execute(_INSERT_RUN, values).one()
     connection.execute(
         _INSERT_TRANSITION,
@@ -169,13 +187,16 @@ def insert_run(
             for s, at in transitions
         ],
     )
+    add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
+    add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
     return _stored_run(row)
 
 
 @functools.cache
 def _insert_run_recorded(transitions: int) -> Any:
-    """PostgreSQL: ``insert_run``'s run and its ``transitions`` in one statement (data-modifying
-    ``WITH``s); built once per number of transitions."""
+    """PostgreSQL: ``insert_run``'s run, its ``transitions``, inputs and outputs in one statement
+    (data-modifying ``WITH``s, the inputs and outputs as JSON documents: the foreign keys are checked
+    at its end); built once per number of transitions."""
     inserted = insert(runs).values({c.name: bindparam(c.name, type_=c.type) for c in _RUN_COLUMNS})
     run = inserted.returning(*_STORED_RUN).cte("run")
     each = [
@@ -192,7 +213,22 @@ def _insert_run_recorded(transitions: int) -> Any:
         .from_select(["run_id", "state", "transitioned_at", "recorded_at"], union_all(*each))
         .cte("recorded")
     )
-    return select(*run.c).add_cte(run, recorded)
+    declared = []
+    for role, table in _IO_TABLES.items():
+        rows = (
+            func.jsonb_to_recordset(bindparam(f"io_{role.value}", type_=JsonDocument))
+            .table_valued(column("dataset_id", Uuid), column("lot", String))
+            .render_derived(with_types=True)
+        )
+        at = bindparam("t_now", type_=table.c.recorded_at.type)
+        # The one run row with each declared row (a join on true: not a forgotten condition).
+        each = select(run.c.id, rows.c.dataset_id, rows.c.lot, at).select_from(run.join(rows, true()))
+        declared.append(
+            ignoring_conflicts("postgresql", table, ("run_id", "dataset_id", "lot"))
+            .from_select(["run_id", "dataset_id", "lot", "recorded_at"], each)
+            .cte(f"declared_{role.value.lower()}")
+        )
+    return select(*run.c).add_cte(run, recorded, *declared)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
