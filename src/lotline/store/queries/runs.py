@@ -222,10 +222,10 @@ def _insert_run_recorded(transitions: int) -> Any:
         )
         at = bindparam("t_now", type_=table.c.recorded_at.type)
         # The one run row with each declared row (a join on true: not a forgotten condition).
-        each = select(run.c.id, rows.c.dataset_id, rows.c.lot, at).select_from(run.join(rows, true()))
+        pairs = select(run.c.id, rows.c.dataset_id, rows.c.lot, at).select_from(run.join(rows, true()))
         declared.append(
             ignoring_conflicts("postgresql", table, ("run_id", "dataset_id", "lot"))
-            .from_select(["run_id", "dataset_id", "lot", "recorded_at"], each)
+            .from_select(["run_id", "dataset_id", "lot", "recorded_at"], pairs)
             .cte(f"declared_{role.value.lower()}")
         )
     return select(*run.c).add_cte(run, recorded, *declared)
