@@ -16,10 +16,10 @@ reason and skipped, and never holds up the events after it. Both passes give the
 (tests/contract/test_projection_groups.py).
 
 Within a group, ids of namespaces, datasets and jobs are cached, a run the group created is not
-read back, a dataset's version basis is read once unless the group writes the dataset, and
-metadata that an earlier event of the group already wrote is not written again. Every cache
-lives in one transaction (``_Group``) and is emptied when a savepoint rolls back; versioning is
-``services/recording.py``.
+read back, nor are the datasets it declared (for its job version), a dataset's version basis is
+read once unless the group writes the dataset, and metadata that an earlier event of the group
+already wrote is not written again. Every cache lives in one transaction (``_Group``) and is
+emptied when a savepoint rolls back; versioning is ``services/recording.py``.
 """
 
 from __future__ import annotations
