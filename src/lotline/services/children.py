@@ -21,7 +21,6 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.failures import Failure
 from lotline.domain.manifests import Manifest, ManifestDraft
-from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunAction, RunState
 from lotline.services import facets
 from lotline.services.emission import EmissionService
@@ -88,6 +87,7 @@ class ChildWork:
                 raise _lost(claim, part)
             now = utcnow()
             child_id = uuid.uuid4()
+            read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
             runs.insert_run(
                 connection,
                 run_id=child_id,
@@ -104,10 +104,8 @@ class ChildWork:
                 },
                 now=now,
                 transitions=[(RunState.NEW, now), (RunState.RUNNING, now)],
+                inputs=sorted({(dataset_id, lot) for dataset_id, lot, _ in read}),
             )
-            read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
-            entries = sorted({(dataset_id, lot) for dataset_id, lot, _ in read})
-            runs.add_io(connection, RunIoRole.INPUT, child_id, entries, now)
             pin_inputs(connection, child_id, now)
         self._emission.part_started(claim, child_id, part)
         return child_id
