@@ -25,7 +25,7 @@ from lotline.domain.runs import RunAction, RunState
 from lotline.services import facets
 from lotline.services.emission import EmissionService
 from lotline.services.manifests import ManifestService
-from lotline.services.recording import apply_transition, pin_inputs
+from lotline.services.recording import apply_transition, version_unpinned_inputs
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as manifest_rows
 from lotline.store.queries import runs
@@ -88,7 +88,7 @@ class ChildWork:
             now = utcnow()
             child_id = uuid.uuid4()
             read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
-            runs.insert_run(
+            _child, unpinned = runs.insert_run(
                 connection,
                 run_id=child_id,
                 job_id=claim.job_id,
@@ -105,8 +105,9 @@ class ChildWork:
                 now=now,
                 transitions=[(RunState.NEW, now), (RunState.RUNNING, now)],
                 inputs=sorted({(dataset_id, lot) for dataset_id, lot, _ in read}),
+                pin=True,
             )
-            pin_inputs(connection, child_id, now)
+            version_unpinned_inputs(connection, unpinned, now)
         self._emission.part_started(claim, child_id, part)
         return child_id
 

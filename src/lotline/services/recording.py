@@ -116,7 +116,9 @@ def create_run(
     if started_at is not None:
         plan = plan_transition(RunState.NEW, RunAction.START)
         transitions.append((plan.target, started_at))
-    row = runs.insert_run(
+    # With no job version, starting declares nothing more: the inputs are pinned by the insert.
+    pin = started_at is not None and job_version_id is None
+    row, unpinned = runs.insert_run(
         connection,
         run_id=run_id,
         job_id=job_id,
@@ -131,8 +133,11 @@ def create_run(
         transitions=transitions,
         inputs=inputs,
         outputs=outputs,
+        pin=pin,
     )
-    if started_at is not None:
+    if pin:
+        version_unpinned_inputs(connection, unpinned, now)
+    elif started_at is not None:
         _started(connection, run_id, job_version_id, lot, now)
     return row
 
@@ -206,7 +211,14 @@ def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None
     One statement pins every input that has a current version; an input without one gets rule 1,
     one at a time in dataset order (it locks the dataset).
     """
-    for io in runs.pin_inputs_to_current(connection, run_id):
+    version_unpinned_inputs(connection, runs.pin_inputs_to_current(connection, run_id), now)
+
+
+def version_unpinned_inputs(
+    connection: Connection, unpinned: Sequence[runs.UnpinnedIo], now: datetime
+) -> None:
+    """Rule 1 for the inputs that pinning left unpinned (no current version), in dataset order."""
+    for io in unpinned:
         version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
             runs.pin_io(connection, RunIoRole.INPUT, io.id, version_id)

@@ -20,6 +20,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    null,
     select,
     true,
     tuple_,
@@ -145,11 +146,13 @@ def insert_run(
     transitions: Sequence[tuple[RunState, datetime]] = (),
     inputs: Sequence[tuple[uuid.UUID, str]] = (),
     outputs: Sequence[tuple[uuid.UUID, str]] = (),
-) -> StoredRun:
+    pin: bool = False,
+) -> tuple[StoredRun, list[UnpinnedIo]]:
     """The new run with its transitions (default: NEW, now), in the last one's state and started at
     the RUNNING one's time if there is one, and the (dataset id, lot) ``inputs`` and ``outputs`` it
-    declares (``add_io``); as inserted. One statement on PostgreSQL, whatever the number of
-    transitions, inputs and outputs."""
+    declares (``add_io``); as inserted. ``pin``: its inputs are pinned to their current versions as
+    well (``pin_inputs_to_current``), and those that have none are returned, ordered by dataset id and
+    lot. One statement on PostgreSQL, whatever the number of transitions, inputs and outputs."""
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
     started_at = next((at for s, at in transitions if s is RunState.RUNNING), None)
@@ -176,9 +179,11 @@ def insert_run(
             f"io_{role.value}": [{"dataset_id": str(d), "lot": lot} for d, lot in entries]
             for role, entries in ((RunIoRole.INPUT, inputs), (RunIoRole.OUTPUT, outputs))
         }
-        statement = _insert_run_recorded(len(transitions))
+        statement = _insert_run_recorded(len(transitions), pin)
         parameters = {**values, **numbered, **declared, "t_now": now}
-        return _stored_run(connection.execute(statement, parameters).one())
+        *stored, unpinned = connection.execute(statement, parameters).one()
+        left = [UnpinnedIo(io_id, uuid.UUID(dataset_id), lot) for io_id, dataset_id, lot in unpinned or ()]
+        return _stored_run(stored), sorted(left, key=lambda io: (io.dataset_id, io.lot))
     row = connection.execute(_INSERT_RUN, values).one()
     connection.execute(
         _INSERT_TRANSITION,
@@ -189,14 +194,15 @@ def insert_run(
     )
     add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
     add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
-    return _stored_run(row)
+    return _stored_run(row), pin_inputs_to_current(connection, run_id) if pin else []
 
 
 @functools.cache
-def _insert_run_recorded(transitions: int) -> Any:
-    """PostgreSQL: ``insert_run``'s run, its ``transitions``, inputs and outputs in one statement
-    (data-modifying ``WITH``s, the inputs and outputs as JSON documents: the foreign keys are checked
-    at its end); built once per number of transitions."""
+def _insert_run_recorded(transitions: int, pin: bool) -> Any:
+    """PostgreSQL: ``insert_run``'s run, its ``transitions``, inputs (pinned with ``pin``) and outputs
+    in one statement (data-modifying ``WITH``s, the inputs and outputs as JSON documents: the foreign
+    keys are checked at its end), with the inputs left unpinned as a JSON array; built once per
+    number of transitions and ``pin``."""
     inserted = insert(runs).values({c.name: bindparam(c.name, type_=c.type) for c in _RUN_COLUMNS})
     run = inserted.returning(*_STORED_RUN).cte("run")
     each = [
@@ -221,14 +227,23 @@ def _insert_run_recorded(transitions: int) -> Any:
             .render_derived(with_types=True)
         )
         at = bindparam("t_now", type_=table.c.recorded_at.type)
+        names = ["run_id", "dataset_id", "lot", "recorded_at"]
+        values = [run.c.id, rows.c.dataset_id, rows.c.lot, at]
+        if pin and role is RunIoRole.INPUT:
+            names.append("dataset_version_id")
+            values.append(_current_version_of(rows.c.dataset_id, rows.c.lot))
         # The one run row with each declared row (a join on true: not a forgotten condition).
-        pairs = select(run.c.id, rows.c.dataset_id, rows.c.lot, at).select_from(run.join(rows, true()))
+        pairs = select(*values).select_from(run.join(rows, true()))
         declared.append(
             ignoring_conflicts("postgresql", table, ("run_id", "dataset_id", "lot"))
-            .from_select(["run_id", "dataset_id", "lot", "recorded_at"], pairs)
+            .from_select(names, pairs)
+            .returning(table.c.id, table.c.dataset_id, table.c.lot, table.c.dataset_version_id)
             .cte(f"declared_{role.value.lower()}")
         )
-    return select(*run.c).add_cte(run, recorded, *declared)
+    read = declared[0]
+    left = func.json_agg(func.json_build_array(read.c.id, read.c.dataset_id, read.c.lot))
+    unpinned = select(left).where(read.c.dataset_version_id.is_(None)).scalar_subquery() if pin else null()
+    return select(*run.c, unpinned).add_cte(run, recorded, *declared)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -451,20 +466,24 @@ def _undeclared() -> Any:
 _UNDECLARED = _undeclared()
 
 
-def _pin_to_current() -> Any:
-    current = (
+def _current_version_of(dataset_id: Any, lot: Any) -> Any:
+    """The id of the (dataset, lot)'s current version (NULL if it has none), as a column."""
+    return (
         select(dataset_versions.c.id)
         .where(
-            dataset_versions.c.dataset_id == run_inputs.c.dataset_id,
-            dataset_versions.c.lot == run_inputs.c.lot,
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot == lot,
             dataset_versions.c.state == VersionState.CURRENT.value,
         )
         .scalar_subquery()
     )
+
+
+def _pin_to_current() -> Any:
     return (
         update(run_inputs)
         .where(run_inputs.c.run_id == bindparam("b_run"), run_inputs.c.dataset_version_id.is_(None))
-        .values(dataset_version_id=current)
+        .values(dataset_version_id=_current_version_of(run_inputs.c.dataset_id, run_inputs.c.lot))
         .returning(
             run_inputs.c.id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
         )
