@@ -170,3 +170,67 @@ def test_a_group_applied_set_wise_projects_what_event_by_event_does(
         (2, "", uuid.UUID(int=3), "failed"),
         (3, "", uuid.UUID(int=4), "current"),
     ]
+
+
+def _with_lots(dataset: str, side: str, *lots: str) -> dict[str, Any]:
+    """A dataset entry naming the lots it reads or writes (the ``subset`` facet lotline emits)."""
+    partitions = [{"identifier": lot, "dimensions": {"lot": lot}} for lot in lots]
+    condition = {"type": "partition", "partitions": partitions}
+    subset = {"_producer": "p", "_schemaURL": "s", f"{side}Condition": condition}
+    return {"namespace": NS, "name": dataset, f"{side}Facets": {"subset": subset}}
+
+
+def _lots_journal(*, bad: bool) -> list[dict[str, Any]]:
+    """Output versions minted inside one group: two lots of one dataset written by one COMPLETE,
+    the same lot written twice (the first version superseded within the group), a run reading a
+    version written in the group, a failed version that supersedes nothing, several datasets
+    written by one event, and (``bad``) a bad event in the middle."""
+    e, f, g, h, thief = (str(uuid.UUID(int=i)) for i in range(11, 16))
+    e_done = run_event(NS, "lotter", e, "COMPLETE", second=2)
+    e_done["outputs"] = [_with_lots("parts", "output", "b", "a")]
+    f_done = run_event(NS, "lotter", f, "COMPLETE", second=3)  # an unknown run: created and ended
+    f_done["outputs"] = [_with_lots("parts", "output", "a")]
+    g_start = run_event(NS, "reader", g, "START", second=4)
+    g_start["inputs"] = [_with_lots("parts", "input", "a", "b")]
+    g_failed = run_event(NS, "lotter", g, "FAIL", second=5)
+    g_failed["job"]["name"] = "reader"
+    g_failed["outputs"] = [_with_lots("parts", "output", "b")]
+    h_done = run_event(NS, "lotter", h, "COMPLETE", second=6, outputs=("zeta", "alpha"))
+    h_done["outputs"].append(_with_lots("parts", "output", "b"))
+    stolen = run_event(NS, "other", e, "COMPLETE", second=5, outputs=("parts",))
+    return [
+        run_event(NS, "lotter", e, "START", second=1, inputs=("raw",)),
+        e_done,
+        f_done,
+        g_start,
+        *([stolen] if bad else []),  # a run reported under another job: refused, the group goes on
+        g_failed,
+        h_done,
+        run_event(NS, "lotter", thief, "START", second=7, inputs=("parts", "alpha")),
+    ]
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["all-good", "bad-in-the-middle"])
+def test_output_versions_minted_within_a_group_are_those_minted_event_by_event(
+    backend_url: str, new_database: Callable[[str], str], bad: bool
+) -> None:
+    backend = "postgresql" if backend_url.startswith("postgresql") else "sqlite"
+    one_by_one = _project(backend_url, 1, _lots_journal(bad=bad))
+    grouped = _project(new_database(backend), 500, _lots_journal(bad=bad))
+
+    assert grouped == one_by_one
+    errors = [e for _i, _pending, e in one_by_one["journal"] if e is not None]
+    assert len(errors) == bad
+    parts = sorted(v[2:6] for v in one_by_one["versions"] if v[1] == f"{NS}:parts")
+    e, f, g, h = (uuid.UUID(int=i) for i in range(11, 15))
+    assert parts == [
+        (1, "a", e, "superseded"),
+        (2, "b", e, "superseded"),
+        (3, "a", f, "current"),
+        (4, "b", g, "failed"),
+        (5, "b", h, "current"),
+        (6, "", None, "current"),  # read at the whole dataset's lot, which no run wrote (rule 1)
+    ]
+    read = sorted((r[2], r[3]) for r in one_by_one["inputs"] if r[0] == g)
+    versions_of = {(v[3], v[4]): v[0] for v in one_by_one["versions"]}
+    assert read == sorted([("a", versions_of["a", f]), ("b", versions_of["b", e])])

@@ -21,12 +21,11 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.failures import Failure
 from lotline.domain.manifests import Manifest, ManifestDraft
-from lotline.domain.model import RunIoRole
 from lotline.domain.runs import RunAction, RunState
 from lotline.services import facets
 from lotline.services.emission import EmissionService
 from lotline.services.manifests import ManifestService
-from lotline.services.recording import apply_transition, pin_inputs
+from lotline.services.recording import apply_transition, version_unpinned_inputs
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as manifest_rows
 from lotline.store.queries import runs
@@ -88,7 +87,8 @@ class ChildWork:
                 raise _lost(claim, part)
             now = utcnow()
             child_id = uuid.uuid4()
-            runs.insert_run(
+            read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
+            _child, unpinned = runs.insert_run(
                 connection,
                 run_id=child_id,
                 job_id=claim.job_id,
@@ -104,11 +104,10 @@ class ChildWork:
                 },
                 now=now,
                 transitions=[(RunState.NEW, now), (RunState.RUNNING, now)],
+                inputs=sorted({(dataset_id, lot) for dataset_id, lot, _ in read}),
+                pin=True,
             )
-            read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
-            entries = sorted({(dataset_id, lot) for dataset_id, lot, _ in read})
-            runs.add_io(connection, RunIoRole.INPUT, child_id, entries, now)
-            pin_inputs(connection, child_id, now)
+            version_unpinned_inputs(connection, unpinned, now)
         self._emission.part_started(claim, child_id, part)
         return child_id
 

@@ -16,10 +16,10 @@ reason and skipped, and never holds up the events after it. Both passes give the
 (tests/contract/test_projection_groups.py).
 
 Within a group, ids of namespaces, datasets and jobs are cached, a run the group created is not
-read back, a dataset's version basis is read once unless the group writes the dataset, and
-metadata that an earlier event of the group already wrote is not written again. Every cache
-lives in one transaction (``_Group``) and is emptied when a savepoint rolls back; versioning is
-``services/recording.py``.
+read back, nor are the datasets it declared (for its job version), a dataset's version basis is
+read once unless the group writes the dataset, and metadata that an earlier event of the group
+already wrote is not written again. Every cache lives in one transaction (``_Group``) and is
+emptied when a savepoint rolls back; versioning is ``services/recording.py``.
 """
 
 from __future__ import annotations
@@ -315,6 +315,9 @@ class _Group:
     unclaimed: set[uuid.UUID] = field(default_factory=set)
     #: Dataset id -> what a new version of it is made of (``datasets.version_basis``).
     bases: dict[uuid.UUID, VersionBasis] = field(default_factory=dict)
+    #: Run id -> the datasets it has declared reading and writing, for runs this group created
+    #: (no other transaction sees them) while only this group's events declared their I/O.
+    run_io: dict[uuid.UUID, tuple[set[uuid.UUID], set[uuid.UUID]]] = field(default_factory=dict)
 
     def apply(self, found: Iterable[events.PendingEvent], seconds: float) -> Drained:
         started = time.monotonic()
@@ -391,6 +394,13 @@ class _Group:
     def may_be_claimed(self, run_id: uuid.UUID) -> bool:
         return run_id not in self.unclaimed
 
+    def io_dataset_ids(self, run_id: uuid.UUID) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+        """``runs.run_io_dataset_ids``: as this group tracked them for a run it created, else read."""
+        tracked = self.run_io.get(run_id)
+        if tracked is None:
+            return runs.run_io_dataset_ids(self.connection, run_id)
+        return sorted(tracked[0]), sorted(tracked[1])
+
     def version_basis(self, connection: Connection, dataset_id: uuid.UUID) -> VersionBasis:
         """``datasets.version_basis``, read once per group unless the group writes the dataset."""
         found = self.bases.get(dataset_id)
@@ -437,6 +447,7 @@ class _Group:
         self.runs.clear()
         self.unclaimed.clear()
         self.bases.clear()
+        self.run_io.clear()
 
     # -- catalog entries, each written at most once per group unless it changes ---------------
     def namespace(self, name: str) -> uuid.UUID:
@@ -619,19 +630,27 @@ def _run_event(
     state = run.state
     if state.is_terminal:
         return  # a late event never reopens a finished run
-    if not created:
+    tracked = group.run_io.get(run.id)
+    if created:
+        group.run_io[run.id] = (set(inputs), set(outputs))
+    else:
         record_run_io(connection, run, RunIoRole.INPUT, _entries(event.inputs, inputs, run.lot), now)
         record_run_io(connection, run, RunIoRole.OUTPUT, _entries(event.outputs, outputs, run.lot), now)
+        if tracked is not None:
+            tracked[0].update(inputs)
+            tracked[1].update(outputs)
     _version_input_facets(connection, run.id, event.inputs, inputs)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
-        all_inputs, all_outputs = runs.run_io_dataset_ids(connection, run.id)
+        all_inputs, all_outputs = group.io_dataset_ids(run.id)
         version = group.set_job_version(job, ol_job, all_inputs, all_outputs)
         new_version = version if version != run.job_version_id else None
     # The locked row, as long as it says what the run's state is.
     fresh: StoredRun | None = run
     for action in actions:
         if plan_transition(state, action).changes:  # skip the repeats: they would change nothing
+            if action is RunAction.START:
+                group.run_io.pop(run.id, None)  # starting declares its job version's I/O too
             state = apply_transition(
                 connection,
                 run.id,
@@ -730,7 +749,7 @@ def _stream_version(group: _Group, ol_job: OlJob, job: _JobState, run: StoredRun
     what the run has reported so far while it runs, as Marquez does. A repeat adds no version (the
     id is derived from the content); a new input or output does. Dataset versions still wait for
     the run's outcome (SPEC §3)."""
-    all_inputs, all_outputs = runs.run_io_dataset_ids(group.connection, run.id)
+    all_inputs, all_outputs = group.io_dataset_ids(run.id)
     version = group.set_job_version(job, ol_job, all_inputs, all_outputs)
     if version != run.job_version_id:
         runs.set_job_version(group.connection, run.id, version, group.now)

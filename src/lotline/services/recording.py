@@ -116,7 +116,9 @@ def create_run(
     if started_at is not None:
         plan = plan_transition(RunState.NEW, RunAction.START)
         transitions.append((plan.target, started_at))
-    row = runs.insert_run(
+    # With no job version, starting declares nothing more: the inputs are pinned by the insert.
+    pin = started_at is not None and job_version_id is None
+    row, unpinned = runs.insert_run(
         connection,
         run_id=run_id,
         job_id=job_id,
@@ -129,10 +131,13 @@ def create_run(
         facets=facets or {},
         now=now,
         transitions=transitions,
+        inputs=inputs,
+        outputs=outputs,
+        pin=pin,
     )
-    runs.add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
-    runs.add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
-    if started_at is not None:
+    if pin:
+        version_unpinned_inputs(connection, unpinned, now)
+    elif started_at is not None:
         _started(connection, run_id, job_version_id, lot, now)
     return row
 
@@ -206,7 +211,14 @@ def pin_inputs(connection: Connection, run_id: uuid.UUID, now: datetime) -> None
     One statement pins every input that has a current version; an input without one gets rule 1,
     one at a time in dataset order (it locks the dataset).
     """
-    for io in runs.pin_inputs_to_current(connection, run_id):
+    version_unpinned_inputs(connection, runs.pin_inputs_to_current(connection, run_id), now)
+
+
+def version_unpinned_inputs(
+    connection: Connection, unpinned: Sequence[runs.UnpinnedIo], now: datetime
+) -> None:
+    """Rule 1 for the inputs that pinning left unpinned (no current version), in dataset order."""
+    for io in unpinned:
         version_id = _create_input_version(connection, io.dataset_id, io.lot, now)
         if version_id is not None:
             runs.pin_io(connection, RunIoRole.INPUT, io.id, version_id)
@@ -250,11 +262,10 @@ def mint_outputs(
 ) -> None:
     """Rules 3, 4 and 7: one new version per output, numbered after the latest, current only on success."""
     state = output_version_state(outcome)
-    for io in runs.unversioned_io(connection, RunIoRole.OUTPUT, run_id):
-        # The number takes the dataset row's lock, which every writer of the dataset queues for until
-        # this transaction commits: take it as late as possible. Superseding needs it (it serializes
-        # two runs making the same lot current).
-        number = datasets.next_version_number(connection, io.dataset_id)
+    # The numbers take the datasets' counter locks, which every writer of a dataset queues for until
+    # this transaction commits: taken as late as possible. Superseding needs them (they serialize
+    # two runs making the same lot current).
+    for io, number in versions.number_unversioned_outputs(connection, run_id):
         if state is VersionState.CURRENT:
             versions.supersede_current(connection, io.dataset_id, io.lot)
         ref, fields, facets = version_basis(connection, io.dataset_id)

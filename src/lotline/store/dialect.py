@@ -42,12 +42,13 @@ def insert_ignoring_conflicts(
     """``INSERT … ON CONFLICT (keys) DO NOTHING`` in the connection's dialect."""
     if not rows:
         return
-    connection.execute(_ignoring(connection.dialect.name, table, tuple(keys)), list(rows))
+    connection.execute(ignoring_conflicts(connection.dialect.name, table, tuple(keys)), list(rows))
 
 
 @functools.cache
-def _ignoring(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
-    """Built once per table: the statement runs for every event."""
+def ignoring_conflicts(dialect_name: str, table: Table, keys: tuple[str, ...]) -> Any:
+    """The dialect's ``INSERT … ON CONFLICT (keys) DO NOTHING``, built once per table: the statement
+    runs for every event (its rows may also come from a ``SELECT``)."""
     return _insert(dialect_name, table).on_conflict_do_nothing(index_elements=list(keys))
 
 

@@ -8,10 +8,24 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, bindparam, func, literal, or_, select, union_all, update
+from sqlalchemy import (
+    Connection,
+    Row,
+    Select,
+    String,
+    Uuid,
+    bindparam,
+    column,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+    update,
+)
 
 from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
-from lotline.store.dialect import insert_ignoring_conflicts, upsert_insert, upsert_returning
+from lotline.store.dialect import insert_ignoring_conflicts, per_dialect, upsert_insert, upsert_returning
 from lotline.store.schema import (
     datasets,
     job_tags,
@@ -22,7 +36,7 @@ from lotline.store.schema import (
     namespaces,
     tags,
 )
-from lotline.store.types import json_or_empty
+from lotline.store.types import JsonDocument, json_or_empty
 
 INPUT = RunIoRole.INPUT.value
 OUTPUT = RunIoRole.OUTPUT.value
@@ -174,7 +188,22 @@ def set_current_version(
     outputs: Sequence[uuid.UUID],
     now: datetime,
 ) -> None:
-    """Record the job version (once: its id is derived from its content) and make it current."""
+    """Record the job version (once: its id is derived from its content) and make it current; one
+    statement on PostgreSQL (data-modifying ``WITH``s, the inputs and outputs as one JSON document)."""
+    if connection.dialect.name == "postgresql":
+        io_rows = [{"dataset_id": str(d), "role": INPUT} for d in inputs]
+        io_rows += [{"dataset_id": str(d), "role": OUTPUT} for d in outputs]
+        connection.execute(
+            _set_current_version(connection),
+            {
+                "v_id": version_id,
+                "v_job_id": job_id,
+                "v_location": location,
+                "v_created_at": now,
+                "v_io": io_rows,
+            },
+        )
+        return
     insert_ignoring_conflicts(
         connection,
         job_versions,
@@ -185,6 +214,37 @@ def set_current_version(
     io += [{"job_version_id": version_id, "dataset_id": d, "role": OUTPUT} for d in outputs]
     insert_ignoring_conflicts(connection, job_version_io, io, ["job_version_id", "dataset_id", "role"])
     connection.execute(_UPDATE_JOB, {"b_id": job_id, "current_version_id": version_id})
+
+
+@per_dialect
+def _set_current_version(connection: Connection) -> Any:
+    """PostgreSQL: ``set_current_version`` in one statement (the foreign keys are checked at its end)."""
+    version = (
+        upsert_insert(connection, job_versions)
+        .values({c.name: bindparam(f"v_{c.name}", type_=c.type) for c in job_versions.c})
+        .on_conflict_do_nothing(index_elements=["id"])
+        .cte("version")
+    )
+    rows = (
+        func.jsonb_to_recordset(bindparam("v_io", type_=JsonDocument))
+        .table_valued(column("dataset_id", Uuid), column("role", String))
+        .render_derived(with_types=True)
+    )
+    io = (
+        upsert_insert(connection, job_version_io)
+        .from_select(
+            ["job_version_id", "dataset_id", "role"],
+            select(bindparam("v_id", type_=Uuid), rows.c.dataset_id, rows.c.role),
+        )
+        .on_conflict_do_nothing(index_elements=["job_version_id", "dataset_id", "role"])
+        .cte("io")
+    )
+    return (
+        update(jobs)
+        .where(jobs.c.id == bindparam("v_job_id"))
+        .values(current_version_id=bindparam("v_id"))
+        .add_cte(version, io)
+    )
 
 
 _STORED_JOB = (

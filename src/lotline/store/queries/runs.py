@@ -12,12 +12,17 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Row,
+    String,
+    Uuid,
     bindparam,
+    column,
     exists,
     func,
     insert,
     literal,
+    null,
     select,
+    true,
     tuple_,
     union_all,
     update,
@@ -26,7 +31,13 @@ from sqlalchemy import (
 from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTransition
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import in_values, insert_ignoring_conflicts, locks_rows, per_dialect
+from lotline.store.dialect import (
+    ignoring_conflicts,
+    in_values,
+    insert_ignoring_conflicts,
+    locks_rows,
+    per_dialect,
+)
 from lotline.store.schema import (
     dataset_versions,
     datasets,
@@ -38,7 +49,7 @@ from lotline.store.schema import (
     run_transitions,
     runs,
 )
-from lotline.store.types import json_or_empty
+from lotline.store.types import JsonDocument, json_or_empty
 
 #: The only place that knows which table holds which side of a run.
 _IO_TABLES = {RunIoRole.INPUT: run_inputs, RunIoRole.OUTPUT: run_outputs}
@@ -133,10 +144,15 @@ def insert_run(
     facets: JsonObject,
     now: datetime,
     transitions: Sequence[tuple[RunState, datetime]] = (),
-) -> StoredRun:
+    inputs: Sequence[tuple[uuid.UUID, str]] = (),
+    outputs: Sequence[tuple[uuid.UUID, str]] = (),
+    pin: bool = False,
+) -> tuple[StoredRun, list[UnpinnedIo]]:
     """The new run with its transitions (default: NEW, now), in the last one's state and started at
-    the RUNNING one's time if there is one; as inserted. Two statements whatever the number
-    of transitions."""
+    the RUNNING one's time if there is one, and the (dataset id, lot) ``inputs`` and ``outputs`` it
+    declares (``add_io``); as inserted. ``pin``: its inputs are pinned to their current versions as
+    well (``pin_inputs_to_current``), and those that have none are returned, ordered by dataset id and
+    lot. One statement on PostgreSQL, whatever the number of transitions, inputs and outputs."""
     transitions = transitions or [(RunState.NEW, now)]
     state = transitions[-1][0]
     started_at = next((at for s, at in transitions if s is RunState.RUNNING), None)
@@ -159,8 +175,15 @@ def insert_run(
         # One round trip: the transitions are inserted from what the run's insert returned.
         numbered: dict[str, object] = {f"t_state_{i}": s.value for i, (s, _) in enumerate(transitions)}
         numbered.update({f"t_at_{i}": at for i, (_, at) in enumerate(transitions)})
-        statement = _insert_run_recorded(len(transitions))
-        return _stored_run(connection.execute(statement, {**values, **numbered, "t_now": now}).one())
+        declared = {
+            f"io_{role.value}": [{"dataset_id": str(d), "lot": lot} for d, lot in entries]
+            for role, entries in ((RunIoRole.INPUT, inputs), (RunIoRole.OUTPUT, outputs))
+        }
+        statement = _insert_run_recorded(len(transitions), pin)
+        parameters = {**values, **numbered, **declared, "t_now": now}
+        *stored, unpinned = connection.execute(statement, parameters).one()
+        left = [UnpinnedIo(io_id, uuid.UUID(dataset_id), lot) for io_id, dataset_id, lot in unpinned or ()]
+        return _stored_run(stored), sorted(left, key=lambda io: (io.dataset_id, io.lot))
     row = connection.execute(_INSERT_RUN, values).one()
     connection.execute(
         _INSERT_TRANSITION,
@@ -169,13 +192,17 @@ def insert_run(
             for s, at in transitions
         ],
     )
-    return _stored_run(row)
+    add_io(connection, RunIoRole.INPUT, run_id, inputs, now)
+    add_io(connection, RunIoRole.OUTPUT, run_id, outputs, now)
+    return _stored_run(row), pin_inputs_to_current(connection, run_id) if pin else []
 
 
 @functools.cache
-def _insert_run_recorded(transitions: int) -> Any:
-    """PostgreSQL: ``insert_run``'s run and its ``transitions`` in one statement (data-modifying
-    ``WITH``s); built once per number of transitions."""
+def _insert_run_recorded(transitions: int, pin: bool) -> Any:
+    """PostgreSQL: ``insert_run``'s run, its ``transitions``, inputs (pinned with ``pin``) and outputs
+    in one statement (data-modifying ``WITH``s, the inputs and outputs as JSON documents: the foreign
+    keys are checked at its end), with the inputs left unpinned as a JSON array; built once per
+    number of transitions and ``pin``."""
     inserted = insert(runs).values({c.name: bindparam(c.name, type_=c.type) for c in _RUN_COLUMNS})
     run = inserted.returning(*_STORED_RUN).cte("run")
     each = [
@@ -192,7 +219,31 @@ def _insert_run_recorded(transitions: int) -> Any:
         .from_select(["run_id", "state", "transitioned_at", "recorded_at"], union_all(*each))
         .cte("recorded")
     )
-    return select(*run.c).add_cte(run, recorded)
+    declared = []
+    for role, table in _IO_TABLES.items():
+        rows = (
+            func.jsonb_to_recordset(bindparam(f"io_{role.value}", type_=JsonDocument))
+            .table_valued(column("dataset_id", Uuid), column("lot", String))
+            .render_derived(with_types=True)
+        )
+        at = bindparam("t_now", type_=table.c.recorded_at.type)
+        names = ["run_id", "dataset_id", "lot", "recorded_at"]
+        values = [run.c.id, rows.c.dataset_id, rows.c.lot, at]
+        if pin and role is RunIoRole.INPUT:
+            names.append("dataset_version_id")
+            values.append(_current_version_of(rows.c.dataset_id, rows.c.lot))
+        # The one run row with each declared row (a join on true: not a forgotten condition).
+        pairs = select(*values).select_from(run.join(rows, true()))
+        declared.append(
+            ignoring_conflicts("postgresql", table, ("run_id", "dataset_id", "lot"))
+            .from_select(names, pairs)
+            .returning(table.c.id, table.c.dataset_id, table.c.lot, table.c.dataset_version_id)
+            .cte(f"declared_{role.value.lower()}")
+        )
+    read = declared[0]
+    left = func.json_agg(func.json_build_array(read.c.id, read.c.dataset_id, read.c.lot))
+    unpinned = select(left).where(read.c.dataset_version_id.is_(None)).scalar_subquery() if pin else null()
+    return select(*run.c, unpinned).add_cte(run, recorded, *declared)
 
 
 def run_exists(connection: Connection, run_id: uuid.UUID) -> bool:
@@ -377,19 +428,18 @@ def undeclared_version_io(
     return [(dataset_id, RunIoRole(role)) for dataset_id, role in rows]
 
 
-_UNVERSIONED_IO = {
-    role: select(table.c.id, table.c.dataset_id, table.c.lot)
-    .where(table.c.run_id == bindparam("b_run_id"), table.c.dataset_version_id.is_(None))
-    .order_by(table.c.dataset_id, table.c.lot)
-    for role, table in _IO_TABLES.items()
-}
+_UNVERSIONED_OUTPUTS = (
+    select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot)
+    .where(run_outputs.c.run_id == bindparam("b_run_id"), run_outputs.c.dataset_version_id.is_(None))
+    .order_by(run_outputs.c.dataset_id, run_outputs.c.lot)
+)
 _PIN_IO = {role: update(table).where(table.c.id == bindparam("b_id")) for role, table in _IO_TABLES.items()}
 
 
-def unversioned_io(connection: Connection, role: RunIoRole, run_id: uuid.UUID) -> list[UnpinnedIo]:
-    """Declared inputs or outputs of a run not yet tied to a version, ordered by dataset id so that
+def unversioned_outputs(connection: Connection, run_id: uuid.UUID) -> list[UnpinnedIo]:
+    """Declared outputs of a run not yet tied to a version, ordered by dataset id and lot, so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
-    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_IO[role], {"b_run_id": run_id})]
+    return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_OUTPUTS, {"b_run_id": run_id})]
 
 
 def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
@@ -416,20 +466,24 @@ def _undeclared() -> Any:
 _UNDECLARED = _undeclared()
 
 
-def _pin_to_current() -> Any:
-    current = (
+def _current_version_of(dataset_id: Any, lot: Any) -> Any:
+    """The id of the (dataset, lot)'s current version (NULL if it has none), as a column."""
+    return (
         select(dataset_versions.c.id)
         .where(
-            dataset_versions.c.dataset_id == run_inputs.c.dataset_id,
-            dataset_versions.c.lot == run_inputs.c.lot,
+            dataset_versions.c.dataset_id == dataset_id,
+            dataset_versions.c.lot == lot,
             dataset_versions.c.state == VersionState.CURRENT.value,
         )
         .scalar_subquery()
     )
+
+
+def _pin_to_current() -> Any:
     return (
         update(run_inputs)
         .where(run_inputs.c.run_id == bindparam("b_run"), run_inputs.c.dataset_version_id.is_(None))
-        .values(dataset_version_id=current)
+        .values(dataset_version_id=_current_version_of(run_inputs.c.dataset_id, run_inputs.c.lot))
         .returning(
             run_inputs.c.id, run_inputs.c.dataset_id, run_inputs.c.lot, run_inputs.c.dataset_version_id
         )

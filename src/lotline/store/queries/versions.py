@@ -11,8 +11,10 @@ from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page, RunIoRole
 from lotline.domain.versions import UNPARTITIONED, VersionState
-from lotline.store.dialect import in_values
+from lotline.store.dialect import in_values, per_dialect, upsert_insert
+from lotline.store.queries import datasets as dataset_queries
 from lotline.store.queries import runs
+from lotline.store.schema import dataset_version_counters as counters
 from lotline.store.schema import dataset_versions, datasets, namespaces, run_outputs
 from lotline.store.types import json_or_empty
 
@@ -71,6 +73,58 @@ def insert_version(
     else:
         connection.execute(_INSERT_VERSION, values)
         runs.pin_io(connection, RunIoRole.OUTPUT, output_io_id, version_id)
+
+
+def number_unversioned_outputs(
+    connection: Connection, run_id: uuid.UUID
+) -> list[tuple[runs.UnpinnedIo, int]]:
+    """The run's outputs not yet tied to a version, ordered by dataset id and lot, each with the
+    number of its new version: each dataset's counter is raised by its number of such outputs, in
+    dataset order, so that concurrent runs lock datasets in one order (no deadlocks); a counter's row
+    stays locked until commit. PostgreSQL: one statement (the counters raised once per dataset)."""
+    if connection.dialect.name != "postgresql":
+        return [
+            (io, dataset_queries.next_version_number(connection, io.dataset_id))
+            for io in runs.unversioned_outputs(connection, run_id)
+        ]
+    rows = connection.execute(_numbered_outputs(connection), {"b_run_id": run_id}).all()
+    taken: dict[uuid.UUID, int] = {}
+    numbered: list[tuple[runs.UnpinnedIo, int]] = []
+    for io_id, dataset_id, lot, last, count in rows:
+        # A dataset's outputs, in lot order, take the numbers up to its raised counter.
+        before = taken[dataset_id] = taken.get(dataset_id, 0) + 1
+        numbered.append((runs.UnpinnedIo(io_id, dataset_id, lot), last - count + before))
+    return numbered
+
+
+@per_dialect
+def _numbered_outputs(connection: Connection) -> Any:
+    """PostgreSQL's ``number_unversioned_outputs``: the unversioned outputs, the counters raised by
+    their number per dataset (a data-modifying ``WITH``), each output with its dataset's new counter."""
+    io = (
+        select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot)
+        .where(run_outputs.c.run_id == bindparam("b_run_id"), run_outputs.c.dataset_version_id.is_(None))
+        .cte("io")
+    )
+    per_dataset = (
+        select(io.c.dataset_id, func.count().label("n")).group_by(io.c.dataset_id).order_by(io.c.dataset_id)
+    )
+    columns = ["dataset_id", "last_version_number"]
+    raised = upsert_insert(connection, counters).from_select(columns, per_dataset)
+    by = raised.excluded.last_version_number
+    counted = (
+        raised.on_conflict_do_update(
+            index_elements=["dataset_id"], set_={"last_version_number": counters.c.last_version_number + by}
+        )
+        .returning(counters.c.dataset_id, counters.c.last_version_number)
+        .cte("counted")
+    )
+    count = func.count().over(partition_by=io.c.dataset_id)
+    return (
+        select(io.c.id, io.c.dataset_id, io.c.lot, counted.c.last_version_number, count)
+        .join(counted, counted.c.dataset_id == io.c.dataset_id)
+        .order_by(io.c.dataset_id, io.c.lot)
+    )
 
 
 def _insert_pinned_output() -> Any:
