@@ -70,8 +70,9 @@ class Store:
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
-        """One transaction that may write; on SQLite it holds the write lock from its first statement."""
-        with errors.lost_transaction(), self.engine.connect() as connection:
+        """One transaction that may write; on SQLite it holds the write lock from its first statement
+        (taken in turn with the other writers of the file: ``drivers._writers_turn``)."""
+        with self._driver.writers_turn(), errors.lost_transaction(), self.engine.connect() as connection:
             connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 yield connection
