@@ -37,7 +37,6 @@ from lotline.services import facets
 from lotline.services.config import Settings
 from lotline.services.facets import Facet
 from lotline.services.openlineage import OpenLineageService, journal_entry
-from lotline.store.engine import Store
 from lotline.store.queries.events import JournalEntry
 from lotline.store.types import utcnow
 
@@ -99,11 +98,9 @@ class LotEnd:
 
 
 class EmissionService:
-    def __init__(
-        self, store: Store, openlineage: OpenLineageService, consumer: Consumer | None = None
-    ) -> None:
-        self._store, self._openlineage, self.consumer = store, openlineage, consumer
-        #: START events of lots' runs not ended yet, journaled with their end (``_end``).
+    def __init__(self, openlineage: OpenLineageService, consumer: Consumer | None = None) -> None:
+        self._openlineage, self.consumer = openlineage, consumer
+        #: START events of lots' runs not ended yet, journaled with their end (``_ending``).
         self._starts: dict[uuid.UUID, RunEvent] = {}
         self._starts_lock = threading.Lock()
 
