@@ -58,6 +58,10 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
 
         # parse's check warns on server errors: the lots are published, the result is their versions'.
         assert "published with a warning: job parse: check status < 500 warned on " in done.stdout
+        # Its last table counts the lots as the start page does: parse's day is 288 lots, some empty.
+        [parse_row] = [line.split() for line in done.stdout.splitlines() if line.startswith("parse ")]
+        complete, empty, *others, warned = [int(cell) for cell in parse_row[1:]]
+        assert complete + empty == 288 and empty > 0 and others == [0] * 5 and 0 < warned <= complete
         [version] = lineage.versions.list_versions(
             NS, "hits", broken_raw, states=[VersionState.CURRENT]
         ).items

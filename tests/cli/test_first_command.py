@@ -4,10 +4,13 @@ its sources, commands that only read create no database, and a URL lotline canno
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+import typer
 
+from lotline.cli.main import app
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
@@ -120,3 +123,16 @@ def test_an_unreachable_database_names_its_url(tmp_path: Path) -> None:
         lotline("status", cwd=tmp_path, db_url=url),
         "postgresql+psycopg://postgres:***@127.0.0.1:5432/lotline_no_such_database",
     )
+
+
+def test_the_command_list_keeps_every_word_of_each_command_s_help_at_80_columns(tmp_path: Path) -> None:
+    """A docstring of several lines is one paragraph: in rich's default markup mode each line was
+    cut at the terminal's width on its own, and `lotline --help` lost the middle of most help texts."""
+    done = lotline("--help", cwd=tmp_path, settings={"COLUMNS": "80", "TERM": "dumb"})
+    assert done.returncode == 0, done.stderr
+    shown = " ".join(re.sub(r"[│╭╮╰╯─]", " ", done.stdout).split())
+    group = typer.main.get_command(app)
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        first_paragraph = (command.help or "").split("\n\n")[0]
+        words = " ".join(first_paragraph.replace("`", "").split())
+        assert f"{name} {words}" in shown, name

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from lotline.domain.manifests import ManifestDraft
 from support.lots import LotWorld
 from support.processes import lotline
 
@@ -17,6 +18,8 @@ def hour(n: int) -> str:
 
 
 RANGE = ["--from", "2023-01-01", "--to", "2023-01-01T04:00:00Z"]
+#: With hour 4, which the first test publishes empty.
+RANGE_5 = ["--from", "2023-01-01", "--to", "2023-01-01T05:00:00Z"]
 
 
 def _lotline(backend_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -36,14 +39,24 @@ def hours(world: LotWorld) -> LotWorld:
     return world
 
 
+def _complete_empty(world: LotWorld, job: str, dataset: str, lot: str) -> None:
+    claim = world.claim(job, lot)
+    assert claim is not None
+    location = world.lineage.storage.attempt_uri(world.ns, dataset, lot, claim.attempt)
+    world.lots.complete(claim, manifest=ManifestDraft(location, (), row_count=0))
+
+
 def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path: Path) -> None:
-    result = _lotline(backend_url, tmp_path, "gaps", "-n", hours.ns, "--job", "clean", *RANGE)
+    """The counts are the web UI's: its states and order, an empty lot apart from complete ones."""
+    _complete_empty(hours, "land", "raw", hour(4))
+    _complete_empty(hours, "clean", "cleaned", hour(4))
+    result = _lotline(backend_url, tmp_path, "gaps", "-n", hours.ns, "--job", "clean", *RANGE_5)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("cleaned (job clean): 4 PT1H lots, 2023-01-01T00:00:00+00:00 .. ")
+    assert lines[0] == "cleaned (job clean): 5 PT1H lots, 2023-01-01 00:00:00 .. 2023-01-01 05:00:00 UTC"
     assert lines[1].split() == [
-        *("complete", "1", "running", "0", "failed", "1"),
-        *("missing", "1", "held", "0", "blocked", "1"),
+        *("complete", "1", "empty", "1", "running", "0", "failed", "1"),
+        *("blocked", "1", "missing", "1", "held", "0"),
     ]
     assert [line.split() for line in lines[3:]] == [
         ["STATE", "FROM", "TO", "COUNT", "WAITING", "ON", "/", "REASON"],
@@ -52,10 +65,17 @@ def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path
         ["blocked", hour(3), hour(3), "1", "raw", f"{hour(3)}..{hour(3)}", "(missing)"],
     ]
     as_json = _lotline(
-        backend_url, tmp_path, "gaps", "-n", hours.ns, "--dataset", "cleaned", "--json", *RANGE
+        backend_url, tmp_path, "gaps", "-n", hours.ns, "--dataset", "cleaned", "--json", *RANGE_5
     )
     document = json.loads(as_json.stdout)
-    assert (document["totalLots"], document["totalRuns"], document["counts"]["blocked"]) == (4, 3, 1)
+    assert (document["totalLots"], document["totalRuns"], document["counts"]["blocked"]) == (5, 3, 1)
+    # ``counts`` are the report's (an empty lot is complete), ``lots`` as the pages count them.
+    assert (document["counts"]["complete"], document["lots"]["complete"], document["lots"]["empty"]) == (
+        2,
+        1,
+        1,
+    )
+    assert document["publishedWithWarnings"] == 0
     failed = document["runs"][0]
     assert (failed["state"], failed["attempt"], failed["reason"]) == ("failed", 1, "ValueError: bad row")
 

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from lotline.cli.run import print_summary, run_with_progress
 from lotline.domain.errors import InvalidInput
+from lotline.domain.grid import HEALTH_ORDER
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
 from lotline.lots.storage import Storage
@@ -228,13 +229,18 @@ def _show_report(
 
 
 def _show_status(console: Console, lineage: Lineage, pipeline: Pipeline) -> None:
-    table = Table(title="lots by job and state (lotline status)")
-    for column in ("job", "READY", "ERROR", "other"):
-        table.add_column(column, justify="left" if column == "job" else "right")
-    for job in pipeline.ordered_jobs():
-        counts = lineage.lots.counts(pipeline.namespace, job.name)
-        ready = sum(n for s, n in counts.items() if s.value == "READY")
-        error = sum(n for s, n in counts.items() if s.value == "ERROR")
-        other = sum(counts.values()) - ready - error
-        table.add_row(job.name, str(ready), str(error), str(other))
+    """The lots of every job as the start page counts them (``lotline serve``): its words, totals."""
+    table = Table(
+        title="lots by job, as the start page shows them (lotline gaps)",
+        caption="warned: published with warnings (a warn check did not hold)",
+        box=None,
+        padding=(0, 1, 0, 0),
+    )
+    table.add_column("job", no_wrap=True)
+    for state in HEALTH_ORDER:
+        table.add_column(state.value, justify="right")
+    table.add_column("warned", justify="right")
+    for health in lineage.gaps.namespace_health(pipeline.namespace, now=datetime.now(UTC)):
+        counts = [str(health.totals.get(state, 0)) for state in HEALTH_ORDER]
+        table.add_row(health.job or health.dataset, *counts, str(health.warned))
     console.print(table)

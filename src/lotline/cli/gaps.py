@@ -10,7 +10,8 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.cli.lots import table
-from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json, report_json
+from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json
+from lotline.domain.grid import HEALTH_ORDER, Health, counted_json
 
 From = Annotated[str, typer.Option("--from", help="Start: an RFC 3339 instant or a date (midnight UTC).")]
 To = Annotated[str, typer.Option("--to", help="End, exclusive: an RFC 3339 instant or a date.")]
@@ -34,13 +35,19 @@ def _runs(runs: list[LotRun]) -> str:
     return table(["STATE", "FROM", "TO", "COUNT", "WAITING ON / REASON"], rows)
 
 
-def _summary(report: GapReport) -> str:
+def _summary(report: GapReport, health: Health | None = None) -> str:
+    """The report's first lines; with ``health``, its lots in the web UI's words and totals."""
     owner = f" (job {report.job})" if report.job else ""
     lots = f"{report.interval} lots" if report.interval else "named lots (the rows that exist)"
-    counts = "  ".join(f"{s.value} {report.counts[s]}" for s in STATES)
+    if health is None:
+        counts = "  ".join(f"{s.value} {report.counts[s]}" for s in STATES)
+    else:
+        counts = "  ".join(f"{s.value} {health.totals.get(s, 0)}" for s in HEALTH_ORDER)
+        if health.warned:
+            counts += f"  (published with warnings: {health.warned})"
     if report.failed_by_check:
         counts += f"  (failed by a check: {report.failed_by_check})"
-    span = f"{report.start.isoformat()} .. {report.end.isoformat()}"
+    span = f"{report.start:%Y-%m-%d %H:%M:%S} .. {report.end:%Y-%m-%d %H:%M:%S} UTC"
     return f"{report.dataset}{owner}: {report.total} {lots}, {span}\n{counts}"
 
 
@@ -57,15 +64,15 @@ def gaps(
     lineage = open_existing()
     try:
         namespace = namespace_in(lineage, namespace)
-        report = lineage.gaps.report(
+        report, health = lineage.gaps.counted(
             namespace, job=job, dataset=dataset, start=start, end=end, interval=interval
         )
     finally:
         lineage.close()
     if as_json:
-        print(json.dumps(report_json(report), indent=2))
+        print(json.dumps(counted_json(report, health), indent=2))
         return
-    print(_summary(report))
+    print(_summary(report, health))
     if report.runs:
         print()
         print(_runs(report.runs))

@@ -25,6 +25,9 @@ app = typer.Typer(
     help="Run PySpark pipelines lot by lot, with Marquez/OpenLineage-compatible lineage.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    # A docstring's lines are one paragraph: in the default mode each line was cut at the terminal's
+    # width on its own, so an 80-column `lotline --help` lost the middle of most commands' help.
+    rich_markup_mode="markdown",
 )
 db_app = typer.Typer(help="Manage the lotline database (LOTLINE_DB_URL).", no_args_is_help=True)
 app.add_typer(db_app, name="db")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lotline.domain.errors import InvalidInput, TooManyCells
-from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, parse_time
+from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, parse_time, report_json
 from lotline.domain.lots import MINUTES_PER_DAY, Interval, lot_from_index
 
 #: The most cells one grid holds (a year of hours is 8,760): beyond, choose a coarser resolution.
@@ -284,6 +284,16 @@ class Health:
     def trouble(self) -> tuple[int, ...]:
         """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running."""
         return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE)
+
+
+def counted_json(report: GapReport, health: Health) -> dict[str, object]:
+    """``lotline gaps --json``: the report (its ``counts`` by the report's states, where complete
+    lots include empty ones) and ``lots``, the same lots as every page counts them."""
+    return {
+        **report_json(report),
+        "lots": {s.value: health.totals.get(s, 0) for s in HEALTH_ORDER},
+        "publishedWithWarnings": health.warned,
+    }
 
 
 def dependency_order(produces: Mapping[str, tuple[str, Sequence[str]]]) -> list[str]:

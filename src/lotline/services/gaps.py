@@ -67,6 +67,33 @@ class GapService:
             target = _target(connection, namespace, job, dataset)
             return _report(connection, namespace, target, span, wanted)[0]
 
+    def counted(
+        self,
+        namespace: str,
+        *,
+        job: str | None = None,
+        dataset: str | None = None,
+        start: str,
+        end: str,
+        interval: str | None = None,
+    ) -> tuple[GapReport, Health]:
+        """The report of ``[start, end)`` and its lots counted as every page counts them (the grid's
+        states: empty lots apart from complete ones, and those published with warnings), so that
+        the command line says what the web UI says. One read transaction."""
+        span, wanted = _arguments(start, end, interval)
+        with self._store.read() as connection:
+            target = _target(connection, namespace, job, dataset)
+            held = target.lot_job is not None and target.lot_job.held
+            due = lot_grid.DueRange(span.start, span.end)
+            if _interval(connection, namespace, target, wanted) is None:
+                report = _named_report(connection, namespace, target, span)
+                totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items()}
+                return report, Health(namespace, target.job, target.dataset, held, due, totals)
+            grid = _grid(connection, namespace, target, span, None, wanted)
+            warned = sum(cell.warned for cell in grid.cells)
+            health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
+            return grid.report, health
+
     def grid(
         self,
         namespace: str,
