@@ -4,7 +4,10 @@ restarted in the middle of the run while the workers carry on.
 
 At the end every lot of every job is READY with exactly one successful run, no (job, lot) ever had
 two runs at once (checked from the recorded run intervals), every current version is the one of
-that successful run, and a killed worker's late completion is rejected.
+that successful run, and a killed worker's late completion is rejected. An idle worker takes the
+failed lots off their back-off (as ``lotline run`` does), so that the run does not wait out
+10 s, 20 s, 40 s … of a lot that failed several times in a row; ``test_work_list`` covers the
+back-off with an advanced clock.
 
 The PostgreSQL run uses a throwaway server of its own (``support.pg_cluster``): the shared test
 server must not be restarted under other test runs. Without the server binaries (or, as root,
