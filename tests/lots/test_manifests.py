@@ -216,3 +216,38 @@ def test_on_s3_a_failed_attempt_is_removed_and_a_good_one_published(s3_lineage: 
     manifest = s3_lineage.manifests.current(world.ns, "raw", LOT)
     assert manifest is not None and [o.uri.rsplit("/", 1)[1] for o in manifest.objects] == ["good.log"]
     assert s3_lineage.storage.exists(s3_lineage.storage.manifest_copy_uri(manifest))
+
+
+def test_a_lots_events_commit_with_it_and_a_refused_commit_journals_none(world: LotWorld) -> None:
+    """START and COMPLETE are journaled in the commit's transaction: a commit refused (the claim was
+    lost) journals neither, and the START is left to the failure's own journal write."""
+    clock = ManualClock()
+    lineage = Lineage.over(world.lineage.store, world.lineage.storage, clock=clock)
+
+    def journaled(run: LotClaim) -> list[str]:
+        page = lineage.openlineage.list_events(run_id=run.run_id, sort_direction="asc")
+        return [event["eventType"] for event in page.items]
+
+    late = lineage.lots.claim("w1", world.ns, "ingest", lot=LOT, lease=timedelta(milliseconds=1))
+    assert late is not None
+    lineage.emission.started(late)
+    draft = _write(lineage, late, "late.log")
+    ending = lineage.emission.completion(late, draft)
+    assert [entry.event_type for entry in ending.journal] == ["START", "COMPLETE"]
+    clock.advance(timedelta(seconds=1))  # the lease runs out: the claim is no longer live
+    with pytest.raises(Conflict):
+        lineage.lots.complete(late, manifest=draft, journal=ending.journal)
+    assert journaled(late) == []
+    lineage.emission.failed(late, "the claim was lost")
+    assert journaled(late) == ["START", "FAIL"]
+
+    assert lineage.lots.reap() == 1
+    claim = lineage.lots.claim("w2", world.ns, "ingest", lot=LOT)
+    assert claim is not None
+    lineage.emission.started(claim)
+    draft = _write(lineage, claim, "a.log")
+    ending = lineage.emission.completion(claim, draft)
+    lineage.lots.complete(claim, manifest=draft, journal=ending.journal)
+    lineage.emission.ended(ending)
+    assert journaled(claim) == ["START", "COMPLETE"]
+    assert world.status("raw", LOT, "ingest") == "READY"

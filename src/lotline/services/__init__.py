@@ -75,7 +75,7 @@ class Lineage:
         catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
         openlineage = OpenLineageService(store)
-        emission = EmissionService(store, openlineage, consumer)
+        emission = EmissionService(openlineage, consumer)
         sources = SourceService(store)
         return cls(
             store,

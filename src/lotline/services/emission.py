@@ -26,18 +26,18 @@ import logging
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lotline.domain.coordination import LotClaim
 from lotline.domain.failures import Failure
 from lotline.domain.manifests import ManifestDraft
-from lotline.domain.model import JsonObject, RunIoRole
+from lotline.domain.model import JsonObject
 from lotline.services import facets
 from lotline.services.config import Settings
 from lotline.services.facets import Facet
-from lotline.services.openlineage import OpenLineageService
-from lotline.store.engine import Store
-from lotline.store.queries import lot_lineage
+from lotline.services.openlineage import OpenLineageService, journal_entry
+from lotline.store.queries.events import JournalEntry
 from lotline.store.types import utcnow
 
 if TYPE_CHECKING:
@@ -85,21 +85,37 @@ def consumer_for(settings: Settings) -> Consumer | None:
     return HttpConsumer(settings.openlineage_url, settings.openlineage_api_key)
 
 
+@dataclass(frozen=True)
+class LotEnd:
+    """The end of a lot's run as lineage (``EmissionService.completion``): its event, posted once the
+    end committed, and the events to journal in the end's transaction (START first)."""
+
+    event_type: str
+    claim: LotClaim
+    #: None: it could not be built (logged); nothing is posted.
+    event: RunEvent | None
+    journal: tuple[JournalEntry, ...]
+
+
 class EmissionService:
-    def __init__(
-        self, store: Store, openlineage: OpenLineageService, consumer: Consumer | None = None
-    ) -> None:
-        self._store, self._openlineage, self.consumer = store, openlineage, consumer
-        #: START events of lots' runs not ended yet, journaled with their end (``_end``).
+    def __init__(self, openlineage: OpenLineageService, consumer: Consumer | None = None) -> None:
+        self._openlineage, self.consumer = openlineage, consumer
+        #: START events of lots' runs not ended yet, journaled with their end (``_ending``).
         self._starts: dict[uuid.UUID, RunEvent] = {}
         self._starts_lock = threading.Lock()
 
-    def started(self, claim: LotClaim, run_facets: Mapping[str, Facet] | None = None) -> None:
-        """START of a lot's run: its inputs, ``nominalTime``, ``jobDependencies`` and ``run_facets``.
-        Posted to the consumer now; journaled with the run's end, in its one transaction (a lot's
-        path pays one journal write, not two; the journal lists the START when the lot ends)."""
+    def started(
+        self,
+        claim: LotClaim,
+        run_facets: Mapping[str, Facet] | None = None,
+        upstream: Sequence[tuple[str, str, uuid.UUID]] = (),
+    ) -> None:
+        """START of a lot's run: its inputs, ``nominalTime``, ``run_facets`` and, as
+        ``jobDependencies``, ``upstream`` (``LotService.read_inputs``: the runs that wrote its input
+        versions). Posted to the consumer now; journaled with the run's end, in the transaction of
+        its commit (``completion``) or its own (``failed``): a lot's path pays no journal write of
+        its own; the journal lists the START when the lot ends."""
         start = {**facets.lot_facets(claim.lot), **(run_facets or {})}
-        upstream = self._upstream(claim.run_id)
         if upstream:
             start["jobDependencies"] = facets.job_dependencies(upstream)
         try:
@@ -111,7 +127,7 @@ class EmissionService:
             self._starts[claim.run_id] = event
         self._post("START", claim, event)
 
-    def completed(
+    def completion(
         self,
         claim: LotClaim,
         draft: ManifestDraft | None,
@@ -119,9 +135,12 @@ class EmissionService:
         run_facets: Mapping[str, Facet] | None = None,
         dataset_facets: Mapping[str, Facet] | None = None,
         others: Mapping[str, tuple[ManifestDraft, Mapping[str, Facet]]] | None = None,
-    ) -> None:
-        """COMPLETE of a lot's run: its output lot with the version's facets; a job with several
-        outputs lists each (``others``: the other outputs' drafts and dataset facets by name)."""
+    ) -> LotEnd:
+        """COMPLETE of a lot's run, before its commit: its output lot with the version's facets; a
+        job with several outputs lists each (``others``: the other outputs' drafts and dataset
+        facets by name). The caller journals ``journal`` (START and COMPLETE) in the commit's
+        transaction (``LotService.complete``), so a committed lot always has its lineage, then
+        calls ``ended`` once it committed; a commit refused leaves the START to ``failed``."""
         written = {claim.dataset: (draft, dataset_facets or {}), **(others or {})}
         outputs = []
         for name, _ in claim.output_datasets:
@@ -131,7 +150,14 @@ class EmissionService:
                 output["outputFacets"]["outputStatistics"] = facets.statistics_of(output_draft)
             outputs.append(output)
         ended = {**facets.lot_facets(claim.lot), **(run_facets or {})}
-        self._end("COMPLETE", claim, ended, outputs)
+        return self._ending("COMPLETE", claim, ended, outputs)
+
+    def ended(self, end: LotEnd) -> None:
+        """After the end committed with its ``journal``: the START is done with, the end is posted."""
+        with self._starts_lock:
+            self._starts.pop(end.claim.run_id, None)
+        if end.event is not None:
+            self._post(end.event_type, end.claim, end.event)
 
     def failed(
         self,
@@ -170,34 +196,33 @@ class EmissionService:
             "lotline_part": facets.custom(part=part, attempt=claim.attempt),
         }
 
-    def _upstream(self, run_id: uuid.UUID) -> list[tuple[str, str, uuid.UUID]]:
-        """(namespace, job, run) of the runs that wrote the versions the run reads."""
+    def _ending(
+        self, event_type: str, claim: LotClaim, run_facets: Mapping[str, Facet], outputs: Sequence[JsonObject]
+    ) -> LotEnd:
+        """The end of a lot's run and what to journal with it (its START first); never raises: what
+        cannot be built is logged and left out."""
+        with self._starts_lock:
+            start = self._starts.get(claim.run_id)
+        event = None
         try:
-            with self._store.read() as connection:
-                versions = [
-                    v.version_id
-                    for _, role, v in lot_lineage.io_of_runs(connection, [run_id])
-                    if role is RunIoRole.INPUT and v.version_id is not None
-                ]
-                found = lot_lineage.load_runs(connection, lot_lineage.producers(connection, versions))
-        except Exception:  # emission never fails a lot
-            log.exception("the upstream runs of run %s could not be read", run_id)
-            return []
-        return sorted((r.namespace, r.job, r.id) for r in found)
+            event = _event(event_type, claim, claim.run_id, run_facets, _inputs(claim), outputs)
+            journal = tuple(journal_entry(_document(e)) for e in (start, event) if e is not None)
+        except Exception:
+            log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
+            return LotEnd(event_type, claim, None, ())
+        return LotEnd(event_type, claim, event, journal)
 
     def _end(
         self, event_type: str, claim: LotClaim, run_facets: Mapping[str, Facet], outputs: Sequence[JsonObject]
     ) -> None:
-        """The end of a lot's run, journaled in one transaction after its START; never raises."""
-        with self._starts_lock:
-            start = self._starts.pop(claim.run_id, None)
+        """The end of a lot's run, journaled in a transaction of its own after its START; never raises."""
+        end = self._ending(event_type, claim, run_facets, outputs)
         try:
-            event = _event(event_type, claim, claim.run_id, run_facets, _inputs(claim), outputs)
-            self._openlineage.record([_document(e) for e in (start, event) if e is not None])
+            self._openlineage.record(end.journal)
         except Exception:
             log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
             return
-        self._post(event_type, claim, event)
+        self.ended(end)
 
     def _send(
         self,
@@ -212,7 +237,7 @@ class EmissionService:
         """Journal the event locally (as applied), then post it to the consumer; never raises."""
         try:
             event = _event(event_type, claim, run_id, run_facets, inputs, outputs)
-            self._openlineage.record([_document(event)])
+            self._openlineage.record([journal_entry(_document(event))])
         except Exception:
             log.exception("OpenLineage %s of job %s lot %s not journaled", event_type, claim.job, claim.lot)
             return

@@ -247,13 +247,14 @@ class IngestService:
                 objects = tuple(ManifestObject(f.uri, f.size, f.modified_at, file_format) for f in plan.files)
             # An empty lot has no rows, as the runner reports it; a lot of files has an unknown count.
             draft = ManifestDraft(location, objects, None if objects else 0, comment=plan.digest)
-            self._lots.complete(claim, manifest=draft, facets=run_facets)
+            ending = self._emission.completion(claim, draft)
+            self._lots.complete(claim, manifest=draft, facets=run_facets, journal=ending.journal)
         except BaseException as error:
             written = warehouse.describe_written(location, format=file_format) if request.copy else ()
             self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error, facets=run_facets)
             self._emission.failed(claim, error)
             raise
-        self._emission.completed(claim, draft)
+        self._emission.ended(ending)
 
 
 def _landed(landing: Storage) -> Iterator[LandedFile]:

@@ -31,7 +31,7 @@ from lotline.domain.coordination import (
 )
 from lotline.domain.errors import Conflict, DatabaseError, InvalidInput, LotlineError, NotFound
 from lotline.domain.failures import Failure
-from lotline.domain.manifests import LotEventKind, ManifestDraft
+from lotline.domain.manifests import LotEventKind, Manifest, ManifestDraft
 from lotline.domain.model import DatasetRef, Job, Page
 from lotline.domain.names import validate_name
 from lotline.domain.runs import RunAction, RunState
@@ -44,8 +44,9 @@ from lotline.services.facets import error_message
 from lotline.services.manifests import ManifestService
 from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, frontier, jobs, lot_events, registry, reporting, runs
+from lotline.store.queries import datasets, frontier, jobs, lot_events, lot_lineage, registry, reporting, runs
 from lotline.store.queries import manifests as manifest_rows
+from lotline.store.queries.events import JournalEntry
 
 log = logging.getLogger(__name__)
 DEFAULT_LEASE = timedelta(seconds=30)
@@ -183,6 +184,22 @@ class LotService:
             claims.heartbeat(connection, fence_of(claim), now + lease, now)
         return LotClaim(**{**claim.__dict__, "lease_expires_at": now + lease})
 
+    def read_inputs(self, claim: LotClaim) -> ClaimInputs:
+        """What the claimed lot reads, in one read transaction: its input lots' readable manifests
+        and the runs that wrote the versions its run is pinned to (its START's ``jobDependencies``)."""
+        wanted: dict[str, list[str]] = {}
+        for dataset, lot in claim.input_lots:
+            wanted.setdefault(dataset, []).append(lot)
+        found: dict[str, dict[str, Manifest]] = {}
+        with self._store.read() as connection:
+            for dataset, lots in wanted.items():
+                dataset_id = datasets.dataset_id(connection, claim.namespace, dataset)
+                found[dataset] = (
+                    {} if dataset_id is None else manifest_rows.readable(connection, dataset_id, lots)
+                )
+            upstream = lot_lineage.producers_of_inputs(connection, claim.run_id)
+        return ClaimInputs(found, tuple(upstream))
+
     def complete(
         self,
         claim: LotClaim,
@@ -192,10 +209,12 @@ class LotService:
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
         others: Mapping[str, OtherOutput] | None = None,
+        journal: Sequence[JournalEntry] = (),
     ) -> uuid.UUID | None:
         """Publish the lot: OUTPUT READY, INPUTs DONE, the run COMPLETED with its version current, the
-        manifest (complete, or empty when it lists nothing) and the lot's READY event — one
-        transaction. Returns the manifest's id; its JSON copy is written after the commit.
+        manifest (complete, or empty when it lists nothing), ``journal`` (the run's OpenLineage
+        events, ``EmissionService.completion``) and the lot's READY event — one transaction. Returns
+        the manifest's id; its JSON copy is written after the commit.
         ``facets`` are the run's; ``output_facets`` the new version's (``outputStatistics``…).
         A job with several outputs: ``manifest`` and ``output_facets`` are its first output's,
         ``others`` the other outputs' by dataset name — all published in the same transaction."""
@@ -207,6 +226,7 @@ class LotService:
             facets=facets,
             output_facets=output_facets,
             others=others,
+            journal=tuple(journal),
         )
 
     def fail(
@@ -245,11 +265,12 @@ class LotService:
         output_facets: dict[str, Any] | None = None,
         error: str | None = None,
         others: Mapping[str, OtherOutput] | None = None,
+        journal: tuple[JournalEntry, ...] = (),
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
         ends = _other_ends(claim, others or {})
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error, ends)
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error, ends, journal)
         manifest_ids = self._claims.finish(claim, end)
         for manifest_id in manifest_ids:
             self._tidy(manifest_id, success=success)
@@ -471,6 +492,16 @@ class LotService:
             )
             rows = reporting.status_rows(connection, where, limit, offset)
             return Page([_lot_status(r) for r in rows], reporting.count_status_rows(connection, where))
+
+
+@dataclass(frozen=True)
+class ClaimInputs:
+    """What a claimed lot reads (``LotService.read_inputs``)."""
+
+    #: By input dataset, the readable manifest of each of its input lots that has one.
+    manifests: dict[str, dict[str, Manifest]]
+    #: (namespace, job, run) of the runs that wrote the input versions the run is pinned to.
+    upstream: tuple[tuple[str, str, uuid.UUID], ...]
 
 
 @dataclass(frozen=True)

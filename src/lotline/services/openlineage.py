@@ -58,10 +58,11 @@ class OpenLineageService:
         batch = Batch.of(payloads)
         return batch.outcome(journal(self._store, batch.entries))
 
-    def record(self, payloads: Sequence[JsonObject]) -> None:
-        """Journal the events of lotline's own runs, which it recorded directly: stored as applied,
-        so the projector never applies them a second time (docs/api.md); listed like any event."""
-        entries = [journal_entry(payload) for payload in payloads]
+    def record(self, entries: Sequence[events.JournalEntry]) -> None:
+        """Journal the events of lotline's own runs (``journal_entry``), which it recorded directly:
+        stored as applied, so the projector never applies them a second time (docs/api.md); listed
+        like any event. A lot's end journals its events in its own transaction instead
+        (``LotService.complete``), the same way."""
         with self._store.one_statement() as connection:
             events.append(connection, entries, utcnow(), applied=True)
 

@@ -32,6 +32,7 @@ from lotline.domain.runs import LOG_FACET
 from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
+from lotline.services.emission import LotEnd
 from lotline.services.lots import DEFAULT_LEASE, OtherOutput
 from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
@@ -229,23 +230,18 @@ class LotRunner:
         #: Each output's attempt folder, once anything may have been written there (a failure
         #: records what each holds, and it is removed).
         locations: dict[str, str] = {}
-        written: dict[str, Written] = {}
         run_log = RunLog(job.name)
         emission = self.lineage.emission
-        emission.started(claim, {"processing_engine": dict(self._engine), **facets})
+        start_facets = {"processing_engine": dict(self._engine), **facets}
+        started_event = False
         try:
             with self._heartbeats.beating(claim) as beat:
-                objects = self._input_objects(job, claim)
+                inputs = self.lineage.lots.read_inputs(claim)
+                emission.started(claim, start_facets, inputs.upstream)
+                started_event = True
+                objects = self._input_objects(job, claim, inputs.manifests)
                 context = self._context(job, claim, run_log.logger)
-                if not any(objects.values()):  # every input lot is empty: so are the output lots
-                    for spec in job.outputs:
-                        empty = ManifestDraft(self._attempt_uri(spec, claim), (), 0)
-                        written[spec.name] = Written(empty, ())
-                elif job.partition_by is None:
-                    locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
-                    written = self._write(job, claim, objects, locations, context)
-                else:
-                    written = self._write_parts(job, claim, objects, facets, context)
+                written = self._produce(job, claim, objects, locations, facets, context)
                 # Checks gate the commit: a failing `fail` check on any output fails the lot like
                 # any error (no output is published).
                 verdicts = _verdicts(written)
@@ -255,8 +251,11 @@ class LotRunner:
                 beat.check()
                 _add_log(facets, run_log)
                 facets["lotline_output"] = ol.custom(**_output_statistics(written[job.output.name].draft))
-                self._publish(job, claim, written, facets)
+                ending = self._completion(job, claim, written, facets)
+                self._publish(job, claim, written, facets, ending)
         except BaseException as error:
+            if not started_event:  # the inputs could not be read: the START names no upstream runs
+                emission.started(claim, start_facets)
             _add_log(facets, run_log)
             stopped = isinstance(error, KeyboardInterrupt) or self.interrupted
             failure = failure_of(error)
@@ -271,43 +270,79 @@ class LotRunner:
             if not isinstance(error, Exception):
                 raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
             return result
+        emission.ended(ending)  # committed with its lineage: the COMPLETE is posted to any consumer
         first = written[job.output.name].draft
-        emission.completed(
-            claim,
-            first,
-            run_facets=facets,
-            dataset_facets=self._dataset_facets(job.output.name, written[job.output.name]),
-            others={
-                spec.name: (written[spec.name].draft, self._dataset_facets(spec.name, written[spec.name]))
-                for spec in job.others
-            },
-        )
         warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
         return _result(
             job, claim, started, ok=True, rows=first.row_count, files=len(first.objects), warnings=warned
         )
 
+    def _produce(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        objects: dict[str, list[ManifestObject]],
+        locations: dict[str, str],
+        facets: dict[str, Any],
+        context: Lot,
+    ) -> dict[str, Written]:
+        """Each output's attempt, by output: empty when every input lot is empty, else written
+        (``locations`` gets each attempt folder as it may be written to), or written part by part."""
+        if not any(objects.values()):  # every input lot is empty: so are the output lots
+            return {
+                spec.name: Written(ManifestDraft(self._attempt_uri(spec, claim), (), 0), ())
+                for spec in job.outputs
+            }
+        if job.partition_by is None:
+            locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
+            return self._write(job, claim, objects, locations, context)
+        return self._write_parts(job, claim, objects, facets, context)
+
     # -- publishing every output of the lot (one transaction) ---------------------------------
-    def _publish(
+    def _completion(
         self, job: JobSpec, claim: LotClaim, written: Mapping[str, Written], facets: dict[str, Any]
+    ) -> LotEnd:
+        """The lot's COMPLETE event (and its START) to journal with its commit; a job with several
+        outputs reports each in the ``lotline_outputs`` run facet."""
+        if job.others:
+            facets["lotline_outputs"] = ol.custom(
+                outputs=[{"dataset": name, **_output_statistics(w.draft)} for name, w in written.items()]
+            )
+        first = written[job.output.name]
+        return self.lineage.emission.completion(
+            claim,
+            first.draft,
+            run_facets=facets,
+            dataset_facets=self._dataset_facets(job.output.name, first),
+            others={
+                spec.name: (written[spec.name].draft, self._dataset_facets(spec.name, written[spec.name]))
+                for spec in job.others
+            },
+        )
+
+    def _publish(
+        self,
+        job: JobSpec,
+        claim: LotClaim,
+        written: Mapping[str, Written],
+        facets: dict[str, Any],
+        ending: LotEnd,
     ) -> None:
-        """Complete the lot: every output's manifest and version facets in the one transaction of
-        ``LotService.complete`` — all outputs become readable together, or none does."""
+        """Complete the lot: every output's manifest and version facets, and the run's START and
+        COMPLETE events, in the one transaction of ``LotService.complete`` — all outputs become
+        readable together with their lineage, or none does."""
         first = written[job.output.name]
         others = {
             spec.name: OtherOutput(written[spec.name].draft, written[spec.name].version_facets())
             for spec in job.others
         }
-        if others:
-            facets["lotline_outputs"] = ol.custom(
-                outputs=[{"dataset": name, **_output_statistics(w.draft)} for name, w in written.items()]
-            )
         self.lineage.lots.complete(
             claim,
             manifest=first.draft,
             facets=facets,
             output_facets=first.version_facets(),
             others=others or None,
+            journal=ending.journal,
         )
 
     def _record_output(
@@ -360,15 +395,17 @@ class LotRunner:
     def _attempt_uri(self, output: DatasetSpec, claim: LotClaim) -> str:
         return self.lineage.storage.attempt_uri(self.namespace, output.name, claim.lot, claim.attempt)
 
-    def _input_objects(self, job: JobSpec, claim: LotClaim) -> dict[str, list[ManifestObject]]:
-        """Each input's objects: exactly those its lots' current manifests list (a mapped job: the
-        union of its input lots)."""
+    def _input_objects(
+        self, job: JobSpec, claim: LotClaim, readable: Mapping[str, Mapping[str, Manifest]]
+    ) -> dict[str, list[ManifestObject]]:
+        """Each input's objects: exactly those its lots' current manifests list (``readable``, as
+        ``LotService.read_inputs`` found them; a mapped job: the union of its input lots)."""
         lots: dict[str, list[str]] = defaultdict(list)
         for dataset, lot in claim.input_lots:
             lots[dataset].append(lot)
         objects: dict[str, list[ManifestObject]] = {}
         for spec in job.inputs:
-            manifests = self.lineage.manifests.readable(self.namespace, spec.name, lots[spec.name])
+            manifests = readable.get(spec.name, {})
             unreadable = [lot for lot in lots[spec.name] if lot not in manifests]
             if unreadable:
                 raise InvalidInput(

@@ -74,8 +74,15 @@ class DatabaseClaimPath:
 
     def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
         # A failure records its back-off and its FAILED event with the reason: the Python path's.
-        # So does a claim with several outputs (the function publishes one).
-        if not end.success or end.manifest is not None or end.facets or end.output_facets or claim.outputs:
+        # So does a claim with several outputs (the function publishes one), or with events to journal.
+        if (
+            not end.success
+            or end.manifest is not None
+            or end.facets
+            or end.output_facets
+            or end.journal
+            or claim.outputs
+        ):
             return self._python_path.finish(claim, end)
         try:
             claim_functions.finish_claim(

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from lotline.domain.coordination import LotClaim
 from lotline.domain.manifests import ManifestDraft
+from lotline.store.queries.events import JournalEntry
 
 
 class LostRace(Exception):
@@ -54,6 +55,8 @@ class ClaimEnd:
     error: str | None = None
     #: A job with several outputs: the others', in the claim's order.
     others: tuple[OutputEnd, ...] = ()
+    #: The run's OpenLineage events (START and its end), journaled in the end's transaction.
+    journal: tuple[JournalEntry, ...] = ()
 
     def outputs(self, claim: LotClaim) -> tuple[OutputEnd, ...]:
         """Every output's end, the first output's first."""

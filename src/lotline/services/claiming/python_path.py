@@ -21,7 +21,7 @@ from lotline.services.claiming.jobs import CachedJob, JobCache
 from lotline.services.claiming.path import ClaimEnd, ClaimRequest, LostRace
 from lotline.services.recording import apply_transition, create_run
 from lotline.store.engine import Store
-from lotline.store.queries import frontier, lot_events, runs, versions
+from lotline.store.queries import events, frontier, lot_events, runs, versions
 from lotline.store.queries import manifests as manifest_rows
 
 
@@ -117,7 +117,8 @@ class PythonClaimPath:
     def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
         """Every output of the claim is published (or failed) in this one transaction: its OUTPUT
         row (``claims.finish`` moves them all), its version (minted by the run's transition), its
-        facets, its manifest and its lot event."""
+        facets, its manifest and its lot event; and the run's OpenLineage events (``end.journal``),
+        so that a lot's end and its lineage commit together."""
         fence = fence_of(claim)
         now = self._clock.now()
         outputs = end.outputs(claim)
@@ -125,7 +126,8 @@ class PythonClaimPath:
         with self._store.write() as connection:
             claims.finish(connection, fence, success=end.success, now=now)
             action = RunAction.COMPLETE if end.success else RunAction.FAIL
-            apply_transition(connection, claim.run_id, action, end.at or now)
+            run_row = _common.require_run(connection, claim.run_id)
+            apply_transition(connection, claim.run_id, action, end.at or now, locked=run_row)
             if not end.success:
                 fail_children(connection, claim.run_id, now)
                 if end.error is not None:
@@ -135,18 +137,20 @@ class PythonClaimPath:
                     if output.output_facets:
                         versions.merge_facets(connection, output.version_id, output.output_facets)
             if end.facets:
-                run_row = _common.require_run(connection, claim.run_id)
-                runs.merge_run_facets(connection, run_row, end.facets, now)
-                window = parse_lot(claim.lot)
-                if isinstance(window, IntervalLot) and run_row.nominal_start_time is None:
-                    # The lot's window, as its nominalTime facet says (the claim left it unset).
-                    runs.set_nominal_window(connection, claim.run_id, window.start, window.end)
+                # The lot's window, as its nominalTime facet says (the claim left it unset).
+                lot = parse_lot(claim.lot)
+                window = None
+                if isinstance(lot, IntervalLot) and run_row.nominal_start_time is None:
+                    window = (lot.start, lot.end)
+                runs.merge_run_facets(connection, run_row, end.facets, now, window=window)
             for output in outputs:
                 announced = replace(fence, dataset_id=output.dataset_id)
                 if end.success or output is outputs[0]:  # a failure's retry hint is the job's, once
                     claims.announce(
                         connection, announced, success=end.success, now=now, failures=claim.failures + 1
                     )
+            if end.journal:
+                events.append(connection, end.journal, now, applied=True)
             _publish(connection, claim, end, manifest_ids, now)
         return [manifest_ids[o.dataset_id] for o in outputs if o.dataset_id in manifest_ids]
 

@@ -137,3 +137,19 @@ def load_runs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> list[LotR
             for r in rows
         ]
     return found
+
+
+def producers_of_inputs(connection: Connection, run_id: uuid.UUID) -> list[tuple[str, str, uuid.UUID]]:
+    """(namespace, job, run) of the runs that wrote the versions the run's inputs are pinned to, in
+    one statement (a lot's START names them as its ``jobDependencies``)."""
+    rows = connection.execute(
+        select(namespaces.c.name, jobs.c.name, runs.c.id)
+        .distinct()
+        .select_from(run_inputs)
+        .join(dataset_versions, dataset_versions.c.id == run_inputs.c.dataset_version_id)
+        .join(runs, runs.c.id == dataset_versions.c.run_id)
+        .join(jobs, jobs.c.id == runs.c.job_id)
+        .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+        .where(run_inputs.c.run_id == run_id)
+    )
+    return sorted((namespace, job, found) for namespace, job, found in rows)

@@ -690,20 +690,26 @@ def child_runs(connection: Connection, parent_run_id: uuid.UUID) -> list[Run]:
     return _load(connection, rows)
 
 
-def merge_run_facets(connection: Connection, run: StoredRun, facets: JsonObject, now: datetime) -> None:
+def merge_run_facets(
+    connection: Connection,
+    run: StoredRun,
+    facets: JsonObject,
+    now: datetime,
+    *,
+    window: tuple[datetime, datetime] | None = None,
+) -> None:
     """Later facets of one name replace earlier ones; others accumulate. ``run`` is locked by the
-    caller; nothing is written when the facets change nothing."""
+    caller; nothing is written when the facets change nothing. ``window``: the run's nominal start
+    and end (its lot's), set in the same statement."""
     stored = run.facets
     merged = {**stored, **facets}
+    values: dict[str, Any] = {}
     if merged != stored:
-        connection.execute(_UPDATE_RUN, {"b_run_id": run.id, "facets": merged, "updated_at": now})
-
-
-def set_nominal_window(connection: Connection, run_id: uuid.UUID, start: datetime, end: datetime) -> None:
-    """The run's nominal start and end: its lot's window."""
-    connection.execute(
-        _UPDATE_RUN, {"b_run_id": run_id, "nominal_start_time": start, "nominal_end_time": end}
-    )
+        values.update(facets=merged, updated_at=now)
+    if window is not None:
+        values.update(nominal_start_time=window[0], nominal_end_time=window[1])
+    if values:
+        connection.execute(_UPDATE_RUN, {"b_run_id": run.id, **values})
 
 
 def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
