@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -57,6 +58,9 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
     once = lotline("events", cwd=tmp_path, db_url=backend_url)
     assert once.returncode == 0, once.stderr
     assert [line.split()[-1] for line in once.stdout.splitlines()] == ["d1", "o1", "d2"]
+    # Times as every page and `lotline gaps` show them (UTC).
+    for line in once.stdout.splitlines():
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", " ".join(line.split()[1:3])), line
     # Issue 29.12: -n alone keeps one namespace's events.
     ev = lotline("events", "-n", "ev", cwd=tmp_path, db_url=backend_url)
     assert ev.returncode == 0, ev.stderr

@@ -67,7 +67,7 @@ def _print(event: LotEvent, as_json: bool) -> None:
     else:
         detail = f"manifest {event.manifest_id}" if event.manifest_id else ""
     print(
-        f"{event.position:>8}  {event.created_at:%Y-%m-%dT%H:%M:%S}Z  {event.kind.value:<8}  "
+        f"{event.position:>8}  {event.created_at:%Y-%m-%d %H:%M:%S}  {event.kind.value:<8}  "
         f"{event.namespace}:{event.dataset}  {event.lot}  {detail}".rstrip(),
         flush=True,
     )
