@@ -104,11 +104,11 @@ class GapService:
             target = _target(connection, namespace, job, dataset)
             held = target.lot_job is not None and target.lot_job.held
             due = lot_grid.DueRange(span.start, span.end)
-            if _interval(connection, namespace, target, wanted) is None:
+            looked_up = _interval(connection, namespace, target, wanted)
+            if looked_up is None:
                 report = _named_report(connection, namespace, target, span)
-                totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items()}
-                return report, Health(namespace, target.job, target.dataset, held, due, totals)
-            grid = _grid(connection, namespace, target, span, None, dust, wanted)
+                return report, Health(namespace, target.job, target.dataset, held, due, _named_totals(report))
+            grid = _grid(connection, namespace, target, span, None, dust, wanted, known=looked_up)
         self._compact(dust)
         warned = sum(cell.warned for cell in grid.cells)
         health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
@@ -353,6 +353,11 @@ def _span(
     return min(w.start for w in lots), max(w.end for w in lots)
 
 
+def _named_totals(report: GapReport) -> dict[lot_grid.CellState, int]:
+    """A report of named lots (no grid) by the grid's states: every lot that exists."""
+    return {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
+
+
 def _health(
     connection: Connection,
     namespace: str,
@@ -369,8 +374,7 @@ def _health(
         return Health(namespace, target.job, target.dataset, held, None, {})
     if interval is None:  # named lots have no time range: every lot that exists
         report = _named_report(connection, namespace, target, TimeRange(now, now))
-        totals = {lot_grid.FROM_GAP[s]: n for s, n in report.counts.items() if n}
-        return Health(namespace, target.job, target.dataset, held, None, totals)
+        return Health(namespace, target.job, target.dataset, held, None, _named_totals(report))
     span = _span(connection, namespace, target, interval)
     if span is None and (start is None or end is None):
         return Health(namespace, target.job, target.dataset, held, None, {})
@@ -477,7 +481,8 @@ def _report(
     known: Interval | None = None,
 ) -> tuple[GapReport, list[Segment]]:
     """The report and its segments; ``known``: the target's interval when the caller has looked it
-    up with no ``wanted`` one (looking it up walks the chain of producers: a few reads per job)."""
+    up, ``wanted`` then being checked already (looking it up walks the chain of producers: a few
+    reads per job)."""
     interval = known if known is not None else _interval(connection, namespace, target, wanted)
     if interval is None:
         return _named_report(connection, namespace, target, span), []
