@@ -62,7 +62,15 @@ def test_job_and_dataset_gaps_with_paged_runs(
         6,
     )
     assert (body["from"], body["to"]) == ("2023-01-01T00:00:00Z", "2023-01-01T06:00:00Z")
-    assert body["counts"] == {"complete": 2, "running": 0, "failed": 1, "missing": 2, "held": 0, "blocked": 1}
+    assert body["counts"] == {
+        "complete": 2,
+        "running": 0,
+        "failed": 1,
+        "missing": 2,
+        "held": 0,
+        "blocked": 1,
+        "pending": 0,
+    }
     assert body["runs"] == [
         {
             "state": "failed",

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from lotline.cli.main import app
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support.processes import lotline
@@ -21,15 +26,111 @@ def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str
     first = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
-    assert (report["registered"], report["empty"]) == (["20230101PT5M050"], ["20230101PT5M051"])
+    assert (report["registered"], report["empty"], report["missing"]) == (
+        ["20230101PT5M050"],
+        [],
+        ["20230101PT5M051"],
+    )
     again = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
-    assert json.loads(again.stdout)["unchanged"] == 2
+    assert (json.loads(again.stdout)["unchanged"], json.loads(again.stdout)["missing"]) == (
+        1,
+        ["20230101PT5M051"],
+    )
 
     lineage = Lineage.over(Store(backend_url))
     try:
-        assert len(lineage.lots.status("cli", dataset="raw")) == 2
+        assert len(lineage.lots.status("cli", dataset="raw")) == 1
     finally:
         lineage.close()
+
+
+@pytest.fixture
+def cli(backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.chdir(tmp_path)
+    return CliRunner()
+
+
+def test_empty_declarations_by_operator_marker_and_policy_say_who(cli: CliRunner, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.log").write_text("a\n")
+    (landing / "_EMPTY.20230101PT5M052").write_text("")
+    scan = (
+        "ingest",
+        "-n",
+        "cli",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT5M",
+        "--time",
+        PATTERN,
+    )
+    window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:25:00")
+    first = cli.invoke(app, [*scan, *window])
+    assert first.exit_code == 0, first.output
+    assert "1 lots registered, 1 empty, 1 missing" in first.output
+    assert "empty: 1 declared by the sender's marker _EMPTY.20230101PT5M052" in first.output
+    assert "missing: 20230101PT5M051" in first.output
+
+    refused = cli.invoke(app, ["ingest", "-n", "cli", "-d", "raw", "--empty", "--lot", "20230101PT5M050"])
+    assert refused.exit_code == 2 and "holds data" in refused.output and "--force" in refused.output
+    declared = cli.invoke(app, ["ingest", "-n", "cli", "-d", "raw", "--empty", "--lot", "20230101PT5M051"])
+    assert declared.exit_code == 0 and "1 lots declared empty" in declared.output, declared.output
+    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
+    try:
+        manifest = lineage.manifests.current("cli", "raw", "20230101PT5M051")
+        assert manifest is not None and (manifest.declared_by or "").startswith("an operator (")
+        kept = lineage.manifests.current("cli", "raw", "20230101PT5M050")
+        assert kept is not None and len(kept.objects) == 1  # the refused declaration changed nothing
+        forced = cli.invoke(
+            app, ["ingest", "-n", "cli", "-d", "raw", "--empty", "--lot", "20230101PT5M050", "--force"]
+        )
+        assert forced.exit_code == 0 and "1 given a new, empty version" in forced.output, forced.output
+        replaced = lineage.manifests.current("cli", "raw", "20230101PT5M050")
+        assert replaced is not None and replaced.objects == ()
+        assert (replaced.version_number or 0) > (kept.version_number or 0)
+    finally:
+        lineage.close()
+
+
+def test_bad_arrival_input_is_one_line_and_changes_nothing(cli: CliRunner, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.log").write_text("a\n")
+    scan = (
+        "ingest",
+        "-n",
+        "cli",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT5M",
+        "--time",
+        PATTERN,
+    )
+    for args, words in (
+        ((*scan, "--late-after", "-PT5M"), "not a non-negative ISO-8601 duration"),
+        ((*scan, "--late-after", "5 minutes"), "not a non-negative ISO-8601 duration"),
+        ((*scan, "--absent", "never"), "not one of missing, empty"),
+    ):
+        done = cli.invoke(app, list(args))
+        assert done.exit_code == 2 and words in done.output, (args, done.output)
+    (landing / "_EMPTY.2023-01-01").write_text("")
+    bad_marker = cli.invoke(app, list(scan))
+    assert bad_marker.exit_code == 2 and "empty marker '_EMPTY.2023-01-01'" in bad_marker.output
+    (landing / "_EMPTY.2023-01-01").unlink()
+    (landing / "_EMPTY.20230101PT5M050").write_text("")  # beside data for the same interval
+    both = cli.invoke(app, list(scan))
+    assert both.exit_code == 2 and "holds data for it" in both.output, both.output
+    assert (
+        not (tmp_path / "lotline.db").exists() or "raw" not in cli.invoke(app, ["status", "-n", "cli"]).output
+    )
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from lotline.domain.arrival import Absence
 from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput, InvalidName
 from lotline.domain.ingress import TimeRule
@@ -79,7 +80,9 @@ def _uris(lineage: Lineage, lot: str) -> list[str]:
     return [o.uri for o in manifest.objects]
 
 
-def test_files_become_lots_and_closed_intervals_empty_lots(lineage_for: Lineage, landing: Storage) -> None:
+def test_files_become_lots_and_an_interval_nothing_was_delivered_for_is_missing(
+    lineage_for: Lineage, landing: Storage
+) -> None:
     lineage = lineage_for
     a = _land(landing, "in/20230101T0411-a.log")
     b = _land(landing, "in/20230101T0413-b.log")
@@ -89,18 +92,44 @@ def test_files_become_lots_and_closed_intervals_empty_lots(lineage_for: Lineage,
         _request(landing, **_window(10, 30)),
         now=NOW,
     )
-    assert (report.files, report.registered, report.empty) == (
+    assert (report.files, report.registered, report.empty, report.missing) == (
         3,
         [LOT_0410, LOT_0420],
-        [LOT_0415, "20230101PT5M053"],
+        {},
+        [LOT_0415, "20230101PT5M053"],  # a range alone declares nothing empty
     )
     assert _uris(lineage, LOT_0410) == [a, b]  # referenced in place
     assert _uris(lineage, LOT_0420) == [c]
-    empty = lineage.manifests.current(NS, "raw", LOT_0415)
-    assert empty is not None and empty.state is ManifestState.EMPTY
+    assert lineage.manifests.current(NS, "raw", LOT_0415) is None
     statuses = {s.lot: s.status for s in lineage.lots.status(NS, job=ingest_job("raw"))}
-    assert set(statuses.values()) == {Status.READY} and len(statuses) == 4
-    assert [e.kind for e in lineage.lot_events.after(0)] == [LotEventKind.READY] * 4
+    assert set(statuses.values()) == {Status.READY} and len(statuses) == 2
+    assert [e.kind for e in lineage.lot_events.after(0)] == [LotEventKind.READY] * 2
+
+
+def test_empty_lots_are_declared_by_a_marker_or_by_an_absent_empty_policy(
+    lineage_for: Lineage, landing: Storage
+) -> None:
+    lineage = lineage_for
+    _land(landing, "in/20230101T0411.log")
+    _land(landing, "in/_EMPTY.20230101PT5M051", "")  # the sender: 04:15 had nothing
+    report = lineage.ingest.ingest(_request(landing, **_window(10, 30)), now=NOW)
+    assert report.empty == {LOT_0415: "the sender's marker in/_EMPTY.20230101PT5M051"}
+    assert (report.registered, report.missing) == ([LOT_0410], [LOT_0420, "20230101PT5M053"])
+    marked = lineage.manifests.current(NS, "raw", LOT_0415)
+    assert marked is not None and marked.state is ManifestState.EMPTY
+    assert marked.declared_by == "the sender's marker in/_EMPTY.20230101PT5M051"
+
+    quiet = lineage.ingest.ingest(_request(landing, **_window(10, 30), absent=Absence.EMPTY), now=NOW)
+    policy = "arrival policy (absent=empty, late_after=PT5M)"
+    assert quiet.empty == {LOT_0420: policy, "20230101PT5M053": policy} and quiet.missing == []
+    assert lineage.arrival.of(NS, "raw") is not None
+    stored = lineage.arrival.of(NS, "raw")
+    assert stored is not None and (stored.policy.absent, stored.declared_in) == (Absence.EMPTY, "lotline ingest")
+    declared = lineage.manifests.current(NS, "raw", LOT_0420)
+    assert declared is not None and declared.declared_by == policy
+
+    again = lineage.ingest.ingest(_request(landing, **_window(10, 30)), now=NOW)  # the stored policy holds
+    assert (again.empty, again.missing, again.unchanged) == ({}, [], 4)
 
 
 def test_a_rescan_changes_nothing(lineage_for: Lineage, landing: Storage) -> None:
@@ -111,7 +140,7 @@ def test_a_rescan_changes_nothing(lineage_for: Lineage, landing: Storage) -> Non
     version = lineage.versions.current_version(NS, "raw", LOT_0410)
     events = lineage.lot_events.after(0)
     again = lineage.ingest.ingest(_request(landing), now=NOW)
-    assert (again.registered, again.empty, again.reversioned, again.unchanged) == ([], [], [], 1)
+    assert (again.registered, again.empty, again.reversioned, again.unchanged) == ([], {}, [], 1)
     assert lineage.versions.current_version(NS, "raw", LOT_0410) == version
     assert lineage.lot_events.after(0) == events
 
@@ -207,7 +236,7 @@ def test_mtime_places_files_by_their_modification_time(lineage: Lineage, tmp_pat
         os.utime(folder / name, (at, at))
     request = IngestRequest(NS, "raw", str(folder), PT5M)
     report = lineage.ingest.ingest(request, now=NOW)
-    assert report.registered == [LOT_0410, LOT_0420] and report.empty == [LOT_0415]
+    assert report.registered == [LOT_0410, LOT_0420] and report.missing == [LOT_0415]
 
 
 def test_bad_input_is_refused_and_changes_nothing(lineage: Lineage, tmp_path: Path) -> None:
@@ -269,7 +298,7 @@ def test_a_time_pattern_that_matches_nothing_registers_nothing(lineage: Lineage,
     report = lineage.ingest.ingest(
         IngestRequest(NS, "raw", str(folder), PT5M, BY_PATH, start=DAY, end=DAY + timedelta(hours=1)), now=NOW
     )
-    assert (report.unmatched, report.files, report.registered, report.empty) == (True, 2, [], [])
+    assert (report.unmatched, report.files, report.registered, report.empty) == (True, 2, [], {})
     assert lineage.lots.status() == [] and lineage.catalog.list_namespaces().items == []
 
 
@@ -279,8 +308,11 @@ def test_an_ingested_dataset_is_where_its_files_are_and_empty_lots_have_no_rows(
     folder = _folder(tmp_path, "20230101T0411.log")
     window = {"start": DAY + timedelta(hours=4, minutes=10), "end": DAY + timedelta(hours=4, minutes=20)}
     lineage.ingest.ingest(
-        IngestRequest(NS, "raw", "./" + os.path.relpath(folder), PT5M, BY_PATH, **window), now=NOW
-    )  # type: ignore[arg-type]
+        IngestRequest(
+            NS, "raw", "./" + os.path.relpath(folder), PT5M, BY_PATH, **window, absent=Absence.EMPTY
+        ),  # type: ignore[arg-type]
+        now=NOW,
+    )
     raw = lineage.catalog.get_dataset(NS, "raw")
     assert raw.physical_name == f"file://{folder}"
     assert (raw.facets["datasetType"]["datasetType"], raw.facets["storage"]["fileFormat"]) == ("FILE", "text")

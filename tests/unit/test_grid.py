@@ -79,6 +79,7 @@ def test_urgency_runs_from_failed_to_complete() -> None:
         "missing",
         "held",
         "running",
+        "pending",
         "empty",
         "complete",
     ]
@@ -128,6 +129,7 @@ def test_one_cell_per_lot_in_each_state_and_empty_told_apart_from_complete() -> 
         "missing": 2,
         "held": 1,
         "running": 1,
+        "pending": 0,
         "empty": 2,
         "complete": 16,
     }
@@ -167,6 +169,7 @@ def test_hour_cells_take_the_most_urgent_state_and_count_every_lot() -> None:
         "missing": 3,
         "held": 2,
         "running": 1,
+        "pending": 0,
         "empty": 3,
         "complete": 268,
     }

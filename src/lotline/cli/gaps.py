@@ -15,6 +15,11 @@ from lotline.domain.grid import HEALTH_ORDER, Health, counted_json
 
 From = Annotated[str, typer.Option("--from", help="Start: an RFC 3339 instant or a date (midnight UTC).")]
 To = Annotated[str, typer.Option("--to", help="End, exclusive: an RFC 3339 instant or a date.")]
+OptionalFrom = Annotated[
+    str | None,
+    typer.Option("--from", help="Start (default: the first lot, at most a year back): an instant or a date."),
+]
+OptionalTo = Annotated[str | None, typer.Option("--to", help="End, exclusive (default: now).")]
 IntervalOption = Annotated[
     str | None,
     typer.Option("--interval", help="Lot interval (e.g. PT5M) when the registration does not tell it."),
@@ -48,19 +53,22 @@ def _summary(report: GapReport, health: Health | None = None) -> str:
     if report.failed_by_check:
         counts += f"  (failed by a check: {report.failed_by_check})"
     span = f"{report.start:%Y-%m-%d %H:%M:%S} .. {report.end:%Y-%m-%d %H:%M:%S} UTC"
+    if health is not None and health.range is not None and health.range.to_now:
+        span = f"{report.start:%Y-%m-%d %H:%M:%S} .. now, {report.end:%Y-%m-%d %H:%M:%S} UTC"
     return f"{report.dataset}{owner}: {report.total} {lots}, {span}\n{counts}"
 
 
 def gaps(
-    start: From,
-    end: To,
+    start: OptionalFrom = None,
+    end: OptionalTo = None,
     job: Annotated[str | None, typer.Option(help="Report the lots this job produces.")] = None,
     dataset: Annotated[str | None, typer.Option(help="Report the lots of this dataset.")] = None,
     interval: IntervalOption = None,
     namespace: Namespace = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every run).")] = False,
 ) -> None:
-    """Lots of a time range by state, and the runs of lots missing, failed, running, held or blocked."""
+    """Lots of a time range (by default up to now) by state, and the runs of lots missing, failed,
+    running, held, blocked or pending (not due yet)."""
     lineage = open_existing()
     try:
         namespace = namespace_in(lineage, namespace)

@@ -24,8 +24,9 @@ from lotline.domain.lots import Interval, lot_at, lot_from_index, lot_index
 MAX_RANGE = datetime.timedelta(days=3653)
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+#: An instant; without an offset it is UTC, as lot windows are (and as the web UI reads it).
 _INSTANT = re.compile(
-    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]+)?)?([Zz]|[+-][0-9]{2}:[0-9]{2})?"
 )
 
 
@@ -36,6 +37,10 @@ class GapState(StrEnum):
     MISSING = "missing"  # never produced (no row), or reopened (RESUBMIT)
     HELD = "held"  # HOLD or PENDING, or any missing/failed lot of a held job
     BLOCKED = "blocked"  # missing or failed, and an input lot it needs is not READY
+    #: Not settled yet, never trouble: the lot is not due (its end plus the lateness window of the
+    #: sources it comes from lies after now), or it is due and an input it waits for is pending, or
+    #: it is a due source lot that its ``absent=empty`` policy has yet to declare (domain/arrival.py).
+    PENDING = "pending"
 
 
 #: The order of the report's counts.
@@ -43,7 +48,8 @@ STATES = tuple(GapState)
 
 
 def parse_time(label: str, text: str) -> datetime.datetime:
-    """An RFC 3339 instant (``2023-01-01T04:10:00Z``) or a date (``2023-01-01``: its midnight UTC)."""
+    """An RFC 3339 instant (``2023-01-01T04:10:00Z``; without an offset, UTC) or a date
+    (``2023-01-01``: its midnight UTC)."""
     if not isinstance(text, str) or not (_DATE.fullmatch(text) or _INSTANT.fullmatch(text)):
         raise InvalidInput(
             f"{label} {text!r} is not an RFC 3339 instant (2023-01-01T04:10:00Z) or a date (2023-01-01)."
@@ -51,7 +57,8 @@ def parse_time(label: str, text: str) -> datetime.datetime:
     try:
         if _DATE.fullmatch(text):
             return datetime.datetime.combine(datetime.date.fromisoformat(text), datetime.time(), datetime.UTC)
-        return datetime.datetime.fromisoformat(text.upper().replace("Z", "+00:00")).astimezone(datetime.UTC)
+        found = datetime.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+        return (found if found.tzinfo else found.replace(tzinfo=datetime.UTC)).astimezone(datetime.UTC)
     except (ValueError, OverflowError) as error:
         raise InvalidInput(f"{label} {text!r} is not a valid date or time: {error}.") from None
 
@@ -258,6 +265,36 @@ def block(found: Sequence[Segment], blocking: Iterable[Segment]) -> list[Segment
         if position < seg.stop:
             pieces.append(replace(seg, start=position))
     return coalesce(pieces)
+
+
+def due_stop(until: datetime.datetime, interval: Interval) -> int:
+    """The index of the first lot of ``interval`` that is not due when lots ending at or before
+    ``until`` are (``ArrivalPolicy.due_until``)."""
+    last = lot_at(until - datetime.timedelta(microseconds=1), interval)
+    return lot_index(last) + (1 if last.end <= until else 0)
+
+
+def settle(found: Sequence[Segment], stop: int) -> list[Segment]:
+    """Lots not settled yet are pending, never trouble: missing or blocked lots from ``stop`` on
+    (not due), and blocked lots whose input is pending."""
+    waiting = (GapState.MISSING, GapState.BLOCKED)
+    pieces: list[Segment] = []
+    for seg in found:
+        if seg.state is GapState.BLOCKED and seg.cause is not None and seg.cause.state is GapState.PENDING:
+            pieces.append(Segment(seg.start, seg.stop, GapState.PENDING))
+        elif seg.state in waiting and seg.stop > stop:
+            if seg.start < stop:
+                pieces.append(replace(seg, stop=stop))
+            pieces.append(Segment(max(seg.start, stop), seg.stop, GapState.PENDING))
+        else:
+            pieces.append(seg)
+    return coalesce(pieces)
+
+
+def awaiting_declaration(found: Sequence[Segment]) -> list[Segment]:
+    """A source whose policy declares absence empty: its lots with nothing delivered are pending
+    until the arrival pass declares them (they are never missing)."""
+    return coalesce(replace(s, state=GapState.PENDING) if s.state is GapState.MISSING else s for s in found)
 
 
 def counts(found: Sequence[Segment], total: int) -> dict[GapState, int]:

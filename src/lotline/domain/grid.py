@@ -35,6 +35,7 @@ class CellState(StrEnum):
     MISSING = "missing"
     HELD = "held"
     RUNNING = "running"
+    PENDING = "pending"
     EMPTY = "empty"
     COMPLETE = "complete"
 
@@ -43,11 +44,13 @@ class CellState(StrEnum):
 URGENCY = tuple(CellState)
 #: The states of lots that are present: what a cell's fill measures.
 DONE = frozenset({CellState.EMPTY, CellState.COMPLETE})
+
 #: The order of a health bar: done first, then what is under way, then trouble.
 HEALTH_ORDER = (
     CellState.COMPLETE,
     CellState.EMPTY,
     CellState.RUNNING,
+    CellState.PENDING,
     CellState.FAILED,
     CellState.BLOCKED,
     CellState.MISSING,
@@ -64,6 +67,7 @@ FROM_GAP = {
     GapState.MISSING: CellState.MISSING,
     GapState.HELD: CellState.HELD,
     GapState.BLOCKED: CellState.BLOCKED,
+    GapState.PENDING: CellState.PENDING,
 }
 
 
@@ -228,10 +232,18 @@ class DueRange:
     start: datetime.datetime
     end: datetime.datetime
     notes: tuple[str, ...] = ()
+    #: The range ends now: what it counts is every lot up to now.
+    to_now: bool = False
 
     @property
     def empty(self) -> bool:
         return self.end <= self.start
+
+    @property
+    def label(self) -> str:
+        """``2026-11-27 09:00 to now, 2026-11-28 07:00 UTC``: how every page and command says it."""
+        start, end = (f"{t.astimezone(datetime.UTC):%Y-%m-%d %H:%M}" for t in (self.start, self.end))
+        return f"{start} to {'now, ' if self.to_now else ''}{end} UTC"
 
 
 def due_range(
@@ -243,14 +255,14 @@ def due_range(
     """``[from, to)`` without what is not due: before the first lot (of the dataset or its
     producer's inputs: ``span``) and after ``now`` — such lots are not late, and drawn they would
     all read missing or blocked. Without ``from``/``to``: from the first lot to the last one or now,
-    at most ``DEFAULT_SPAN``."""
+    at most ``DEFAULT_SPAN`` (a recent window; older lots are reachable with ``from``)."""
     if span is None:
         if asked_from is None or asked_to is None:
             raise InvalidInput("Name both from and to: there are no lots to start from.")
         asked = TimeRange.parse(asked_from, asked_to)
-        return DueRange(asked.start, min(asked.end, now))
-    first, last = span
-    default_end = min(last, now)
+        return DueRange(asked.start, min(asked.end, now), to_now=asked.end >= now)
+    first, _ = span
+    default_end = now  # every lot up to now is due or pending: a stopped source shows its gap
     start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
     end = parse_time("to", asked_to) if asked_to else default_end
     if end <= start:
@@ -265,7 +277,7 @@ def due_range(
         end = now
     if end > start:  # the length, as a report checks it
         TimeRange.parse(start.isoformat(), end.isoformat())
-    return DueRange(start, end, tuple(notes))
+    return DueRange(start, end, tuple(notes), to_now=end == now)
 
 
 @dataclass(frozen=True)
@@ -288,8 +300,9 @@ class Health:
 
     @property
     def trouble(self) -> tuple[int, ...]:
-        """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running."""
-        return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE)
+        """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running
+        (pending lots are no trouble: they are not due)."""
+        return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE and s is not CellState.PENDING)
 
 
 def counted_json(report: GapReport, health: Health) -> dict[str, object]:

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from lotline.domain.arrival import Absence, ArrivalPolicy, marker_lot
 from lotline.domain.errors import InvalidInput
-from lotline.domain.lots import Interval, IntervalLot, lot_at, lots_between
+from lotline.domain.lots import Interval, IntervalLot, lot_at, lots_between, parse_lot
 
 #: Named groups a ``path:`` pattern may use; year, month and day are required unless ``ts`` is used.
 TIME_GROUPS = ("year", "month", "day", "hour", "minute", "second")
@@ -116,7 +117,8 @@ def digest(files: Iterable[LandedFile]) -> str:
 
 class LotChange(StrEnum):
     NEW = "new"  # never registered: register it
-    EMPTY = "empty"  # closed with no file: register it empty
+    EMPTY = "empty"  # closed with no file and declared empty (a marker, the policy): register it empty
+    MISSING = "missing"  # closed with nothing delivered, and the policy says missing: register nothing
     CHANGED = "changed"  # registered, and what landed differs (late or corrected): a new version
     UNCHANGED = "unchanged"
     OPEN = "open"  # the interval (plus lateness) has not closed yet: wait
@@ -128,6 +130,8 @@ class LotPlan:
     change: LotChange
     files: tuple[LandedFile, ...]
     digest: str
+    #: An empty lot: who declares it empty (a marker's path, the policy).
+    declared_by: str | None = None
 
 
 @dataclass
@@ -136,10 +140,19 @@ class Scan:
 
     by_lot: dict[IntervalLot, list[LandedFile]] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)
+    #: Lots the sender declared empty with a marker object: lot id -> the marker's path.
+    markers: dict[str, str] = field(default_factory=dict)
 
 
-def sort_into_lots(files: Iterable[LandedFile], rule: TimeRule, interval: Interval) -> Scan:
+def sort_into_lots(
+    files: Iterable[LandedFile], rule: TimeRule, interval: Interval, markers: Iterable[str] = ()
+) -> Scan:
+    """Files into the lots their times fall in; ``markers``: the relative paths of empty markers
+    (``_EMPTY.<lot id>``), each naming its lot. A marker that does not name a lot of ``interval``,
+    or names a lot that also has files, is refused (InvalidInput): nothing is registered."""
     scan = Scan()
+    for path in markers:
+        scan.markers[marker_lot(path.rsplit("/", 1)[-1], interval)] = path
     for f in files:
         try:
             at = rule.time_of(f.relative_path, f.modified_at)
@@ -147,6 +160,12 @@ def sort_into_lots(files: Iterable[LandedFile], rule: TimeRule, interval: Interv
             scan.skipped.append(reason.message)
             continue
         scan.by_lot.setdefault(lot_at(at, interval), []).append(f)
+    for lot, files_of in scan.by_lot.items():
+        if str(lot) in scan.markers:
+            raise InvalidInput(
+                f"empty marker {scan.markers[str(lot)]} declares lot {lot} empty, but "
+                f"{files_of[0].relative_path} holds data for it: remove one of them; nothing was registered."
+            )
     return scan
 
 
@@ -156,24 +175,45 @@ def plan_lots(
     registered: Mapping[str, str | None],
     *,
     now: datetime,
-    lateness: timedelta,
+    policy: ArrivalPolicy,
 ) -> list[LotPlan]:
     """What to do with each of ``lots``. ``registered`` maps a lot to the digest its readable
-    manifest was registered with (None: registered without one, e.g. by another tool)."""
+    manifest was registered with (None: registered without one, e.g. by another tool). A lot
+    closed with nothing delivered is empty only when declared so (a marker, or the policy's
+    ``absent=empty``); otherwise it is missing and nothing is registered (SPEC §5)."""
     plans = []
     for lot in lots:
         files = tuple(sorted(scan.by_lot.get(lot, ()), key=lambda f: f.uri))
         landed = digest(files)
-        if lot.end + lateness > now:
+        declared = None if files else _declared_empty(scan, str(lot), policy)
+        if not policy.due(lot, now):
             change = LotChange.OPEN
         elif str(lot) not in registered:
-            change = LotChange.NEW if files else LotChange.EMPTY
+            change = LotChange.NEW if files else LotChange.MISSING if declared is None else LotChange.EMPTY
         elif registered[str(lot)] == landed:
             change = LotChange.UNCHANGED
         else:
             change = LotChange.CHANGED
-        plans.append(LotPlan(str(lot), change, files, landed))
+            if declared is None and not files:  # every file of a registered lot was removed
+                declared = "the sender (every file of the lot was removed from the landing)"
+        plans.append(LotPlan(str(lot), change, files, landed, declared))
     return plans
+
+
+def _declared_empty(scan: Scan, lot: str, policy: ArrivalPolicy) -> str | None:
+    """Who declares a lot with no file empty: the sender's marker, else an ``absent=empty`` policy."""
+    marker = scan.markers.get(lot)
+    if marker is not None:
+        return f"the sender's marker {marker}"
+    return policy.declaration if policy.absent is Absence.EMPTY else None
+
+
+def parse_start(lot: str) -> datetime:
+    """The start of an interval lot id that a marker named (checked by ``marker_lot``)."""
+    parsed = parse_lot(lot)
+    if not isinstance(parsed, IntervalLot):
+        raise InvalidInput(f"{lot!r} is not an interval lot.")
+    return parsed.start
 
 
 def check_range(start: datetime | None, end: datetime | None) -> None:
@@ -191,10 +231,12 @@ def lot_range(
     scan: Scan, interval: Interval, start: datetime | None, end: datetime | None
 ) -> list[IntervalLot]:
     """The lots a scan covers: those of [start, end) if given, else from the first to the last lot
-    that has a file."""
+    that has a file or a marker. A range only says which intervals to look at: those without a file
+    follow the arrival policy (it declares nothing empty by itself)."""
     check_range(start, end)
     if start is not None and end is not None:
         return lots_between(start, end, interval)
-    if not scan.by_lot:
+    found = [*scan.by_lot, *(lot_at(parse_start(lot), interval) for lot in scan.markers)]
+    if not found:
         return []
-    return lots_between(min(scan.by_lot).start, max(scan.by_lot).end, interval)
+    return lots_between(min(found).start, max(found).end, interval)

@@ -135,8 +135,12 @@ class ManifestDraft:
     comment: str | None = None
     #: A child's part of the lot (``day=2023-01-02``); None for the lot's own manifest.
     part: str | None = None
+    #: An empty lot: who declared it empty (``domain.arrival``); None for a lot with objects.
+    declared_by: str | None = None
 
     def __post_init__(self) -> None:
+        if self.declared_by is not None and self.objects:
+            raise InvalidInput("only an empty lot is declared empty; this one lists objects.")
         if self.row_count is not None and (
             isinstance(self.row_count, bool) or not isinstance(self.row_count, int) or self.row_count < 0
         ):
@@ -173,6 +177,9 @@ class Manifest:
     updated_at: datetime
     #: A child's part of the lot; None for the lot's own manifest.
     part: str | None = None
+    #: An empty lot: who declared it empty (None: a lot with objects, or one registered before
+    #: lotline recorded it).
+    declared_by: str | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -194,6 +201,7 @@ def manifest_document(manifest: Manifest) -> dict[str, Any]:
         "runId": None if manifest.run_id is None else str(manifest.run_id),
         "attempt": manifest.attempt,
         "part": manifest.part,
+        "declaredBy": manifest.declared_by,
         "uriType": manifest.uri_type.value,
         "location": manifest.location,
         "rowCount": manifest.row_count,
@@ -208,6 +216,9 @@ class LotEventKind(StrEnum):
     READY = "READY"  # the lot was published: its manifest may be read
     REOPENED = "REOPENED"  # the lot was reopened (invalidation, late or corrected data): stop reading it
     FAILED = "FAILED"  # a claim of the lot failed (with its reason): nothing new to read, the lot is retried
+    #: A source lot became due with nothing delivered (its arrival policy says missing); the lot's
+    #: next READY event closes it.
+    OVERDUE = "OVERDUE"
 
 
 @dataclass(frozen=True)

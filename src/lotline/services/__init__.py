@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.lots.storage import Storage
+from lotline.services.arrival import ArrivalPass, ArrivalPolicies
 from lotline.services.catalog import CatalogService
 from lotline.services.children import ChildWork
 from lotline.services.cleanup import CleanupService
@@ -52,6 +54,9 @@ class Lineage:
     gaps: GapService
     webhooks: WebhookService
     sources: SourceService
+    arrival: ArrivalPolicies
+    #: Notices the source lots that became due: OVERDUE events, empty declarations by policy.
+    arrival_pass: ArrivalPass
 
     @property
     def storage(self) -> Storage:
@@ -77,6 +82,12 @@ class Lineage:
         openlineage = OpenLineageService(store)
         emission = EmissionService(openlineage, consumer)
         sources = SourceService(store)
+        arrival = ArrivalPolicies(store, clock)
+        ingest = IngestService(catalog, lots, manifests, sources, emission, arrival, storage_options)
+
+        def declare_empty(namespace: str, dataset: str, found: Sequence[str], declared_by: str) -> list[str]:
+            return ingest.declare_empty(namespace, dataset, found, declared_by).declared
+
         return cls(
             store,
             catalog,
@@ -92,11 +103,13 @@ class Lineage:
             manifests,
             lot_events,
             LotLineageService(store),
-            IngestService(catalog, lots, manifests, sources, emission, storage_options),
+            ingest,
             CleanupService(store, manifests),
-            GapService(store, lots),
+            GapService(store, lots, clock),
             WebhookService(store, lot_events),
             sources,
+            arrival,
+            ArrivalPass(store, declare_empty, clock),
         )
 
     def close(self) -> None:

@@ -37,6 +37,8 @@ KEYS = (
     "LOTLINE_NAMESPACE",
     "LOTLINE_LOG_LEVEL",
 )
+#: The ``lotline.toml`` table of per-dataset declarations (arrival policies: docs/lots.md).
+DATASETS_TABLE = "datasets"
 #: ``lotline.toml`` keys that stand for an environment key (SPEC §8 names the file's ``namespace``).
 FILE_ALIASES = {"namespace": "LOTLINE_NAMESPACE"}
 #: What ``Setting.source`` says when neither the environment nor the file sets a key.
@@ -118,7 +120,7 @@ def read_configuration(directory: Path | None = None) -> dict[str, Setting]:
             from_file = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as error:
             raise InvalidInput(f"{path} is not valid TOML: {error}") from error
-        known = (*KEYS, *FILE_ALIASES)
+        known = (*KEYS, *FILE_ALIASES, DATASETS_TABLE)
         unknown = sorted(set(from_file) - set(known))
         if unknown:
             raise InvalidInput(f"{path} has unknown keys {unknown}; known keys are {list(known)}.")
@@ -137,6 +139,29 @@ def read_configuration(directory: Path | None = None) -> dict[str, Setting]:
         return Setting(key, value, str(path)) if value else Setting(key, None, DEFAULT_SOURCE)
 
     return {key: pick(key) for key in KEYS}
+
+
+def dataset_policies(directory: Path | None = None) -> dict[str, tuple[str | None, str | None]]:
+    """The arrival policies ``lotline.toml`` declares, by dataset name: ``(late_after, absent)``
+    texts (None: not set), from tables such as ``[datasets.raw_logs]`` (docs/lots.md)."""
+    path = (directory or Path.cwd()) / CONFIG_FILE
+    if not path.is_file():
+        return {}
+    read_configuration(directory)  # the file's errors, said once and alike
+    tables = tomllib.loads(path.read_text(encoding="utf-8")).get(DATASETS_TABLE, {})
+    if not isinstance(tables, dict):
+        raise InvalidInput(f"{DATASETS_TABLE} in {path} must be a table of datasets.")
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for name, table in tables.items():
+        if not isinstance(table, dict) or set(table) - {"late_after", "absent"}:
+            raise InvalidInput(f"[{DATASETS_TABLE}.{name}] in {path} may set late_after and absent only.")
+        texts = (table.get("late_after"), table.get("absent"))
+        if any(t is not None and not isinstance(t, str) for t in texts):
+            raise InvalidInput(
+                f"late_after and absent in [{DATASETS_TABLE}.{name}] of {path} must be strings."
+            )
+        found[name] = (texts[0], texts[1])
+    return found
 
 
 def load_settings(directory: Path | None = None) -> Settings:

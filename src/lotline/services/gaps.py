@@ -21,7 +21,9 @@ from lotline.coordination.registry import LotJob, find_lot_job, namespace_lot_jo
 from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain import ready_counts as rc
+from lotline.domain.arrival import DEFAULT_POLICY, Absence
 from lotline.domain.checks import published_with_warnings
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import InvalidInput, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
@@ -29,7 +31,7 @@ from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
 from lotline.store.engine import Store
-from lotline.store.queries import datasets, frontier, gaps, registry, runs
+from lotline.store.queries import arrival, datasets, frontier, gaps, registry, runs
 from lotline.store.types import utcnow
 
 #: How far up a chain of unmapped jobs the interval of a dataset is looked for.
@@ -61,9 +63,10 @@ class _Target:
 
 
 class GapService:
-    def __init__(self, store: Store, lots: LotService) -> None:
+    def __init__(self, store: Store, lots: LotService, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
         self._lots = lots
+        self._clock = clock
 
     def report(
         self,
@@ -71,17 +74,19 @@ class GapService:
         *,
         job: str | None = None,
         dataset: str | None = None,
-        start: str,
-        end: str,
+        start: str | None = None,
+        end: str | None = None,
         interval: str | None = None,
     ) -> GapReport:
         """Counts by state and runs of the lots not complete, of ``job``'s output or of ``dataset``,
-        over ``[start, end)`` (RFC 3339 instants or dates)."""
-        span, wanted = _arguments(start, end, interval)
+        over ``[start, end)`` (RFC 3339 instants or dates; by default from the first lot, at most
+        ``DEFAULT_SPAN`` back, to now)."""
+        now = self._clock.now()
         dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            report = _report(connection, namespace, target, span, wanted, dust)[0]
+            span, wanted = _range_of(connection, namespace, target, start, end, interval, now)
+            report = _report(connection, namespace, target, span, wanted, dust, now)[0]
         self._compact(dust)
         return report
 
@@ -91,24 +96,25 @@ class GapService:
         *,
         job: str | None = None,
         dataset: str | None = None,
-        start: str,
-        end: str,
+        start: str | None = None,
+        end: str | None = None,
         interval: str | None = None,
     ) -> tuple[GapReport, Health]:
-        """The report of ``[start, end)`` and its lots counted as every page counts them (the grid's
-        states: empty lots apart from complete ones, and those published with warnings), so that
-        the command line says what the web UI says. One read transaction."""
-        span, wanted = _arguments(start, end, interval)
+        """The report of ``[start, end)`` (``report``'s defaults) and its lots counted as every page
+        counts them (the grid's states: empty lots apart from complete ones, and those published
+        with warnings), so that the command line says what the web UI says. One read transaction."""
+        now = self._clock.now()
         dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
+            span, wanted = _range_of(connection, namespace, target, start, end, interval, now)
             held = target.lot_job is not None and target.lot_job.held
-            due = lot_grid.DueRange(span.start, span.end)
+            due = lot_grid.DueRange(span.start, span.end, to_now=span.end == now)
             looked_up = _interval(connection, namespace, target, wanted)
             if looked_up is None:
                 report = _named_report(connection, namespace, target, span)
                 return report, Health(namespace, target.job, target.dataset, held, due, _named_totals(report))
-            grid = _grid(connection, namespace, target, span, None, dust, wanted, known=looked_up)
+            grid = _grid(connection, namespace, target, span, None, dust, now, wanted, known=looked_up)
         self._compact(dust)
         warned = sum(cell.warned for cell in grid.cells)
         health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
@@ -130,10 +136,11 @@ class GapService:
         apart from complete ones. One read transaction, like the report."""
         chosen = None if resolution is None else _resolution(resolution)
         span, wanted = _arguments(start, end, interval)
+        now = self._clock.now()
         dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _target(connection, namespace, job, dataset)
-            grid = _grid(connection, namespace, target, span, chosen, dust, wanted)
+            grid = _grid(connection, namespace, target, span, chosen, dust, now, wanted)
         self._compact(dust)
         return grid
 
@@ -220,7 +227,7 @@ class GapService:
             common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
             grids = []
             for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
-                grid = _grid(connection, namespace, target, shown, common, dust, known=interval)
+                grid = _grid(connection, namespace, target, shown, common, dust, now, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
@@ -243,10 +250,11 @@ class GapService:
         running lots are left and reported. ``only`` narrows to some of complete/missing/failed."""
         taken = g.parse_only(only)
         span, wanted = _arguments(start, end, interval)
+        now = self._clock.now()
         dust: list[_Dust] = []
         with self._store.read() as connection:
             target, lot_job = _job_target(connection, namespace, job)
-            report, found = _report(connection, namespace, target, span, wanted, dust)
+            report, found = _report(connection, namespace, target, span, wanted, dust, now)
             if report.interval is None:
                 raise InvalidInput(
                     f"Dataset {namespace}:{target.dataset} has named lots, which have no time window; "
@@ -308,11 +316,12 @@ def _grid(
     span: TimeRange,
     chosen: Resolution | None,
     dust: list[_Dust],
+    now: datetime.datetime,
     wanted: Interval | None = None,
     *,
     known: Interval | None = None,
 ) -> Grid:
-    report = _report(connection, namespace, target, span, wanted, dust, known=known)[0]
+    report = _report(connection, namespace, target, span, wanted, dust, now, known=known)[0]
     if report.interval is None:
         return lot_grid.build(report, (), chosen)  # refuses: named lots have no grid
     first, stop = span.indexes(report.interval)
@@ -382,7 +391,7 @@ def _health(
     if due.empty:
         return Health(namespace, target.job, target.dataset, held, due, {})
     shown = TimeRange(due.start, due.end)
-    grid = _grid(connection, namespace, target, shown, Resolution.DAY, dust, known=interval)
+    grid = _grid(connection, namespace, target, shown, Resolution.DAY, dust, now, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
     return Health(namespace, target.job, target.dataset, held, due, totals, warned)
@@ -412,6 +421,40 @@ def _resolution(text: str) -> Resolution:
 
 def _arguments(start: str, end: str, interval: str | None) -> tuple[TimeRange, Interval | None]:
     return TimeRange.parse(start, end), None if interval is None else Interval.parse(interval)
+
+
+def _range_of(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    start: str | None,
+    end: str | None,
+    interval: str | None,
+    now: datetime.datetime,
+) -> tuple[TimeRange, Interval | None]:
+    """``[start, end)`` as asked; what is left out: to now, from the first lot of the dataset or its
+    producer's inputs (at most ``DEFAULT_SPAN`` back: a recent window, the rest reachable)."""
+    wanted = None if interval is None else Interval.parse(interval)
+    if start is not None and end is not None:
+        return TimeRange.parse(start, end), wanted
+    upto = g.parse_time("to", end) if end is not None else now
+    if start is not None:
+        return TimeRange.parse(start, upto.isoformat()), wanted
+    looked_up = _interval(connection, namespace, target, wanted)
+    span = None if looked_up is None else _span(connection, namespace, target, looked_up)
+    if span is None:
+        if looked_up is None:  # named lots have no window: the range only labels the report
+            return TimeRange(upto - lot_grid.DEFAULT_SPAN, upto), wanted
+        raise InvalidInput(
+            f"{namespace}:{target.dataset} has no lots yet to count from: name --from (and --to)."
+        )
+    begin = max(span[0], upto - lot_grid.DEFAULT_SPAN)
+    if begin >= upto:
+        raise InvalidInput(
+            f"the first lot of {namespace}:{target.dataset} starts at {span[0]:%Y-%m-%d %H:%M} UTC, "
+            f"after {upto:%Y-%m-%d %H:%M} UTC: name --from."
+        )
+    return TimeRange(begin, upto), wanted
 
 
 def _target(connection: Connection, namespace: str, job: str | None, dataset: str | None) -> _Target:
@@ -477,6 +520,7 @@ def _report(
     span: TimeRange,
     wanted: Interval | None,
     dust: list[_Dust],
+    now: datetime.datetime,
     *,
     known: Interval | None = None,
 ) -> tuple[GapReport, list[Segment]]:
@@ -491,9 +535,13 @@ def _report(
     lot_job = target.lot_job
     if lot_job is not None and lot_job.held:
         found = g.hold_all(found)
+    arrival = _arrival_of(connection, target)
+    if arrival.source_empty:
+        found = g.awaiting_declaration(found)
     waiting = any(s.state in (GapState.MISSING, GapState.FAILED) for s in found)
     if lot_job is not None and lot_job.inputs and waiting:
-        found = g.block(found, _blockers(connection, lot_job, interval, first, stop, dust))
+        found = g.block(found, _blockers(connection, lot_job, interval, first, stop, dust, arrival))
+    found = g.settle(found, g.due_stop(now - arrival.late_after, interval))
     report = GapReport(
         namespace,
         target.dataset,
@@ -509,17 +557,64 @@ def _report(
 
 
 def _blockers(
-    connection: Connection, lot_job: LotJob, interval: Interval, first: int, stop: int, dust: list[_Dust]
+    connection: Connection,
+    lot_job: LotJob,
+    interval: Interval,
+    first: int,
+    stop: int,
+    dust: list[_Dust],
+    arrival: _Arrival,
 ) -> list[Segment]:
-    """Every input's lots that are not READY, as the output lots they hold back."""
+    """Every input's lots that are not READY, as the output lots they hold back (a source input's
+    lots that its ``absent=empty`` policy has yet to declare are pending)."""
     input_interval = interval if lot_job.mapping is None else lot_job.mapping.input
     ratio = interval.minutes // input_interval.minutes
     names = datasets.dataset_refs(connection, list(lot_job.inputs))
     found: list[Segment] = []
     for dataset_id in lot_job.inputs:
         waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio, dust)
+        if dataset_id in arrival.empty_sources:
+            waiting = g.awaiting_declaration(waiting)
         found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)
     return found
+
+
+@dataclass(frozen=True)
+class _Arrival:
+    """What the arrival policies of a target's sources say of its lots: the longest lateness window
+    among them (a lot is due once its end plus it is past), whether the target itself is a source
+    that declares absence empty, and which of its sources do."""
+
+    late_after: datetime.timedelta
+    source_empty: bool
+    empty_sources: frozenset[uuid.UUID]
+
+
+def _arrival_of(connection: Connection, target: _Target) -> _Arrival:
+    """The sources the target's lots come from (itself, if it has no inputs), up the chain of
+    producers, and their policies (the default for a source without one)."""
+    sources: set[uuid.UUID] = set()
+    seen: set[uuid.UUID] = set()
+    todo = [(target.dataset_id, target.lot_job)]
+    while todo and len(seen) < MAX_CHAIN * 8:
+        dataset_id, lot_job = todo.pop()
+        if dataset_id in seen:
+            continue
+        seen.add(dataset_id)
+        if lot_job is None or not lot_job.inputs:
+            sources.add(dataset_id)
+            continue
+        for input_id in lot_job.inputs:
+            producer = registry.producer_of(connection, input_id)
+            todo.append((input_id, None if producer is None else find_lot_job(connection, producer)))
+    policies = {w.dataset_id: w.policy for w in arrival.watches(connection, sorted(sources))}
+    found = [policies.get(d, DEFAULT_POLICY) for d in sources]
+    empty = frozenset(d for d in sources if policies.get(d, DEFAULT_POLICY).absent is Absence.EMPTY)
+    return _Arrival(
+        max((p.late_after for p in found), default=DEFAULT_POLICY.late_after),
+        target.dataset_id in empty,
+        empty,
+    )
 
 
 def _segments(

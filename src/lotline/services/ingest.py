@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from lotline.domain.arrival import Absence, is_marker
+from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.ingress import (
     LandedFile,
@@ -27,15 +29,17 @@ from lotline.domain.ingress import (
     LotPlan,
     TimeRule,
     check_range,
+    digest,
     format_of,
     lot_range,
     plan_lots,
     sort_into_lots,
 )
-from lotline.domain.lots import Interval
+from lotline.domain.lots import Interval, IntervalLot, parse_lot
 from lotline.domain.manifests import ManifestDraft, ManifestObject, check_format
 from lotline.lots.storage import Storage
 from lotline.services import facets
+from lotline.services.arrival import ArrivalPolicies
 from lotline.services.catalog import CatalogService
 from lotline.services.emission import EmissionService
 from lotline.services.lots import LotService
@@ -43,8 +47,6 @@ from lotline.services.manifests import ManifestService
 from lotline.services.sources import SourceService
 from lotline.store.types import utcnow
 
-#: Default wait after an interval's end before it is closed (files may still be arriving).
-DEFAULT_LATENESS = timedelta(minutes=5)
 #: Readable manifests are looked up this many lots at a time.
 _LOOKUP_CHUNK = 1000
 
@@ -66,7 +68,12 @@ class IngestRequest:
     copy: bool = False
     start: datetime | None = None
     end: datetime | None = None
-    lateness: timedelta = DEFAULT_LATENESS
+    #: The arrival policy's parts given with this ingest (None: the dataset's stored one, else the
+    #: default); given ones are stored with the dataset.
+    late_after: timedelta | None = None
+    absent: Absence | None = None
+    #: Where the given policy parts were declared (``lotline ingest`` options, lotline.toml).
+    policy_source: str = "lotline ingest"
     reject_late: bool = False
 
 
@@ -75,7 +82,10 @@ class IngestReport:
     """What one scan did: lots by outcome, and the files it could not place (with the reason)."""
 
     registered: list[str] = field(default_factory=list)
-    empty: list[str] = field(default_factory=list)
+    #: Lots registered empty, each with who declared it (a marker, the policy).
+    empty: dict[str, str] = field(default_factory=dict)
+    #: Lots due with nothing delivered and not declared empty: nothing registered, reported missing.
+    missing: list[str] = field(default_factory=list)
     reversioned: list[str] = field(default_factory=list)
     rejected: list[str] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)
@@ -90,7 +100,8 @@ class IngestReport:
         return {
             "files": self.files,
             "registered": self.registered,
-            "empty": self.empty,
+            "empty": [{"lot": lot, "declaredBy": by} for lot, by in self.empty.items()],
+            "missing": self.missing,
             "reversioned": self.reversioned,
             "rejected": self.rejected,
             "waiting": self.waiting,
@@ -109,9 +120,11 @@ class IngestService:
         manifests: ManifestService,
         sources: SourceService,
         emission: EmissionService,
+        arrival: ArrivalPolicies,
         storage_options: dict[str, Any] | None = None,
     ) -> None:
         self._catalog, self._lots, self._manifests, self._sources = catalog, lots, manifests, sources
+        self._arrival = arrival
         self._emission = emission
         self._storage_options = dict(storage_options or {})
         self._worker = f"ingest@{socket.gethostname()}:{os.getpid()}"
@@ -121,24 +134,86 @@ class IngestService:
         if request.format is not None:
             check_format(request.format)
         check_range(request.start, request.end)
-        if request.lateness < timedelta(0):
-            raise InvalidInput(f"lateness must not be negative, got {request.lateness}.")
         landing = self._landing(request.landing)
         self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
         self._check_interval(request)
-        files = list(_landed(landing))  # a link that leaves the landing: refused, nothing declared
-        scan = sort_into_lots(files, request.time_rule, request.interval)
-        if files and not scan.by_lot and request.time_rule.pattern is not None:
+        markers: list[str] = []
+        files = list(_landed(landing, markers))  # a link that leaves the landing: refused, nothing declared
+        scan = sort_into_lots(files, request.time_rule, request.interval, markers)
+        if files and not scan.by_lot and not scan.markers and request.time_rule.pattern is not None:
             return IngestReport(files=len(files), skipped=scan.skipped, unmatched=True)
         request = replace(request, format=request.format or self._format(request, files))
+        now = now or utcnow()
         self._declare(request, landing)
+        policy = self._arrival.declare(
+            request.namespace,
+            request.dataset,
+            request.interval,
+            late_after=request.late_after,
+            absent=request.absent,
+            declared_in=request.policy_source,
+            now=now,
+        )
         report = IngestReport(files=len(files), skipped=scan.skipped)
         lots = lot_range(scan, request.interval, request.start, request.end)
         registered = self._registered(request, [str(lot) for lot in lots])
-        plans = plan_lots(scan, lots, registered, now=now or utcnow(), lateness=request.lateness)
+        plans = plan_lots(scan, lots, registered, now=now, policy=policy)
         for plan in plans:
             self._apply(request, plan, landing, report, registered.get(plan.lot))
         return report
+
+    def declare_empty(
+        self,
+        namespace: str,
+        dataset: str,
+        lots: Sequence[str],
+        declared_by: str,
+        *,
+        force: bool = False,
+    ) -> EmptyDeclaration:
+        """Register ``lots`` of a source dataset empty, declared by ``declared_by`` (an operator,
+        the arrival policy). A lot already empty stays as it is; a lot that holds data is refused
+        (InvalidInput, nothing changed) unless ``force``: then it gets a new, empty version and what
+        was computed from it is reopened, as a correction does."""
+        self._catalog.get_dataset(namespace, dataset)  # NotFound: nothing to declare
+        self._lots.check_output(namespace, dataset)
+        kind = self._sources.lot_kind(namespace, dataset)
+        wanted = [_interval_lot(lot, kind) for lot in lots]
+        found = self._manifests.readable(namespace, dataset, wanted)
+        holding = [lot for lot in wanted if lot in found and found[lot].objects]
+        if holding and not force:
+            raise InvalidInput(
+                f"lot {holding[0]} of {namespace}:{dataset} holds data ({len(found[holding[0]].objects)} "
+                f"objects){f' and {len(holding) - 1} more lots do' if len(holding) > 1 else ''}: an empty "
+                "declaration is refused; --force makes a new, empty version and reopens what was computed "
+                "from it. Nothing was changed."
+            )
+        self._lots.register_job(namespace, ingest_job(dataset), output=dataset)
+        done = EmptyDeclaration()
+        for lot in wanted:
+            current = found.get(lot)
+            if current is not None and not current.objects:
+                done.unchanged.append(lot)
+                continue
+            if current is not None and not self._lots.invalidate_if_comment(
+                namespace, dataset, lot, current.comment
+            ):
+                done.busy.append(lot)
+                continue
+            draft = ManifestDraft(
+                self._manifests.storage.dataset_uri(namespace, dataset),
+                (),
+                0,
+                comment=digest(()),
+                declared_by=declared_by,
+            )
+            try:
+                self._publish(namespace, dataset, lot, _Lister.fixed(draft))
+            except Conflict:
+                done.busy.append(lot)
+                continue
+            (done.reversioned if current is not None else done.declared).append(lot)
+        return done
 
     def _check_interval(self, request: IngestRequest) -> None:
         """Lots of another interval than the dataset's are refused, naming both (SPEC §5)."""
@@ -203,6 +278,9 @@ class IngestService:
             if plan.files:
                 report.waiting.append(plan.lot)
             return
+        if plan.change is LotChange.MISSING:
+            report.missing.append(plan.lot)
+            return
         if plan.change is LotChange.UNCHANGED:
             report.unchanged += 1
             return
@@ -214,7 +292,7 @@ class IngestService:
                 report.busy.append(plan.lot)  # another ingest registered it (or is doing so) first
                 return
         try:
-            self._publish(request, plan, landing)
+            self._publish(request.namespace, request.dataset, plan.lot, self._lister(request, plan, landing))
         except Conflict:
             report.busy.append(plan.lot)  # another ingest or an operator holds the lot: next scan
             return
@@ -223,21 +301,16 @@ class IngestService:
         elif plan.files:
             report.registered.append(plan.lot)
         else:
-            report.empty.append(plan.lot)
+            report.empty[plan.lot] = plan.declared_by or ""
 
-    def _publish(self, request: IngestRequest, plan: LotPlan, landing: Storage) -> None:
-        """Claim the lot, list (or copy) its files, complete it; any failure fails the claim, so the
-        lot is either published with its whole list or not at all."""
-        claim = self._lots.claim(self._worker, request.namespace, ingest_job(request.dataset), lot=plan.lot)
-        if claim is None:
-            raise Conflict(f"lot {plan.lot} is held")
-        self._emission.started(claim)
+    def _lister(self, request: IngestRequest, plan: LotPlan, landing: Storage) -> _Lister:
+        """What a claim of the lot writes: the files referenced in place, or copied into the
+        attempt's fresh location with ``copy``."""
         warehouse = self._manifests.storage
-        location = landing.root
         file_format = request.format or "text"
-        objects: tuple[ManifestObject, ...] = ()
-        run_facets = facets.lot_facets(plan.lot)
-        try:
+
+        def listed(claim: LotClaim) -> ManifestDraft:
+            location = landing.root
             if request.copy:
                 location = warehouse.attempt_uri(request.namespace, request.dataset, plan.lot, claim.attempt)
                 for f in plan.files:
@@ -246,19 +319,84 @@ class IngestService:
             else:
                 objects = tuple(ManifestObject(f.uri, f.size, f.modified_at, file_format) for f in plan.files)
             # An empty lot has no rows, as the runner reports it; a lot of files has an unknown count.
-            draft = ManifestDraft(location, objects, None if objects else 0, comment=plan.digest)
+            return ManifestDraft(
+                location, objects, None if objects else 0, comment=plan.digest, declared_by=plan.declared_by
+            )
+
+        def written(claim: LotClaim) -> ManifestDraft:
+            if not request.copy:
+                return ManifestDraft(landing.root)
+            location = warehouse.attempt_uri(request.namespace, request.dataset, plan.lot, claim.attempt)
+            return ManifestDraft(location, warehouse.describe_written(location, format=file_format))
+
+        return _Lister(listed, written)
+
+    def _publish(self, namespace: str, dataset: str, lot: str, lister: _Lister) -> None:
+        """Claim the lot, list (or copy) its files, complete it; any failure fails the claim, so the
+        lot is either published with its whole list or not at all."""
+        claim = self._lots.claim(self._worker, namespace, ingest_job(dataset), lot=lot)
+        if claim is None:
+            raise Conflict(f"lot {lot} is held")
+        self._emission.started(claim)
+        run_facets = facets.lot_facets(lot)
+        try:
+            draft = lister.listed(claim)
             ending = self._emission.completion(claim, draft)
             self._lots.complete(claim, manifest=draft, facets=run_facets, journal=ending.journal)
         except BaseException as error:
-            written = warehouse.describe_written(location, format=file_format) if request.copy else ()
-            self._lots.fail(claim, manifest=ManifestDraft(location, written), error=error, facets=run_facets)
+            self._lots.fail(claim, manifest=lister.written(claim), error=error, facets=run_facets)
             self._emission.failed(claim, error)
             raise
         self._emission.ended(ending)
 
 
-def _landed(landing: Storage) -> Iterator[LandedFile]:
-    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data.
+@dataclass(frozen=True)
+class _Lister:
+    """A claim's manifest on success (``listed``) and what it left on failure (``written``)."""
+
+    listed: Callable[[LotClaim], ManifestDraft]
+    written: Callable[[LotClaim], ManifestDraft]
+
+    @classmethod
+    def fixed(cls, draft: ManifestDraft) -> _Lister:
+        """A manifest known before the claim (an empty declaration writes nothing)."""
+        return cls(lambda _claim: draft, lambda _claim: draft)
+
+
+@dataclass
+class EmptyDeclaration:
+    """What ``declare_empty`` did: lots declared, lots that held data given an empty version
+    (``--force``), lots already empty, lots held or being worked on."""
+
+    declared: list[str] = field(default_factory=list)
+    reversioned: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    busy: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "declared": self.declared,
+            "reversioned": self.reversioned,
+            "unchanged": self.unchanged,
+            "busy": self.busy,
+        }
+
+
+def _interval_lot(lot: str, kind: str | None) -> str:
+    """An interval lot id of the dataset's interval (``kind``, None: no lots yet), checked."""
+    parsed = parse_lot(lot)
+    if not isinstance(parsed, IntervalLot):
+        raise InvalidInput(
+            f"{lot!r} is not an interval lot id (e.g. 20260101PT5M000): only those are declared empty."
+        )
+    if kind is not None and str(parsed.interval) != kind:
+        raise InvalidInput(f"lot {lot} is a {parsed.interval} lot; the dataset has {kind} lots.")
+    return str(parsed)
+
+
+def _landed(landing: Storage, markers: list[str]) -> Iterator[LandedFile]:
+    """Every file of the landing location; hidden and marker files (``.x``, ``_x``) are not data;
+    empty markers (``_EMPTY.<lot id>``) are added to ``markers`` by their relative path.
     A symbolic link is followed only to a file inside the landing location: one that leaves it
     (``ln -s /etc/hostname …``) or points at nothing is refused, naming it, before anything is
     registered; one to a folder inside is skipped (its files are listed under their own paths)."""
@@ -266,6 +404,10 @@ def _landed(landing: Storage) -> Iterator[LandedFile]:
     for found in landing.objects_under(landing.root):
         relative = found.uri[len(prefix) :]
         if any(part.startswith((".", "_")) for part in relative.split("/")):
+            if is_marker(relative.rsplit("/", 1)[-1]) and not any(
+                part.startswith((".", "_")) for part in relative.split("/")[:-1]
+            ):
+                markers.append(relative)
             continue
         if found.link_target is not None:
             target = landing.local_path(found.link_target)

@@ -461,6 +461,9 @@ manifests = Table(
     # A child's manifest: the part of the lot it computed (``day=2023-01-02``); NULL for the lot's
     # own manifest. Parts are never read directly: the lot's manifest lists their objects.
     Column("part", String(PART)),
+    # An empty lot's manifest: who declared the lot empty (the sender's marker, an operator, the
+    # source's arrival policy: domain/arrival.py); NULL for every other manifest.
+    Column("declared_by", Text),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),
     # The lot grid's empty lots of a range (``store/queries/gaps.empty_lots``): the dataset's EMPTY
@@ -475,7 +478,7 @@ manifests = Table(
     ),
 )
 
-LOT_EVENT_KINDS = "'READY', 'REOPENED', 'FAILED'"
+LOT_EVENT_KINDS = "'READY', 'REOPENED', 'FAILED', 'OVERDUE'"
 
 # The durable, ordered lot availability log: appended in the transaction that makes a lot READY
 # (or reopens it, or fails it). ``id`` is the position; appends take an exclusive lock first (see
@@ -497,6 +500,31 @@ lot_events = Table(
     Column("reason", Text),
     CheckConstraint(f"kind IN ({LOT_EVENT_KINDS})", name="kind"),
     Index(None, "dataset_id", "id"),
+)
+
+ABSENCES = "'missing', 'empty'"
+
+# A source dataset's arrival policy (domain/arrival.py): how long after an interval ends its data
+# may still arrive, and what a due interval with nothing delivered is. A source without a row has
+# the default policy. ``noticed_through``: the arrival pass (services/arrival.py) has noticed every
+# lot that ends at or before this instant once it was due (an OVERDUE event, or an empty
+# declaration by the policy); NULL: not yet watched. ``declared_in`` says where the policy was
+# declared (a pipeline file, ``lotline ingest``, lotline.toml).
+arrival_policies = Table(
+    "arrival_policies",
+    metadata,
+    Column("dataset_id", ForeignKey("datasets.id"), primary_key=True),
+    # The source's lot interval (PT5M …): which lots the arrival pass notices.
+    Column("lot_interval", String(16), nullable=False),
+    Column("late_after_seconds", Integer, nullable=False),
+    Column("absent", String(16), nullable=False),
+    Column("declared_in", Text, nullable=False),
+    Column("noticed_through", UtcDateTime),
+    *_timestamps(),
+    CheckConstraint(f"absent IN ({ABSENCES})", name="absent"),
+    CheckConstraint("late_after_seconds >= 0", name="late_after_seconds"),
+    # The pass's work list: the watches whose next lot may be due.
+    Index(None, "noticed_through"),
 )
 
 # Webhook delivery of lot events: one row per configured URL, holding the position delivered up

@@ -53,6 +53,7 @@ def insert_manifest(
             "row_count": draft.row_count,
             "comment": draft.comment,
             "part": draft.part,
+            "declared_by": draft.declared_by,
             "created_at": now,
             "updated_at": now,
         },
@@ -206,6 +207,7 @@ def _manifest(r: Row[Any]) -> Manifest:
         created_at=r.created_at,
         updated_at=r.updated_at,
         part=r.part,
+        declared_by=r.declared_by,
     )
 
 

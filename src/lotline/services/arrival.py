@@ -1,0 +1,194 @@
+"""Arrival policies and the arrival pass (SPEC §5 "Absence and freshness", docs/lots.md).
+
+``ArrivalPolicies`` stores each source dataset's policy (declared by a pipeline file, ``lotline
+ingest`` or lotline.toml) and reads it back. ``ArrivalPass`` notices the source lots that became
+due since it last looked: a lot with nothing delivered gets one OVERDUE lot event when its policy
+says ``missing``, and is declared empty by the policy when it says ``empty``. The pass is cheap (one
+read of the policies, one of the lots delivered, one write), so every long-running process runs
+it: ``lotline worker`` and ``lotline serve`` once a minute, ``lotline run`` and ``lotline ingest``
+once, and ``lotline overdue`` for a scheduler.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from sqlalchemy import Connection
+
+from lotline.domain.arrival import DEFAULT_POLICY, Absence, ArrivalPolicy
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
+from lotline.domain.errors import LotlineError
+from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
+from lotline.domain.manifests import LotEventKind
+from lotline.services import _common
+from lotline.store.engine import Store
+from lotline.store.queries import arrival, datasets, gaps, lot_events
+
+#: The most lots of one source a pass notices (a week of five-minute lots); the next pass goes on.
+MAX_LOTS_PER_PASS = 2_016
+#: ``IngestService.declare_empty`` as the pass calls it (namespace, dataset, lots, declared by):
+#: the lots it declared.
+DeclareEmpty = Callable[[str, str, Sequence[str], str], list[str]]
+
+
+@dataclass(frozen=True)
+class DeclaredPolicy:
+    """A source's policy as the API shows it: the policy, its lot interval and where it was declared."""
+
+    policy: ArrivalPolicy
+    interval: str
+    declared_in: str
+
+    def to_json(self) -> dict[str, str]:
+        return {**self.policy.to_json(), "interval": self.interval, "declaredIn": self.declared_in}
+
+
+_log = logging.getLogger(__name__)
+
+
+class ArrivalPolicies:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._store = store
+        self._clock = clock
+
+    def declare(
+        self,
+        namespace: str,
+        dataset: str,
+        interval: Interval,
+        *,
+        late_after: datetime.timedelta | None = None,
+        absent: Absence | None = None,
+        declared_in: str,
+        now: datetime.datetime | None = None,
+    ) -> ArrivalPolicy:
+        """Store the dataset's policy: the parts given replace the stored ones (or the defaults).
+        A new watch starts noticing lots after the dataset's newest lot (or now): what was missing
+        before is reported missing, but pushed only for lots that become due while watched."""
+        now = now or self._clock.now()
+        with self._store.write() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            found = arrival.watches(connection, [dataset_id])
+            stored = found[0].policy if found else DEFAULT_POLICY
+            policy = ArrivalPolicy(
+                stored.late_after if late_after is None else late_after,
+                stored.absent if absent is None else absent,
+            )
+            unchanged = found and found[0].policy == policy and found[0].interval == str(interval)
+            if unchanged and ((late_after is None and absent is None) or found[0].declared_in == declared_in):
+                return policy
+            start = _watch_start(connection, dataset_id, interval, policy, now)
+            in_ = (
+                declared_in
+                if late_after is not None or absent is not None or not found
+                else found[0].declared_in
+            )
+            arrival.declare(connection, dataset_id, str(interval), policy, in_, start, now)
+        return policy
+
+    def of(self, namespace: str, dataset: str) -> DeclaredPolicy | None:
+        """The dataset's stored policy (None: it has none; a source then has the default)."""
+        with self._store.read() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            found = arrival.watches(connection, [dataset_id])
+        return None if not found else DeclaredPolicy(found[0].policy, found[0].interval, found[0].declared_in)
+
+
+def _watch_start(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    interval: Interval,
+    policy: ArrivalPolicy,
+    now: datetime.datetime,
+) -> datetime.datetime:
+    """Where a new watch starts: after the dataset's newest lot, or at the due boundary now."""
+    last = gaps.last_output_lot(connection, dataset_id)
+    parsed = None if last is None else parse_lot(last)
+    if isinstance(parsed, IntervalLot) and parsed.interval == interval:
+        return parsed.end
+    return lot_at(policy.due_until(now), interval).start
+
+
+@dataclass
+class Noticed:
+    """What one pass did: OVERDUE events pushed, lots declared empty by their policy, per dataset."""
+
+    overdue: list[tuple[str, str, str]] = field(default_factory=list)
+    declared_empty: list[tuple[str, str, str]] = field(default_factory=list)
+    watched: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "watched": self.watched,
+            "overdue": [{"namespace": n, "dataset": d, "lot": lot} for n, d, lot in self.overdue],
+            "declaredEmpty": [
+                {"namespace": n, "dataset": d, "lot": lot} for n, d, lot in self.declared_empty
+            ],
+        }
+
+
+class ArrivalPass:
+    """Notices the lots that became due since the last pass (module docstring)."""
+
+    def __init__(self, store: Store, declare_empty: DeclareEmpty, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._store = store
+        self._declare_empty = declare_empty
+        self._clock = clock
+
+    def notice(self, now: datetime.datetime | None = None) -> Noticed:
+        now = now or self._clock.now()
+        with self._store.read() as connection:
+            watches = arrival.watches(connection)
+            due = {w.dataset_id: _due_lots(w, now) for w in watches}
+            pairs = [(w.dataset_id, str(lot)) for w in watches for lot in due[w.dataset_id]]
+            delivered = arrival.delivered(connection, pairs) if pairs else set()
+            refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if due[w.dataset_id]])
+        done = Noticed(watched=len(watches))
+        overdue: list[tuple[uuid.UUID, str]] = []
+        noticed: list[tuple[uuid.UUID, datetime.datetime]] = []
+        for watch in watches:
+            lots = due[watch.dataset_id]
+            if not lots:
+                continue
+            ref = refs[watch.dataset_id]
+            absent = [str(lot) for lot in lots if (watch.dataset_id, str(lot)) not in delivered]
+            if watch.policy.absent is Absence.EMPTY and absent:
+                try:
+                    declared = self._declare_empty(ref.namespace, ref.name, absent, watch.policy.declaration)
+                except LotlineError as error:  # e.g. the dataset has another producer: the next pass retries
+                    _log.warning("arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
+                    continue
+                done.declared_empty += [(ref.namespace, ref.name, lot) for lot in declared]
+            else:
+                overdue += [(watch.dataset_id, lot) for lot in absent]
+                done.overdue += [(ref.namespace, ref.name, lot) for lot in absent]
+            noticed.append((watch.dataset_id, lots[-1].end))
+        if noticed:
+            with self._store.write() as connection:
+                entries = [(d, lot, None, None, None) for d, lot in overdue]
+                arrival.set_noticed(connection, noticed)
+                lot_events.append(connection, LotEventKind.OVERDUE, entries, now)
+        return done
+
+
+def _due_lots(watch: arrival.Watch, now: datetime.datetime) -> list[IntervalLot]:
+    """The watch's lots that ended after ``noticed_through`` and are due now (at most
+    ``MAX_LOTS_PER_PASS``, oldest first)."""
+    interval = Interval.parse(watch.interval)
+    until = watch.policy.due_until(now)
+    since = watch.noticed_through if watch.noticed_through is not None else until
+    if until <= since:
+        return []
+    found: list[IntervalLot] = []
+    index = lot_index(lot_at(since, interval))  # the first lot that ends after ``since``
+    while len(found) < MAX_LOTS_PER_PASS:
+        lot = lot_from_index(index, interval)
+        if lot.end > until:
+            break
+        found.append(lot)
+        index += 1
+    return found
