@@ -122,9 +122,9 @@ def test_empty_lots_are_declared_by_a_marker_or_by_an_absent_empty_policy(
     quiet = lineage.ingest.ingest(_request(landing, **_window(10, 30), absent=Absence.EMPTY), now=NOW)
     policy = "arrival policy (absent=empty, late_after=PT5M)"
     assert quiet.empty == {LOT_0420: policy, "20230101PT5M053": policy} and quiet.missing == []
-    assert lineage.arrival.of(NS, "raw") is not None
     stored = lineage.arrival.of(NS, "raw")
-    assert stored is not None and (stored.policy.absent, stored.declared_in) == (Absence.EMPTY, "lotline ingest")
+    assert stored is not None
+    assert (stored.policy.absent, stored.declared_in) == (Absence.EMPTY, "lotline ingest")
     declared = lineage.manifests.current(NS, "raw", LOT_0420)
     assert declared is not None and declared.declared_by == policy
 
