@@ -20,6 +20,7 @@ from lotline.api.metrics import Metrics, MetricsMiddleware
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
 from lotline.domain.errors import LotlineError
+from lotline.server.arrival import ArrivalWatch
 from lotline.server.journal import JournalWriter
 from lotline.server.projector import SupervisedProjector
 from lotline.services import open_configured
@@ -54,9 +55,12 @@ def create_app(settings: Settings) -> FastAPI:
         projector = app.state.projector = SupervisedProjector(lineage.store.url)
         projector.start()
         journal = app.state.journal = JournalWriter(lineage.store, on_new=projector.wake)
+        arrivals = ArrivalWatch(lineage.arrival_pass)
+        arrivals.start()
         try:
             yield
         finally:
+            arrivals.stop()
             # Events already handed in are journaled and answered before the projector stops.
             await journal.stop()
             # The group in progress commits; the rest of the journal stays pending for the next start.

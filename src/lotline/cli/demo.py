@@ -118,12 +118,11 @@ def _print_next(console: Console, folder: Path, day: datetime) -> None:
     """What to try next, each command as it can be typed: the folder to go to, lotline by the path
     that runs this one (unless ``lotline`` on the PATH is it), never wrapped at the terminal width."""
     me = _command()
-    span = f"--from {day:%Y-%m-%d} --to {day + timedelta(days=1):%Y-%m-%d}"
     lines = [
         ("cd " + shlex.quote(str(folder)), ""),
         (f"{me} serve", "then open http://127.0.0.1:5000"),
         (f"{me} status --lots", "every lot of the namespace weblogs"),
-        (f"{me} gaps --job parse {span}", "missing and failed lots of the day"),
+        (f"{me} gaps --job parse", "parse's lots from the first up to now, by state"),
         (f"{me} events", "the lot availability log"),
         (" ".join([me, *_ingest_args(day)]), "ingest again: nothing changed, nothing to do"),
         (f"{me} run {PIPELINE_FILE}", "after editing a transform: a new job version"),
@@ -200,9 +199,13 @@ def _ingest(lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path
     )
     report = lineage.ingest.ingest(request)
     console.print("   lotline " + " ".join(_ingest_args(day)), soft_wrap=True, markup=False)
+    quiet = _window(day, EMPTY_WINDOW).strftime("%Y%m%d") + f"PT5M{(FIRST_HOUR * 12 + EMPTY_WINDOW):03d}"
+    said = f" (the quiet {_window(day, EMPTY_WINDOW):%H:%M} among them)" if quiet in report.empty else ""
     console.print(
-        f"   {len(report.registered)} lots registered with their files, {len(report.empty)} closed as "
-        f"empty, {len(report.reversioned)} given a new version, {report.unchanged} unchanged"
+        f"   {len(report.registered)} lots registered with their files, {len(report.empty)} empty by "
+        f"raw_logs' arrival policy (absent=empty: no file in a closed interval means no requests){said}, "
+        f"{len(report.missing)} missing, {len(report.reversioned)} given a new version, "
+        f"{report.unchanged} unchanged"
     )
 
 

@@ -32,8 +32,8 @@ def events(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
-    """Print lot events (READY, REOPENED) in order; with --follow, wait for new ones (woken by
-    LISTEN/NOTIFY on PostgreSQL, polling on SQLite) until SIGINT or SIGTERM."""
+    """Print lot events (READY, REOPENED, FAILED, OVERDUE) in order; with --follow, wait for new
+    ones (woken by LISTEN/NOTIFY on PostgreSQL, polling on SQLite) until SIGINT or SIGTERM."""
     lineage = open_existing()
     signal.signal(signal.SIGTERM, _stop)
     try:
@@ -64,6 +64,8 @@ def _print(event: LotEvent, as_json: bool) -> None:
         return
     if event.kind is LotEventKind.FAILED:
         detail = f"job {event.job} attempt {event.attempt}: {event.reason or 'no reason recorded'}"
+    elif event.kind is LotEventKind.OVERDUE:
+        detail = "due, nothing delivered (its next READY closes it)"
     else:
         detail = f"manifest {event.manifest_id}" if event.manifest_id else ""
     print(

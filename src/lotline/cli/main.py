@@ -12,7 +12,20 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from lotline.cli import cleanup, context, demo, events, gaps, ingest, logs, lots, run, webhooks, worker
+from lotline.cli import (
+    cleanup,
+    context,
+    demo,
+    events,
+    gaps,
+    ingest,
+    logs,
+    lots,
+    overdue,
+    run,
+    webhooks,
+    worker,
+)
 from lotline.cli.progress import Progress
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
@@ -84,6 +97,7 @@ app.command("run")(one_line_errors(run.run))
 app.command("demo")(one_line_errors(demo.demo))
 app.command("ingest")(one_line_errors(ingest.ingest))
 app.command("events")(one_line_errors(events.events))
+app.command("overdue")(one_line_errors(overdue.overdue))
 app.command("logs")(one_line_errors(logs.logs))
 app.command("worker")(one_line_errors(worker.worker))
 app.command("cleanup")(one_line_errors(cleanup.cleanup))

@@ -22,6 +22,7 @@ from sqlalchemy import Connection
 from lotline.domain.arrival import DEFAULT_POLICY, Absence, ArrivalPolicy
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import LotlineError
+from lotline.domain.gaps import id_pattern
 from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
 from lotline.domain.manifests import LotEventKind
 from lotline.services import _common
@@ -30,6 +31,8 @@ from lotline.store.queries import arrival, datasets, gaps, lot_events
 
 #: The most lots of one source a pass notices (a week of five-minute lots); the next pass goes on.
 MAX_LOTS_PER_PASS = 2_016
+#: How far back the first pass of an ``absent=missing`` source pushes OVERDUE events.
+MISSING_LOOKBACK = datetime.timedelta(days=1)
 #: ``IngestService.declare_empty`` as the pass calls it (namespace, dataset, lots, declared by):
 #: the lots it declared.
 DeclareEmpty = Callable[[str, str, Sequence[str], str], list[str]]
@@ -67,8 +70,7 @@ class ArrivalPolicies:
         now: datetime.datetime | None = None,
     ) -> ArrivalPolicy:
         """Store the dataset's policy: the parts given replace the stored ones (or the defaults).
-        A new watch starts noticing lots after the dataset's newest lot (or now): what was missing
-        before is reported missing, but pushed only for lots that become due while watched."""
+        The pass starts a new watch at the dataset's first lot (``_watch_start``)."""
         now = now or self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
@@ -81,13 +83,9 @@ class ArrivalPolicies:
             unchanged = found and found[0].policy == policy and found[0].interval == str(interval)
             if unchanged and ((late_after is None and absent is None) or found[0].declared_in == declared_in):
                 return policy
-            start = _watch_start(connection, dataset_id, interval, policy, now)
-            in_ = (
-                declared_in
-                if late_after is not None or absent is not None or not found
-                else found[0].declared_in
-            )
-            arrival.declare(connection, dataset_id, str(interval), policy, in_, start, now)
+            given = late_after is not None or absent is not None or not found
+            where = declared_in if given else found[0].declared_in
+            arrival.declare(connection, dataset_id, str(interval), policy, where, now)
         return policy
 
     def of(self, namespace: str, dataset: str) -> DeclaredPolicy | None:
@@ -99,18 +97,19 @@ class ArrivalPolicies:
 
 
 def _watch_start(
-    connection: Connection,
-    dataset_id: uuid.UUID,
-    interval: Interval,
-    policy: ArrivalPolicy,
-    now: datetime.datetime,
-) -> datetime.datetime:
-    """Where a new watch starts: after the dataset's newest lot, or at the due boundary now."""
-    last = gaps.last_output_lot(connection, dataset_id)
-    parsed = None if last is None else parse_lot(last)
-    if isinstance(parsed, IntervalLot) and parsed.interval == interval:
-        return parsed.end
-    return lot_at(policy.due_until(now), interval).start
+    connection: Connection, watch: arrival.Watch, interval: Interval, now: datetime.datetime
+) -> datetime.datetime | None:
+    """Where the pass starts a watch (None: the dataset has no lots yet, nothing to start from). An
+    ``absent=empty`` source is declared from its first lot on, so that every interval of it is
+    settled; an ``absent=missing`` one pushes OVERDUE events from its first lot but at most
+    ``MISSING_LOOKBACK`` back (older missing lots are reported by gaps, not pushed one by one)."""
+    bounds = gaps.output_lot_bounds(connection, watch.dataset_id, id_pattern(interval))
+    first = None if bounds is None else parse_lot(bounds[0])
+    if not isinstance(first, IntervalLot):
+        return None
+    if watch.policy.absent is Absence.EMPTY:
+        return first.start
+    return max(first.start, watch.policy.due_until(now) - MISSING_LOOKBACK)
 
 
 @dataclass
@@ -143,7 +142,14 @@ class ArrivalPass:
         now = now or self._clock.now()
         with self._store.read() as connection:
             watches = arrival.watches(connection)
-            due = {w.dataset_id: _due_lots(w, now) for w in watches}
+            starts = {
+                w.dataset_id: _watch_start(connection, w, Interval.parse(w.interval), now)
+                for w in watches
+                if w.noticed_through is None
+            }
+            due = {
+                w.dataset_id: _due_lots(w, starts.get(w.dataset_id, w.noticed_through), now) for w in watches
+            }
             pairs = [(w.dataset_id, str(lot)) for w in watches for lot in due[w.dataset_id]]
             delivered = arrival.delivered(connection, pairs) if pairs else set()
             refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if due[w.dataset_id]])
@@ -175,13 +181,14 @@ class ArrivalPass:
         return done
 
 
-def _due_lots(watch: arrival.Watch, now: datetime.datetime) -> list[IntervalLot]:
-    """The watch's lots that ended after ``noticed_through`` and are due now (at most
-    ``MAX_LOTS_PER_PASS``, oldest first)."""
+def _due_lots(
+    watch: arrival.Watch, since: datetime.datetime | None, now: datetime.datetime
+) -> list[IntervalLot]:
+    """The watch's lots that end after ``since`` and are due now (at most ``MAX_LOTS_PER_PASS``,
+    oldest first); none before the watch has a start."""
     interval = Interval.parse(watch.interval)
     until = watch.policy.due_until(now)
-    since = watch.noticed_through if watch.noticed_through is not None else until
-    if until <= since:
+    if since is None or until <= since:
         return []
     found: list[IntervalLot] = []
     index = lot_index(lot_at(since, interval))  # the first lot that ends after ``since``

@@ -25,6 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from lotline.domain import checks as quality
+from lotline.domain.arrival import ArrivalPolicy
 from lotline.domain.checks import (
     DROP,
     Check,
@@ -80,6 +81,8 @@ class DatasetSpec:
     #: A DDL schema (``"ts timestamp, url string"``): read with it instead of inferring, and the
     #: shape of this input when a lot has no data at all.
     schema: str | None = None
+    #: A source's arrival policy, when the pipeline declares one (``late_after``/``absent``).
+    arrival: ArrivalPolicy | None = None
 
     def __hash__(self) -> int:
         """By name (its options are a dict): a dataset spec keys a job's ``checks=`` by output."""
@@ -318,19 +321,35 @@ class Pipeline:
         interval: str | None = None,
         options: Mapping[str, str] | None = None,
         schema: str | None = None,
+        late_after: str | None = None,
+        absent: str | None = None,
     ) -> DatasetSpec:
-        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots."""
+        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots. A
+        source (a dataset no job of the pipeline writes) may declare its arrival policy:
+        ``late_after`` (ISO-8601, e.g. ``"PT15M"``: how long after an interval ends its data may
+        still arrive) and ``absent`` (``"missing"``, the default, or ``"empty"``: docs/lots.md)."""
         validate_name("Dataset", name)
         if name in self.datasets:
             raise PipelineError(f"dataset {name} is declared twice.")
         if format not in FORMATS:
             raise PipelineError(f"dataset {name}: format {format!r} is not one of {', '.join(FORMATS)}.")
+        arrival = None
+        if late_after is not None or absent is not None:
+            if interval is None:
+                raise PipelineError(
+                    f"dataset {name}: an arrival policy needs an interval (named lots are never due)."
+                )
+            try:
+                arrival = ArrivalPolicy.parse(late_after, absent)
+            except InvalidInput as error:
+                raise PipelineError(f"dataset {name}: {error.message}") from None
         spec = DatasetSpec(
             name,
             format,
             Interval.parse(interval) if interval is not None else None,
             {str(k): str(v) for k, v in (options or {}).items()},
             schema,
+            arrival,
         )
         self.datasets[name] = spec
         return spec

@@ -104,6 +104,7 @@ class _Run:
         while progressed and not self.runner.interrupted:
             progressed = False
             self.runner.lineage.lots.reap()
+            self.runner.lineage.arrival_pass.notice()  # due source lots: OVERDUE, or empty by policy
             for job in self.jobs:
                 while not self.runner.interrupted and (claim := self._claim(worker, job)) is not None:
                     progressed = True

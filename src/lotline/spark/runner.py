@@ -40,7 +40,7 @@ from lotline.spark.checks import Gate, check_conditions
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects, write_attempt
 from lotline.spark.parts import split
-from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline
+from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, PipelineError
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
 from lotline.spark.session import check_storage
@@ -108,6 +108,12 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
     ]
     lineage.sources.check(namespace, declared, require_lots=require_lots)
     _check_storage(lineage, pipeline)
+    for dataset in pipeline.datasets.values():
+        if dataset.arrival is not None and dataset.name in produced:
+            raise PipelineError(
+                f"dataset {dataset.name}: a job of the pipeline writes it; "
+                "only sources have arrival policies."
+            )
     catalog.upsert_namespace(namespace, owner_name="lotline")
     for dataset in pipeline.datasets.values():
         kind = ol.file_dataset(dataset.format)  # files of its format, not the catalog's DB_TABLE
@@ -129,6 +135,16 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
             location=job.location,
             code_digest=job.code_digest,
         )
+    for dataset in pipeline.datasets.values():
+        if dataset.arrival is not None and dataset.interval is not None:
+            lineage.arrival.declare(
+                namespace,
+                dataset.name,
+                dataset.interval,
+                late_after=dataset.arrival.late_after,
+                absent=dataset.arrival.absent,
+                declared_in=f"pipeline {pipeline.name}",
+            )
 
 
 def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:

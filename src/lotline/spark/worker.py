@@ -27,6 +27,8 @@ from lotline.store.engine import Listener
 
 log = logging.getLogger(__name__)
 DEFAULT_POLL_S = 5.0
+#: Seconds between the worker's arrival passes (services/arrival.py): a due lot is noticed within it.
+ARRIVAL_PASS_S = 30.0
 
 
 @dataclass
@@ -57,12 +59,18 @@ class Worker:
         outage = Outage(stop=stop)
         subscription: Listener | None = None
         idle_since = time.monotonic()
+        noticed_at = -ARRIVAL_PASS_S
         try:
             while not stop.is_set():
                 try:
                     if subscription is None:
                         subscription = lineage.lot_events.subscribe()
                     lineage.lots.reap()
+                    if (
+                        time.monotonic() - noticed_at >= ARRIVAL_PASS_S
+                    ):  # due lots: OVERDUE, or empty by policy
+                        lineage.arrival_pass.notice()
+                        noticed_at = time.monotonic()
                     worked = self._one_round(stop)
                     outage.recovered()
                     if worked:

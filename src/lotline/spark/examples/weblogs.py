@@ -17,7 +17,9 @@ from pyspark.sql import functions as F
 from lotline.spark.pipeline import Lot, Pipeline, expect
 
 p = Pipeline("weblogs")
-raw = p.dataset("raw_logs", format="text", interval="PT5M")
+# The web server writes a file only when it served a request: a quiet five minutes sends nothing, so
+# an interval with no file, five minutes after its end, is empty (declared by this policy), not missing.
+raw = p.dataset("raw_logs", format="text", interval="PT5M", late_after="PT5M", absent="empty")
 hits = p.dataset(
     "hits",
     format="parquet",

@@ -50,10 +50,10 @@ def declare(
     interval: str,
     policy: ArrivalPolicy,
     declared_in: str,
-    noticed_through: datetime.datetime,
     now: datetime.datetime,
 ) -> None:
-    """Store the dataset's policy; a watch that exists keeps how far it has noticed."""
+    """Store the dataset's policy; a watch that exists keeps how far it has noticed (a new one has
+    not started: the arrival pass starts it)."""
     upsert_returning(
         connection,
         arrival_policies,
@@ -63,7 +63,7 @@ def declare(
             "late_after_seconds": int(policy.late_after.total_seconds()),
             "absent": policy.absent.value,
             "declared_in": declared_in,
-            "noticed_through": noticed_through,
+            "noticed_through": None,
             "created_at": now,
             "updated_at": now,
         },
