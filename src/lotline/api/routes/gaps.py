@@ -19,6 +19,13 @@ router = APIRouter(tags=["lots"])
 
 From = Annotated[str, Query(alias="from", description="Start: an RFC 3339 instant or a date (midnight UTC).")]
 To = Annotated[str, Query(alias="to", description="End, exclusive: an RFC 3339 instant or a date.")]
+ReportFrom = Annotated[
+    str | None,
+    Query(
+        alias="from", description="Start (default: the first lot, at most a year back): an instant or a date."
+    ),
+]
+ReportTo = Annotated[str | None, Query(alias="to", description="End, exclusive (default: now).")]
 IntervalQuery = Annotated[
     str | None, Query(description="Lot interval (e.g. PT5M) when the registration does not tell it.")
 ]
@@ -31,14 +38,29 @@ class Span:
     interval: str | None
 
 
+@dataclass(frozen=True)
+class ReportSpan:
+    start: str | None
+    end: str | None
+    interval: str | None
+
+
 async def span(start: From, end: To, interval: IntervalQuery = None) -> Span:
     return Span(start, end, interval)
 
 
+async def report_span(
+    start: ReportFrom = None, end: ReportTo = None, interval: IntervalQuery = None
+) -> ReportSpan:
+    return ReportSpan(start, end, interval)
+
+
 Range = Annotated[Span, Depends(span)]
+#: A report's range: by default from the first lot up to now.
+ReportRange = Annotated[ReportSpan, Depends(report_span)]
 
 
-def _report(lineage: Lineage, namespace: str, page: Paging, within: Span, **target: str) -> Json:
+def _report(lineage: Lineage, namespace: str, page: Paging, within: ReportSpan, **target: str) -> Json:
     report = lineage.gaps.report(
         namespace, start=within.start, end=within.end, interval=within.interval, **target
     )
@@ -46,13 +68,13 @@ def _report(lineage: Lineage, namespace: str, page: Paging, within: Span, **targ
 
 
 @router.get(JOB + "/gaps")
-def job_gaps(namespace: str, job: str, lineage: Services, page: Page, within: Range) -> Json:
+def job_gaps(namespace: str, job: str, lineage: Services, page: Page, within: ReportRange) -> Json:
     """Counts by state of the job's output lots in the range, and one page of the runs not complete."""
     return _report(lineage, namespace, page, within, job=job)
 
 
 @router.get(DATASET + "/gaps")
-def dataset_gaps(namespace: str, dataset: str, lineage: Services, page: Page, within: Range) -> Json:
+def dataset_gaps(namespace: str, dataset: str, lineage: Services, page: Page, within: ReportRange) -> Json:
     return _report(lineage, namespace, page, within, dataset=dataset)
 
 
