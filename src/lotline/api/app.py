@@ -16,9 +16,10 @@ from lotline.api.deps import read_your_writes
 from lotline.api.event_waits import LotEventWatch
 from lotline.api.guards import Guard, GuardMiddleware
 from lotline.api.ingest import IngestHandler
-from lotline.api.metrics import Metrics, MetricsMiddleware
+from lotline.api.metrics import Metrics, MetricsMiddleware, freshness_lines
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.errors import LotlineError
 from lotline.server.arrival import ArrivalWatch
 from lotline.server.journal import JournalWriter
@@ -28,6 +29,8 @@ from lotline.services.config import Settings, load_settings
 from lotline.web import install as install_web_ui
 
 API_PREFIX = "/api/v1"
+#: The namespaces whose datasets' freshness ``/metrics`` gives.
+MAX_NAMESPACES = 1000
 
 
 class LotlineApp(FastAPI):
@@ -104,14 +107,18 @@ def create_app(settings: Settings) -> FastAPI:
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics() -> str:
-        projection = app.state.lineage.projection
+        lineage = app.state.lineage
+        projection = lineage.projection
         text: str = app.state.metrics.render(
             projection.status(),
             applied=projection.applied_total,
             failed=projection.failed_total,
             event_waiters=app.state.lot_event_watch.waiters,
         )
-        return text
+        now = SYSTEM_CLOCK.now()
+        namespaces = lineage.catalog.list_namespaces(limit=MAX_NAMESPACES).items
+        healths = [h for n in namespaces for h in lineage.gaps.namespace_health(n.name, now=now) if h.range]
+        return text + "\n".join(freshness_lines(healths, now)) + "\n"
 
     # Outermost last: size and auth are checked before anything reads the body or the path.
     guard = Guard(settings.api_token, settings.allowed_hosts)

@@ -7,12 +7,15 @@ route templates, never raw URLs, so dataset names cannot blow up the number of s
 from __future__ import annotations
 
 import bisect
+import datetime
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lotline.domain.grid import CellState, Health
 from lotline.domain.openlineage import JournalStatus
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -83,6 +86,40 @@ class Metrics:
                 f"lotline_lot_event_waiters {event_waiters}",
             ]
         return "\n".join(lines) + "\n"
+
+
+#: The freshness gauges: (name, help, what of a health it reads).
+_FRESHNESS = (
+    ("lotline_dataset_lag_seconds", "Seconds the newest complete lot's end lies behind now."),
+    ("lotline_lots_due", "Lots due up to now in the counted range (all but the pending ones)."),
+    ("lotline_lots_missing", "Due lots that nothing was delivered or computed for."),
+    ("lotline_lots_overdue", "Due lots not there and not under way: missing, failed, blocked or held."),
+)
+
+
+def freshness_lines(healths: Sequence[Health], now: datetime.datetime) -> list[str]:
+    """Every coordinated dataset's freshness as Prometheus gauges, labelled by namespace and
+    dataset (the output of each job with lots), so that an alerting stack can page on it. A
+    dataset with no complete lot has no lag series."""
+    lines: list[str] = []
+    for name, text in _FRESHNESS:
+        lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+        for health in healths:
+            labels = f'namespace="{_escaped(health.namespace)}",dataset="{_escaped(health.dataset)}"'
+            lag = health.lag(now)
+            value = {
+                "lotline_dataset_lag_seconds": None if lag is None else int(lag.total_seconds()),
+                "lotline_lots_due": health.due,
+                "lotline_lots_missing": health.totals.get(CellState.MISSING, 0),
+                "lotline_lots_overdue": health.overdue,
+            }[name]
+            if value is not None:
+                lines.append(f"{name}{{{labels}}} {value}")
+    return lines
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 class MetricsMiddleware:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import LotStatus, Status
 from lotline.domain.errors import InvalidInput
 
@@ -54,6 +55,14 @@ def status(
     try:
         namespace = namespace_in(lineage, namespace)
         rows = lineage.lots.status(namespace, job=job, dataset=dataset)
+        now = SYSTEM_CLOCK.now()
+        healths = [
+            h
+            for h in lineage.gaps.namespace_health(namespace, now=now)
+            if h.range is not None
+            and (job is None or h.job == job)
+            and (dataset is None or h.dataset == dataset)
+        ]
     finally:
         lineage.close()
     counts: Counter[tuple[str, str, str]] = Counter((r.job, r.dataset, r.status.value) for r in rows)
@@ -67,11 +76,14 @@ def status(
             }
             for j, d in pairs
         ]
-        print(
-            json.dumps(
-                {"namespace": namespace, "jobs": summary, "lots": [_as_json(r) for r in rows]}, indent=2
-            )
-        )
+        freshness = [{"job": h.job, "dataset": h.dataset, **h.freshness_json(now)} for h in healths]
+        document = {
+            "namespace": namespace,
+            "jobs": summary,
+            "freshness": freshness,
+            "lots": [_as_json(r) for r in rows],
+        }
+        print(json.dumps(document, indent=2))
         return
     if not rows:
         print(f"no lots in namespace {namespace}")
@@ -82,6 +94,15 @@ def status(
         for j, d in pairs
     ]
     print(table(header, body))
+    if healths:
+        print()
+        print(f"freshness: every lot from the first up to now, {now:%Y-%m-%d %H:%M} UTC")
+        print(
+            table(
+                ["JOB", "DATASET", "FRESHNESS"],
+                [[h.job or "", h.dataset, h.freshness_line(now)] for h in healths],
+            )
+        )
     if lots:
         print()
         detail = [

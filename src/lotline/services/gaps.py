@@ -115,9 +115,10 @@ class GapService:
                 report = _named_report(connection, namespace, target, span)
                 return report, Health(namespace, target.job, target.dataset, held, due, _named_totals(report))
             grid = _grid(connection, namespace, target, span, None, dust, now, wanted, known=looked_up)
+            newest = _newest(connection, target, looked_up)
         self._compact(dust)
         warned = sum(cell.warned for cell in grid.cells)
-        health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned)
+        health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned, *newest)
         return grid.report, health
 
     def grid(
@@ -394,7 +395,26 @@ def _health(
     grid = _grid(connection, namespace, target, shown, Resolution.DAY, dust, now, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
-    return Health(namespace, target.job, target.dataset, held, due, totals, warned)
+    return Health(
+        namespace,
+        target.job,
+        target.dataset,
+        held,
+        due,
+        totals,
+        warned,
+        *_newest(connection, target, interval),
+    )
+
+
+def _newest(
+    connection: Connection, target: _Target, interval: Interval
+) -> tuple[str | None, datetime.datetime | None]:
+    """The target's newest complete (or empty) lot and its end: its freshness."""
+    newest = gaps.newest_ready_lot(connection, target.dataset_id, g.id_pattern(interval))
+    return newest, None if newest is None else lot_from_index(
+        g.index_of(newest, interval) + 1, interval
+    ).start
 
 
 def _namespace_targets(connection: Connection, namespace: str, limit: int) -> list[_Target]:

@@ -12,6 +12,7 @@ from lotline.api.deps import Page, Paging, Services
 from lotline.api.dto import Json
 from lotline.api.routes.jobs import JOB
 from lotline.api.routes.lots import DATASET
+from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.gaps import backfill_json, report_json
 from lotline.services import Lineage
 
@@ -61,10 +62,14 @@ ReportRange = Annotated[ReportSpan, Depends(report_span)]
 
 
 def _report(lineage: Lineage, namespace: str, page: Paging, within: ReportSpan, **target: str) -> Json:
-    report = lineage.gaps.report(
+    """The report, one page of its runs, and the target's freshness over the same range."""
+    report, health = lineage.gaps.counted(
         namespace, start=within.start, end=within.end, interval=within.interval, **target
     )
-    return report_json(report, page.offset, page.limit)
+    return {
+        **report_json(report, page.offset, page.limit),
+        "freshness": health.freshness_json(SYSTEM_CLOCK.now()),
+    }
 
 
 @router.get(JOB + "/gaps")

@@ -259,6 +259,14 @@ def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None
     return found
 
 
+def newest_ready_lot(connection: Connection, dataset_id: uuid.UUID, pattern: str) -> str | None:
+    """The greatest lot id of one interval whose OUTPUT row is READY: the dataset's freshness."""
+    found: str | None = connection.execute(
+        select(func.max(ds.c.lot)).where(*_rows(dataset_id, None, None, pattern), ds.c.status == "READY")
+    ).scalar()
+    return found
+
+
 def output_lot_bounds(connection: Connection, dataset_id: uuid.UUID, pattern: str) -> tuple[str, str] | None:
     """The smallest and greatest lot ids of one interval the dataset has OUTPUT rows for."""
     low, high = connection.execute(
