@@ -23,6 +23,7 @@ import uvicorn
 
 from lotline.api.app import create_app
 from lotline.api.protocol import LotlineHttpProtocol
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.services.config import Settings
 from lotline.store.engine import Store
 
@@ -49,15 +50,20 @@ class ApiServer:
 
 
 def _serve(
-    db_url: str, *, token: str | None = TOKEN, read_timeout: float = READ_TIMEOUT_S, **settings: Any
+    db_url: str,
+    *,
+    token: str | None = TOKEN,
+    read_timeout: float = READ_TIMEOUT_S,
+    clock: Clock = SYSTEM_CLOCK,
+    **settings: Any,
 ) -> tuple[uvicorn.Server, threading.Thread, str]:
-    """A server over ``db_url`` with the bearer token, its protocol's ``read_timeout``, and any
-    other ``Settings`` given."""
+    """A server over ``db_url`` with the bearer token, its protocol's ``read_timeout``, the
+    ``clock`` its pages count up to, and any other ``Settings`` given."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    app = create_app(Settings(db_url=db_url, warehouse="./warehouse", api_token=token, **settings))
+    app = create_app(Settings(db_url=db_url, warehouse="./warehouse", api_token=token, **settings), clock)
     protocol = (
         QuickTimeoutProtocol
         if read_timeout == READ_TIMEOUT_S

@@ -19,7 +19,7 @@ from lotline.api.ingest import IngestHandler
 from lotline.api.metrics import Metrics, MetricsMiddleware, freshness_lines
 from lotline.api.paths import EncodedSlashMiddleware
 from lotline.api.routes import datasets, gaps, jobs, lineage, lots, namespaces, openlineage, runs, tags
-from lotline.domain.clock import SYSTEM_CLOCK
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import LotlineError
 from lotline.server.arrival import ArrivalWatch
 from lotline.server.journal import JournalWriter
@@ -46,12 +46,13 @@ class LotlineApp(FastAPI):
             await super().__call__(scope, receive, send)
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The API over the store at ``settings.db_url``, opened when the server starts."""
+def create_app(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> FastAPI:
+    """The API over the store at ``settings.db_url``, opened when the server starts; ``clock``: what
+    its pages and reports count up to (tests pass one they set)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        lineage = app.state.lineage = open_configured(settings)
+        lineage = app.state.lineage = open_configured(settings, clock=clock)
         app.state.lot_event_watch = LotEventWatch(
             lineage.lot_events.last_position, settings.max_event_waiters
         )
@@ -115,7 +116,7 @@ def create_app(settings: Settings) -> FastAPI:
             failed=projection.failed_total,
             event_waiters=app.state.lot_event_watch.waiters,
         )
-        now = SYSTEM_CLOCK.now()
+        now = lineage.clock.now()
         namespaces = lineage.catalog.list_namespaces(limit=MAX_NAMESPACES).items
         healths = [h for n in namespaces for h in lineage.gaps.namespace_health(n.name, now=now) if h.range]
         return text + "\n".join(freshness_lines(healths, now)) + "\n"

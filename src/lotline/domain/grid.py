@@ -332,16 +332,13 @@ class Health:
         }
 
     def freshness_line(self, now: datetime.datetime) -> str:
-        """``last lot 3 h ago · 36 missing``: beside every health bar, and in ``lotline status``."""
+        """``last lot 3 h ago · 36 missing · 2 failed``: beside every health bar, and in ``lotline
+        status``: how fresh, and the due lots that are not there, by state."""
         lag = self.lag(now)
-        said = "no complete lot yet" if lag is None else f"last lot {ago(lag)}"
-        missing = self.totals.get(CellState.MISSING, 0)
-        others = self.overdue - missing
-        parts = (
-            [said]
-            + ([f"{missing} missing"] if missing else [])
-            + ([f"{others} more overdue"] if others else [])
-        )
+        parts = ["no complete lot yet" if lag is None else f"last lot {ago(lag)}"]
+        for state in (CellState.MISSING, CellState.FAILED, CellState.BLOCKED, CellState.HELD):
+            if self.totals.get(state):
+                parts.append(f"{self.totals[state]} {state.value}")
         return " · ".join(parts)
 
     @property

@@ -57,6 +57,8 @@ class Lineage:
     arrival: ArrivalPolicies
     #: Notices the source lots that became due: OVERDUE events, empty declarations by policy.
     arrival_pass: ArrivalPass
+    #: Where "now" comes from: what lots are due, freshness (tests pass one they advance).
+    clock: Clock
 
     @property
     def storage(self) -> Storage:
@@ -110,6 +112,7 @@ class Lineage:
             sources,
             arrival,
             ArrivalPass(store, declare_empty, clock),
+            clock,
         )
 
     def close(self) -> None:
@@ -123,13 +126,16 @@ def open_lineage(
     consumer: Consumer | None = None,
     *,
     create: bool = True,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Lineage:
     """Open the store at ``url`` (creating and migrating a new SQLite file unless ``create`` is
     False: then a missing one is ``NoDatabase``) and its use cases."""
-    return Lineage.over(open_store(url, create=create), storage, storage_options, consumer=consumer)
+    return Lineage.over(
+        open_store(url, create=create), storage, storage_options, consumer=consumer, clock=clock
+    )
 
 
-def open_configured(settings: Settings, *, create: bool = True) -> Lineage:
+def open_configured(settings: Settings, *, create: bool = True, clock: Clock = SYSTEM_CLOCK) -> Lineage:
     """The store and storage that ``settings`` name (``LOTLINE_DB_URL``, ``LOTLINE_WAREHOUSE``…);
     ``create=False`` for commands that only read (SPEC §8: they never create a database)."""
     return open_lineage(
@@ -138,4 +144,5 @@ def open_configured(settings: Settings, *, create: bool = True) -> Lineage:
         settings.s3_options(),
         consumer_for(settings),
         create=create,
+        clock=clock,
     )

@@ -24,7 +24,7 @@ from lotline.domain import ready_counts as rc
 from lotline.domain.arrival import DEFAULT_POLICY, Absence
 from lotline.domain.checks import published_with_warnings
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
-from lotline.domain.errors import InvalidInput, Unavailable
+from lotline.domain.errors import InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
@@ -50,6 +50,18 @@ class _Dust:
     dataset_id: uuid.UUID
     key_from: str
     key_to: str
+
+
+@dataclass(frozen=True)
+class LotState:
+    """One lot in the words of every page: its state, when it is due, and the report's run of it
+    (what a blocked lot waits on, why a failed lot failed); an empty lot: who declared it."""
+
+    state: lot_grid.CellState
+    due_at: datetime.datetime
+    due: bool
+    run: g.LotRun | None
+    declared_by: str | None
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,30 @@ class GapService:
         self._compact(dust)
         return grid
 
+    def lot_state(self, namespace: str, dataset: str, lot: IntervalLot) -> LotState:
+        """One interval lot as every page names it (the grid's words: empty told apart), with when
+        it is (or was) due and, for a missing, blocked or failed lot, why. One read transaction."""
+        now = self._clock.now()
+        dust: list[_Dust] = []
+        with self._store.read() as connection:
+            target = _dataset_target(connection, namespace, dataset)
+            span = TimeRange(lot.start, lot.end)
+            report = _report(
+                connection, namespace, target, span, lot.interval, dust, now, known=lot.interval
+            )[0]
+            due_at = lot.end + _arrival_of(connection, target).late_after
+            run = report.runs[0] if report.runs else None
+            state = lot_grid.FROM_GAP[run.state] if run is not None else lot_grid.CellState.COMPLETE
+            declared = None
+            if run is None:
+                empty = gaps.empty_lots(
+                    connection, target.dataset_id, str(lot), str(lot), g.id_pattern(lot.interval)
+                )
+                if empty:
+                    state = lot_grid.CellState.EMPTY
+                    declared = gaps.declared_empty_by(connection, target.dataset_id, str(lot))
+        return LotState(state, due_at, due_at <= now, run, declared)
+
     def span(
         self, namespace: str, *, job: str | None = None, dataset: str | None = None
     ) -> tuple[datetime.datetime, datetime.datetime] | None:
@@ -174,6 +210,18 @@ class GapService:
             health = _health(connection, namespace, target, start, end, now, dust)
         self._compact(dust)
         return health
+
+    def freshness(
+        self, namespace: str, *, job: str | None = None, dataset: str | None = None
+    ) -> dict[str, object] | None:
+        """The job's or dataset's freshness as the REST resources give it (None: it has no time
+        lots, or the job has none: a lineage-only job)."""
+        now = self._clock.now()
+        try:
+            health = self.health(namespace, job=job, dataset=dataset, now=now)
+        except NotFound:  # a job lotline does not coordinate
+            return None
+        return None if health.range is None else health.freshness_json(now)
 
     def namespace_health(
         self,

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from lotline.domain import backfills
-from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
 from lotline.domain.gaps import STATES, GapState
@@ -33,10 +32,11 @@ _FINER = {Resolution.DAY: Resolution.HOUR, Resolution.HOUR: Resolution.LOT}
 MEANINGS = {
     CellState.FAILED: "its last attempt failed",
     CellState.BLOCKED: "an input lot is not ready",
-    CellState.MISSING: "not made yet, or reopened",
+    CellState.MISSING: "due and not there: never delivered or made, or reopened",
     CellState.HELD: "on hold: nothing runs on it",
     CellState.RUNNING: "being made",
-    CellState.EMPTY: "done, no data",
+    CellState.PENDING: "not due yet (or waiting for its policy to declare it empty)",
+    CellState.EMPTY: "done, no data (declared empty)",
     CellState.COMPLETE: "done",
 }
 
@@ -108,7 +108,7 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
     asked_from, asked_to = utc_time(params, "from"), utc_time(params, "to")
     if span is None and (asked_from is None or asked_to is None):
         return {**context, "grid": None}
-    now = SYSTEM_CLOCK.now()
+    now = lineage.clock.now()
     try:
         shown = due_range(asked_from, asked_to, span, now)
         if shown.empty:
@@ -138,6 +138,7 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         "totals": grid.totals(),
         "start": start,
         "end": end,
+        "to_now": shown.to_now,
         "earlier": None if span and start <= span[0] else (start - length, start),
         "later": None if end >= now else (end, end + length),
         "cell_span": cell_span,
@@ -235,7 +236,9 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
         }
         if not any(found.values()) and not _due(lineage, namespace, dataset, parsed):
             raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}")
+        told = lineage.gaps.lot_state(namespace, dataset, parsed) if isinstance(parsed, IntervalLot) else None
         return {
+            "told": told,
             "ns": namespace,
             "dataset": dataset,
             "lot": lot,
@@ -266,7 +269,7 @@ async def matrix_page(request: Request) -> HTMLResponse:
         namespace = text(params, "ns")
         if namespace is None:
             raise InvalidInput("ns is required: the namespace whose lots to show.")
-        start, end, now = utc_time(params, "from"), utc_time(params, "to"), SYSTEM_CLOCK.now()
+        start, end, now = utc_time(params, "from"), utc_time(params, "to"), lineage.clock.now()
         resolution = text(params, "res")
         notes: list[str] = []
         try:

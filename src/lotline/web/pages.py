@@ -11,7 +11,6 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from lotline.domain.checks import CHECKS_FACET
-from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
@@ -48,7 +47,9 @@ async def home(request: Request) -> HTMLResponse:
         lineage.catalog.get_namespace(namespace)
         jobs_at, datasets_at = Pager.of(params, "jobs"), Pager.of(params, "datasets")
         everything = lineage.catalog.list_jobs(namespace, MAX_NAMESPACE_JOBS, 0)
-        health = {h.job: h for h in lineage.gaps.namespace_health(namespace, now=SYSTEM_CLOCK.now()) if h.job}
+        health = {
+            h.job: h for h in lineage.gaps.namespace_health(namespace, now=lineage.clock.now()) if h.job
+        }
         # Most troubled first; jobs without lots (lineage only) last; by name among equals.
         ordered = sorted(
             everything.items,
@@ -104,7 +105,7 @@ async def job_page(request: Request, namespace: str, job: str) -> HTMLResponse:
     def build(lineage: Lineage) -> dict[str, Any]:
         found = lineage.catalog.get_job(namespace, job)
         try:
-            health: Health | None = lineage.gaps.health(namespace, job=job, now=SYSTEM_CLOCK.now())
+            health: Health | None = lineage.gaps.health(namespace, job=job, now=lineage.clock.now())
         except Conflict:  # not registered for lot coordination: a lineage-only job
             health = None
         return {
@@ -170,7 +171,7 @@ async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLRe
         return {
             "ns": namespace,
             "dataset": found,
-            "health": lineage.gaps.health(namespace, dataset=dataset, now=SYSTEM_CLOCK.now()),
+            "health": lineage.gaps.health(namespace, dataset=dataset, now=lineage.clock.now()),
             "producers": [n.key for n in jobs if any(e.destination == key.id for e in n.out_edges)],
             "consumers": [n.key for n in jobs if any(e.origin == key.id for e in n.in_edges)],
             "lots": lots.items,

@@ -15,7 +15,6 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
-from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.errors import DatabaseUnavailable, LotlineError
 from lotline.domain.grid import DONE, HEALTH_ORDER
 from lotline.domain.json_depth import bounded
@@ -161,7 +160,7 @@ async def page(
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
             found["events_after"] = position
         found["pending_events"] = pending
-        found.setdefault("now", SYSTEM_CLOCK.now())  # what freshness ("last lot 3 h ago") counts from
+        found.setdefault("now", lineage.clock.now())  # what freshness ("last lot 3 h ago") counts from
         return found
 
     try:

@@ -27,7 +27,15 @@ def list_datasets(namespace: str, lineage: Services, page: Page) -> Json:
 
 @router.get("/{dataset:seg}")
 def get_dataset(namespace: str, dataset: str, lineage: Services) -> Json:
-    return present(lineage, [lineage.catalog.get_dataset(namespace, dataset)])[0]
+    """Marquez's dataset, and lotline's: a source's arrival policy (``arrivalPolicy``: null for a
+    dataset without one stored) and the dataset's freshness (``freshness``: null without time lots)."""
+    found = present(lineage, [lineage.catalog.get_dataset(namespace, dataset)])[0]
+    policy = lineage.arrival.of(namespace, dataset)
+    return {
+        **found,
+        "arrivalPolicy": None if policy is None else policy.to_json(),
+        "freshness": lineage.gaps.freshness(namespace, dataset=dataset),
+    }
 
 
 @router.put("/{dataset:seg}")

@@ -12,7 +12,6 @@ from lotline.api.deps import Page, Paging, Services
 from lotline.api.dto import Json
 from lotline.api.routes.jobs import JOB
 from lotline.api.routes.lots import DATASET
-from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.gaps import backfill_json, report_json
 from lotline.services import Lineage
 
@@ -68,7 +67,7 @@ def _report(lineage: Lineage, namespace: str, page: Paging, within: ReportSpan, 
     )
     return {
         **report_json(report, page.offset, page.limit),
-        "freshness": health.freshness_json(SYSTEM_CLOCK.now()),
+        "freshness": health.freshness_json(lineage.clock.now()),
     }
 
 

@@ -39,7 +39,11 @@ def list_jobs(namespace: str, lineage: Services, page: Page) -> Json:
 
 @router.get(JOB)
 def get_job(namespace: str, job: str, lineage: Services) -> Json:
-    return present(lineage, lineage.catalog.get_job(namespace, job))
+    """Marquez's job, and lotline's ``freshness`` of its output (null for a lineage-only job)."""
+    return {
+        **present(lineage, lineage.catalog.get_job(namespace, job)),
+        "freshness": lineage.gaps.freshness(namespace, job=job),
+    }
 
 
 @router.put(JOB)

@@ -259,6 +259,21 @@ def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None
     return found
 
 
+def declared_empty_by(connection: Connection, dataset_id: uuid.UUID, lot: str) -> str | None:
+    """Who declared the lot's current (empty) version empty (None: not recorded)."""
+    found: str | None = connection.execute(
+        select(manifests.c.declared_by)
+        .join(dataset_versions, dataset_versions.c.id == manifests.c.version_id)
+        .where(
+            manifests.c.dataset_id == dataset_id,
+            manifests.c.lot == lot,
+            manifests.c.part.is_(None),
+            dataset_versions.c.state == "current",
+        )
+    ).scalar()
+    return found
+
+
 def newest_ready_lot(connection: Connection, dataset_id: uuid.UUID, pattern: str) -> str | None:
     """The greatest lot id of one interval whose OUTPUT row is READY: the dataset's freshness."""
     found: str | None = connection.execute(
