@@ -16,11 +16,15 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from api.conftest import _serve
+from lotline.domain.clock import ManualClock
 from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.store.engine import Store
 from support.lots import LotWorld
-from web.world import seed, seed_grid
+from web.world import NOW, seed, seed_grid
+
+#: The seeded world's "now" (its pages count lots up to now): just after its last lot is due.
+CLOCK = ManualClock(NOW)
 
 
 def _chromium() -> str | None:
@@ -60,10 +64,10 @@ def ui_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         store = Store(db_url)
         store.upgrade()
         store.dispose()
-    lineage = open_lineage(db_url, Storage(str(folder / "warehouse")))
+    lineage = open_lineage(db_url, Storage(str(folder / "warehouse")), clock=CLOCK)
     seed_grid(lineage)  # first: the start page opens on the namespace written to last, ``ui``
     world = seed(lineage)
-    server, thread, url = _serve(db_url)
+    server, thread, url = _serve(db_url, clock=CLOCK)
     yield UiServer(url, request.param, lineage, world)
     server.should_exit = True
     thread.join(timeout=30)

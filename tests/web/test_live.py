@@ -61,11 +61,12 @@ def test_a_filter_is_in_the_url_so_back_and_links_show_it(tab: Tab, ui_server: U
 
 
 def test_the_start_page_follows_lot_events_without_a_reload(tab: Tab, ui_server: UiServer) -> None:
-    """A job of its own in the ``live`` namespace: hours 0 and 2 made, 1 missing, then made."""
+    """A job of its own in the ``live`` namespace: the last hours before now (21 and 23 of the
+    world's last day) made, 22 missing, then made."""
     world = LotWorld(ui_server.lineage, LIVE_NS)
     if ui_server.url not in _HOME_SEEDED:
         world.job("home", output="homed")
-        world.produce("home", "20230101PT1H000", "20230101PT1H002")
+        world.produce("home", "20230110PT1H021", "20230110PT1H023")
         _HOME_SEEDED.add(ui_server.url)
     try:
         page = tab.page
@@ -74,7 +75,7 @@ def test_the_start_page_follows_lot_events_without_a_reload(tab: Tab, ui_server:
         expect(row.locator(".n[data-state=missing] b")).to_have_text("1")
         expect(row.locator(".n[data-state=complete] b")).to_have_text("2")
         page.evaluate("window.notReloaded = true")
-        world.produce("home", "20230101PT1H001")
+        world.produce("home", "20230110PT1H022")
         expect(row.locator(".n[data-state=complete] b")).to_have_text("3", timeout=30_000)
         expect(row.locator(".n[data-state=missing]")).to_have_count(0)
         assert page.evaluate("window.notReloaded === true")

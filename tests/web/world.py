@@ -5,6 +5,8 @@ One day (2023-01-01) of hour lots: ``land`` (a source) makes ``raw``, ``clean`` 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import requests
 
 from lotline.domain.manifests import ManifestDraft
@@ -74,6 +76,8 @@ def seed(lineage: Lineage) -> LotWorld:
 #: two five-minute lots of ``fine``, a day apart at its edges.
 GRID_NS = "grid"
 GRID_DAYS = 10
+#: The worlds' now: the ten days are over and due (PT5M after their end), the 11th's first hour pending.
+NOW = datetime(2023, 1, 1 + GRID_DAYS, 0, 5, tzinfo=UTC)
 #: (day, hour) of the lots of ``hourly`` that are not done, and their states.
 NOT_DONE = {
     (2, 5): "failed",
