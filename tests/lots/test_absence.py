@@ -6,6 +6,8 @@ source whose policy says ``absent=empty`` has its quiet hours declared empty by 
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +25,7 @@ from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest, ingest_job
 from lotline.store.engine import Store
+from support import arrival_workers
 from support.lots import LotWorld
 
 NS = "absence"
@@ -148,3 +151,38 @@ def test_an_absent_empty_source_has_its_quiet_hours_declared_empty_by_the_pass(
     settled = world.gaps.report(NS, dataset="raw")
     assert {s.value: n for s, n in settled.counts.items() if n} == {"complete": 10, "pending": 1}
     assert world.gaps.report(NS, job="parse").counts[GapState.MISSING] == 10  # its work, all eligible
+
+
+def test_passes_in_separate_processes_push_each_overdue_lot_once(backend_url: str, tmp_path: Path) -> None:
+    """Three processes run five passes each, at the same instant, over eight sources whose sender
+    stopped: every due lot nothing was delivered for gets exactly one OVERDUE event."""
+    start = DAY
+    lineage = Lineage.over(Store(backend_url), clock=ManualClock(start))
+    try:
+        world = LotWorld(lineage, NS)
+        for n in range(8):
+            world.job(f"land{n}", output=f"src{n}")
+            world.produce(f"land{n}", *[f"20260302PT5M{i:03d}" for i in range(12)])  # the first hour
+            lineage.arrival.declare(NS, f"src{n}", Interval.parse("PT5M"), declared_in="a test")
+    finally:
+        lineage.close()
+    at = (start + timedelta(hours=3)).isoformat()  # 01:00-02:55 due (PT5M late) and missing: 23 lots a source
+    spawn = multiprocessing.get_context("spawn")
+    outs = [tmp_path / f"pass{n}.json" for n in range(3)]
+    processes = [
+        spawn.Process(target=arrival_workers.passes, args=(backend_url, at, 5, str(out))) for out in outs
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(300)
+    assert [p.exitcode for p in processes] == [0, 0, 0]
+    pushed = [lot for out in outs for lot in json.loads(out.read_text())]
+    expected = {f"src{n} 20260302PT5M{i:03d}" for n in range(8) for i in range(12, 35)}
+    assert sorted(pushed) == sorted(expected)  # each once, whichever process pushed it
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        events = [e for e in lineage.lot_events.after(0, limit=1000) if e.kind is LotEventKind.OVERDUE]
+    finally:
+        lineage.close()
+    assert sorted(f"{e.dataset} {e.lot}" for e in events) == sorted(expected)

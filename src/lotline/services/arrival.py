@@ -139,46 +139,71 @@ class ArrivalPass:
         self._clock = clock
 
     def notice(self, now: datetime.datetime | None = None) -> Noticed:
+        """One pass. ``absent=empty`` sources first: their due lots with nothing delivered are
+        declared empty (through ingest's claims: two passes at once declare each lot once). Then,
+        in one transaction under the pass's lock, the ``absent=missing`` ones: lots still
+        undelivered get their OVERDUE event and every watch that no other pass moved meanwhile
+        moves on, so a lot is pushed once however many processes run passes."""
         now = now or self._clock.now()
         with self._store.read() as connection:
             watches = arrival.watches(connection)
-            starts = {
-                w.dataset_id: _watch_start(connection, w, Interval.parse(w.interval), now)
-                for w in watches
-                if w.noticed_through is None
-            }
-            due = {
-                w.dataset_id: _due_lots(w, starts.get(w.dataset_id, w.noticed_through), now) for w in watches
-            }
-            pairs = [(w.dataset_id, str(lot)) for w in watches for lot in due[w.dataset_id]]
-            delivered = arrival.delivered(connection, pairs) if pairs else set()
+            due = _due(connection, watches, now)
             refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if due[w.dataset_id]])
+            empty = [w for w in watches if w.policy.absent is Absence.EMPTY and due[w.dataset_id]]
+            pairs = [(w.dataset_id, str(lot)) for w in empty for lot in due[w.dataset_id]]
+            delivered = arrival.delivered(connection, pairs) if pairs else set()
         done = Noticed(watched=len(watches))
-        overdue: list[tuple[uuid.UUID, str]] = []
-        noticed: list[tuple[uuid.UUID, datetime.datetime]] = []
-        for watch in watches:
-            lots = due[watch.dataset_id]
-            if not lots:
-                continue
+        settled = {w.dataset_id for w in watches if due[w.dataset_id]}
+        for watch in empty:
             ref = refs[watch.dataset_id]
-            absent = [str(lot) for lot in lots if (watch.dataset_id, str(lot)) not in delivered]
-            if watch.policy.absent is Absence.EMPTY and absent:
-                try:
-                    declared = self._declare_empty(ref.namespace, ref.name, absent, watch.policy.declaration)
-                except LotlineError as error:  # e.g. the dataset has another producer: the next pass retries
-                    _log.warning("arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
-                    continue
-                done.declared_empty += [(ref.namespace, ref.name, lot) for lot in declared]
-            else:
-                overdue += [(watch.dataset_id, lot) for lot in absent]
-                done.overdue += [(ref.namespace, ref.name, lot) for lot in absent]
-            noticed.append((watch.dataset_id, lots[-1].end))
-        if noticed:
-            with self._store.write() as connection:
-                entries = [(d, lot, None, None, None) for d, lot in overdue]
-                arrival.set_noticed(connection, noticed)
-                lot_events.append(connection, LotEventKind.OVERDUE, entries, now)
+            absent = [
+                str(lot) for lot in due[watch.dataset_id] if (watch.dataset_id, str(lot)) not in delivered
+            ]
+            if not absent:
+                continue
+            try:
+                declared = self._declare_empty(ref.namespace, ref.name, absent, watch.policy.declaration)
+            except LotlineError as error:  # e.g. the dataset has another producer: the next pass retries
+                _log.warning("arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
+                settled.discard(watch.dataset_id)
+                continue
+            done.declared_empty += [(ref.namespace, ref.name, lot) for lot in declared]
+        if not settled:
+            return done
+        with self._store.write() as connection:
+            arrival.lock_pass(connection)
+            now_stored = {
+                w.dataset_id: w.noticed_through for w in arrival.watches(connection, sorted(settled))
+            }
+            moving = [
+                w
+                for w in watches
+                if w.dataset_id in settled
+                and now_stored.get(w.dataset_id, w.noticed_through) == w.noticed_through
+            ]
+            missing = [w for w in moving if w.policy.absent is Absence.MISSING]
+            pairs = [(w.dataset_id, str(lot)) for w in missing for lot in due[w.dataset_id]]
+            there = arrival.delivered(connection, pairs) if pairs else set()
+            overdue = [pair for pair in pairs if pair not in there]
+            arrival.set_noticed(connection, [(w.dataset_id, due[w.dataset_id][-1].end) for w in moving])
+            lot_events.append(
+                connection, LotEventKind.OVERDUE, [(d, lot, None, None, None) for d, lot in overdue], now
+            )
+        done.overdue = [(refs[d].namespace, refs[d].name, lot) for d, lot in overdue]
         return done
+
+
+def _due(
+    connection: Connection, watches: Sequence[arrival.Watch], now: datetime.datetime
+) -> dict[uuid.UUID, list[IntervalLot]]:
+    """Each watch's lots that fell due since it last noticed (a new watch: since its start)."""
+    found = {}
+    for watch in watches:
+        since = watch.noticed_through
+        if since is None:
+            since = _watch_start(connection, watch, Interval.parse(watch.interval), now)
+        found[watch.dataset_id] = _due_lots(watch, since, now)
+    return found
 
 
 def _due_lots(

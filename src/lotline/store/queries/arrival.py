@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, bindparam, select, tuple_, update
 
 from lotline.domain.arrival import Absence, ArrivalPolicy
-from lotline.store.dialect import upsert_returning
+from lotline.store.dialect import try_exclusive_lock, upsert_returning
 from lotline.store.schema import arrival_policies, data_status
 
 #: (dataset, lot) pairs looked up per statement (two bind parameters each).
 _PAIRS_PER_STATEMENT = 5_000
+#: The arrival pass's lock: one pass at a time moves the watches and pushes OVERDUE events.
+PASS_LOCK = 7810735312196363878
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,11 @@ def declare(
         ("lot_interval", "late_after_seconds", "absent", "declared_in", "updated_at"),
         ("dataset_id",),
     )
+
+
+def lock_pass(connection: Connection) -> None:
+    """Hold the pass's lock until the transaction ends (SQLite's write lock already is one)."""
+    try_exclusive_lock(connection, PASS_LOCK, wait=True)
 
 
 def watches(connection: Connection, dataset_ids: Sequence[uuid.UUID] | None = None) -> list[Watch]:
