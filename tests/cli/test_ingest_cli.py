@@ -210,3 +210,26 @@ def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Pa
         assert manifest is not None and manifest.objects[0].format == "csv"
     finally:
         lineage.close()
+
+
+def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "lotline.toml").write_text('namespace = "cli"\n\n[datasets.raw]\nabsent = "empty"\n')
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.log").write_text("a\n")
+    scan = ("ingest", "-d", "raw", "--landing", str(landing), "--interval", "PT5M", "--time", PATTERN)
+    done = cli.invoke(app, [*scan, "--from", "2023-01-01T04:10", "--to", "2023-01-01T04:20"])
+    assert done.exit_code == 0, done.output
+    assert "1 empty, 0 missing" in done.output and "declared by arrival policy (absent=empty" in done.output
+    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
+    try:
+        stored = lineage.arrival.of("cli", "raw")
+        assert stored is not None and (stored.policy.absent.value, stored.declared_in) == (
+            "empty",
+            "lotline.toml",
+        )
+    finally:
+        lineage.close()
+    (tmp_path / "lotline.toml").write_text('[datasets.raw]\nabsent = "never"\n')
+    refused = cli.invoke(app, list(scan))
+    assert refused.exit_code == 2 and "not one of missing, empty" in refused.output
