@@ -141,51 +141,52 @@ class ArrivalPass:
     def notice(self, now: datetime.datetime | None = None) -> Noticed:
         """One pass. ``absent=empty`` sources first: their due lots with nothing delivered are
         declared empty (through ingest's claims: two passes at once declare each lot once). Then,
-        in one transaction under the pass's lock, the ``absent=missing`` ones: lots still
-        undelivered get their OVERDUE event and every watch that no other pass moved meanwhile
-        moves on, so a lot is pushed once however many processes run passes."""
+        in one transaction under the pass's lock, every watch that no other pass moved meanwhile
+        moves on, and the ``absent=missing`` ones' lots still undelivered get their OVERDUE
+        event, so a lot is pushed once however many processes run passes. Watches that fell due
+        alike (most: a pass per interval) are read and moved together: a few statements for ten
+        thousand sources."""
         now = now or self._clock.now()
         with self._store.read() as connection:
             watches = arrival.watches(connection)
             due = _due(connection, watches, now)
-            refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if due[w.dataset_id]])
-            empty = [w for w in watches if w.policy.absent is Absence.EMPTY and due[w.dataset_id]]
-            pairs = [(w.dataset_id, str(lot)) for w in empty for lot in due[w.dataset_id]]
-            delivered = arrival.delivered(connection, pairs) if pairs else set()
+            refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if w.dataset_id in due])
+            empty = [w for w in watches if w.policy.absent is Absence.EMPTY and w.dataset_id in due]
+            delivered = _delivered(connection, empty, due)
         done = Noticed(watched=len(watches))
-        settled = {w.dataset_id for w in watches if due[w.dataset_id]}
+        failed: set[uuid.UUID] = set()
         for watch in empty:
             ref = refs[watch.dataset_id]
-            absent = [
-                str(lot) for lot in due[watch.dataset_id] if (watch.dataset_id, str(lot)) not in delivered
-            ]
+            absent = [lot for lot in due[watch.dataset_id].lots if (watch.dataset_id, lot) not in delivered]
             if not absent:
                 continue
             try:
                 declared = self._declare_empty(ref.namespace, ref.name, absent, watch.policy.declaration)
             except LotlineError as error:  # e.g. the dataset has another producer: the next pass retries
                 _log.warning("arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
-                settled.discard(watch.dataset_id)
+                failed.add(watch.dataset_id)
                 continue
             done.declared_empty += [(ref.namespace, ref.name, lot) for lot in declared]
-        if not settled:
+        alike: dict[tuple[datetime.datetime | None, datetime.datetime], list[uuid.UUID]] = {}
+        for watch in watches:
+            found = due.get(watch.dataset_id)
+            if found is not None and watch.dataset_id not in failed:
+                alike.setdefault((watch.noticed_through, found.through), []).append(watch.dataset_id)
+        if not alike:
             return done
         with self._store.write() as connection:
             arrival.lock_pass(connection)
-            now_stored = {
-                w.dataset_id: w.noticed_through for w in arrival.watches(connection, sorted(settled))
-            }
-            moving = [
-                w
-                for w in watches
-                if w.dataset_id in settled
-                and now_stored.get(w.dataset_id, w.noticed_through) == w.noticed_through
+            moved: set[uuid.UUID] = set()
+            for (since, through), ids in alike.items():
+                moved |= arrival.move(connection, ids, since, through)
+            missing = [w for w in watches if w.dataset_id in moved and w.policy.absent is Absence.MISSING]
+            there = _delivered(connection, missing, due)
+            overdue = [
+                (w.dataset_id, lot)
+                for w in missing
+                for lot in due[w.dataset_id].lots
+                if (w.dataset_id, lot) not in there
             ]
-            missing = [w for w in moving if w.policy.absent is Absence.MISSING]
-            pairs = [(w.dataset_id, str(lot)) for w in missing for lot in due[w.dataset_id]]
-            there = arrival.delivered(connection, pairs) if pairs else set()
-            overdue = [pair for pair in pairs if pair not in there]
-            arrival.set_noticed(connection, [(w.dataset_id, due[w.dataset_id][-1].end) for w in moving])
             lot_events.append(
                 connection, LotEventKind.OVERDUE, [(d, lot, None, None, None) for d, lot in overdue], now
             )
@@ -193,16 +194,46 @@ class ArrivalPass:
         return done
 
 
+@dataclass(frozen=True)
+class _Due:
+    """A watch's lots that fell due since it last noticed (ids, oldest first), and the end of the
+    last of them: where the watch moves to."""
+
+    lots: tuple[str, ...]
+    through: datetime.datetime
+
+
+def _delivered(
+    connection: Connection, watches: Sequence[arrival.Watch], due: dict[uuid.UUID, _Due]
+) -> set[tuple[uuid.UUID, str]]:
+    """Which due lots of ``watches`` have a row, one read per range of due lots."""
+    ranges: dict[tuple[str, str], list[uuid.UUID]] = {}
+    for watch in watches:
+        lots = due[watch.dataset_id].lots
+        ranges.setdefault((lots[0], lots[-1]), []).append(watch.dataset_id)
+    found: set[tuple[uuid.UUID, str]] = set()
+    for (first, last), ids in ranges.items():
+        found |= arrival.delivered(connection, ids, first, last)
+    return found
+
+
 def _due(
     connection: Connection, watches: Sequence[arrival.Watch], now: datetime.datetime
-) -> dict[uuid.UUID, list[IntervalLot]]:
-    """Each watch's lots that fell due since it last noticed (a new watch: since its start)."""
-    found = {}
+) -> dict[uuid.UUID, _Due]:
+    """The watches that have lots due since they last noticed (a new watch: since its start),
+    each kind of watch (interval, lateness, last noticed) worked out once."""
+    found: dict[uuid.UUID, _Due] = {}
+    alike: dict[tuple[str, datetime.timedelta, datetime.datetime | None], _Due | None] = {}
     for watch in watches:
         since = watch.noticed_through
         if since is None:
             since = _watch_start(connection, watch, Interval.parse(watch.interval), now)
-        found[watch.dataset_id] = _due_lots(watch, since, now)
+        key = (watch.interval, watch.policy.late_after, since)
+        if key not in alike:
+            lots = _due_lots(watch, since, now)
+            alike[key] = _Due(tuple(str(lot) for lot in lots), lots[-1].end) if lots else None
+        if (kind := alike[key]) is not None:
+            found[watch.dataset_id] = kind
     return found
 
 

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Connection, bindparam, select, tuple_, update
+from sqlalchemy import Connection, select, update
 
 from lotline.domain.arrival import Absence, ArrivalPolicy
-from lotline.store.dialect import try_exclusive_lock, upsert_returning
+from lotline.store.dialect import in_values, try_exclusive_lock, upsert_returning
 from lotline.store.schema import arrival_policies, data_status
 
-#: (dataset, lot) pairs looked up per statement (two bind parameters each).
-_PAIRS_PER_STATEMENT = 5_000
+#: Datasets per statement (one array parameter on PostgreSQL; SQLite binds each).
+_IDS_PER_STATEMENT = 5_000
 #: The arrival pass's lock: one pass at a time moves the watches and pushes OVERDUE events.
 PASS_LOCK = 7810735312196363878
 
@@ -30,10 +31,9 @@ class Watch:
     noticed_through: datetime.datetime | None
 
 
-def _watch(row: Sequence[object]) -> Watch:
-    dataset_id, interval, seconds, absent, declared_in, noticed = row
-    policy = ArrivalPolicy(datetime.timedelta(seconds=int(seconds)), Absence(str(absent)))  # type: ignore[call-overload]
-    return Watch(dataset_id, str(interval), policy, str(declared_in), noticed)  # type: ignore[arg-type]
+@functools.cache
+def _policy(seconds: int, absent: str) -> ArrivalPolicy:
+    return ArrivalPolicy(datetime.timedelta(seconds=seconds), Absence(absent))
 
 
 _COLUMNS = (
@@ -85,32 +85,49 @@ def watches(connection: Connection, dataset_ids: Sequence[uuid.UUID] | None = No
     query = select(*_COLUMNS).order_by(arrival_policies.c.dataset_id)
     if dataset_ids is not None:
         query = query.where(arrival_policies.c.dataset_id.in_(list(dataset_ids)))
-    return [_watch(tuple(r)) for r in connection.execute(query)]
+    return [Watch(r[0], r[1], _policy(r[2], r[3]), r[4], r[5]) for r in connection.execute(query).all()]
 
 
-def delivered(connection: Connection, pairs: Sequence[tuple[uuid.UUID, str]]) -> set[tuple[uuid.UUID, str]]:
-    """The (dataset, lot) pairs that have an OUTPUT row: delivered (or being delivered, or declared)."""
+def delivered(
+    connection: Connection, dataset_ids: Sequence[uuid.UUID], lot_from: str, lot_to: str
+) -> set[tuple[uuid.UUID, str]]:
+    """The (dataset, lot) pairs of ``[lot_from, lot_to]`` of those datasets that have an OUTPUT row:
+    delivered (or being delivered, or declared). A pass's due lots share their range."""
     found: set[tuple[uuid.UUID, str]] = set()
-    for at in range(0, len(pairs), _PAIRS_PER_STATEMENT):
-        chunk = pairs[at : at + _PAIRS_PER_STATEMENT]
+    for at in range(0, len(dataset_ids), _IDS_PER_STATEMENT):
         rows = connection.execute(
             select(data_status.c.dataset_id, data_status.c.lot).where(
+                in_values(connection, data_status.c.dataset_id, dataset_ids[at : at + _IDS_PER_STATEMENT]),
                 data_status.c.role == "OUTPUT",
-                tuple_(data_status.c.dataset_id, data_status.c.lot).in_(chunk),
+                data_status.c.lot >= lot_from,
+                data_status.c.lot <= lot_to,
             )
         )
-        found.update((r[0], r[1]) for r in rows)
+        found.update((r[0], r[1]) for r in rows.all())
     return found
 
 
-_NOTICED = (
-    update(arrival_policies)
-    .where(arrival_policies.c.dataset_id == bindparam("b_dataset_id"))
-    .values(noticed_through=bindparam("b_through"))
-)
-
-
-def set_noticed(connection: Connection, noticed: Sequence[tuple[uuid.UUID, datetime.datetime]]) -> None:
-    """How far the pass has noticed each dataset's lots (one executemany)."""
-    if noticed:
-        connection.execute(_NOTICED, [{"b_dataset_id": d, "b_through": t} for d, t in noticed])
+def move(
+    connection: Connection,
+    dataset_ids: Sequence[uuid.UUID],
+    since: datetime.datetime | None,
+    through: datetime.datetime,
+) -> set[uuid.UUID]:
+    """Move the watches of ``dataset_ids`` that still stand at ``since`` (None: not started) to
+    ``through``: the ones moved, which no other pass moved first (the pass holds its lock)."""
+    moved: set[uuid.UUID] = set()
+    standing = (
+        arrival_policies.c.noticed_through.is_(None)
+        if since is None
+        else arrival_policies.c.noticed_through == since
+    )
+    for at in range(0, len(dataset_ids), _IDS_PER_STATEMENT):
+        chunk = dataset_ids[at : at + _IDS_PER_STATEMENT]
+        rows = connection.execute(
+            update(arrival_policies)
+            .where(in_values(connection, arrival_policies.c.dataset_id, chunk), standing)
+            .values(noticed_through=through)
+            .returning(arrival_policies.c.dataset_id)
+        )
+        moved.update(rows.scalars().all())
+    return moved

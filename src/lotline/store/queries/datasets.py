@@ -11,7 +11,13 @@ from sqlalchemy import Connection, Row, bindparam, delete, func, insert, select,
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, JsonObject, Page
 from lotline.domain.versions import VersionState
-from lotline.store.dialect import increment_returning, insert_ignoring_conflicts, locks_rows, upsert_returning
+from lotline.store.dialect import (
+    in_values,
+    increment_returning,
+    insert_ignoring_conflicts,
+    locks_rows,
+    upsert_returning,
+)
 from lotline.store.schema import dataset_fields, dataset_versions, datasets, namespaces, sources
 from lotline.store.schema import dataset_version_counters as counters
 from lotline.store.types import json_or_empty
@@ -166,7 +172,7 @@ def dataset_refs(connection: Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.
     rows = connection.execute(
         select(datasets.c.id, namespaces.c.name.label("namespace"), datasets.c.name)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
-        .where(datasets.c.id.in_(ids))
+        .where(in_values(connection, datasets.c.id, ids))
     ).all()
     return {r.id: DatasetRef(r.namespace, r.name) for r in rows}
 
