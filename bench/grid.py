@@ -16,6 +16,9 @@ Measured, median of ``--repeat`` calls after two warm-ups:
   cells); the plain SQL count of ``bench.gaps``, and the grid's own parts: the empty lots' read
   (``store.queries.gaps.empty_lots``) and building the cells (``domain.grid.build``); the grid per
   hour of the last year (8,760 cells, the finest a year may have).
+- The same gap report and grid **to now**: from the first lot up to the moment of the run (lots
+  after the seeded years are missing, those not due yet pending; seeded lots after now are left
+  out), as ``lotline gaps`` and the pages count by default (issue 38).
 - ``GapService.matrix`` of the namespace (the lots x jobs matrix: 10 rows of a day per cell over the
   page's default range, the last 366 days), next to the gap reports of its 10 jobs over that range;
   with ``--page``, also ``GET /lots?ns=bench`` (the matrix page, HTML) from ``lotline serve`` in its
@@ -120,6 +123,12 @@ def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict
     def report() -> Any:
         return lineage.gaps.report(NS, job=job, **whole)
 
+    def report_to_now() -> Any:  # from the first lot up to now: what `lotline gaps --from …` reads
+        return lineage.gaps.report(NS, job=job, start=whole["start"])
+
+    def grid_to_now() -> Any:  # the grid from the first lot up to now (a day per cell)
+        return lineage.gaps.grid(NS, job=job, start=whole["start"], end=dt.datetime.now(dt.UTC).isoformat())
+
     def matrix() -> Any:
         return lineage.gaps.matrix(NS, now=now)
 
@@ -151,9 +160,12 @@ def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict
         "build": median_ms(lambda: lot_grid.build(made, empties), repeat),
         "hourly": median_ms(hourly, repeat),
         "matrix": median_ms(matrix, repeat),
+        "report_to_now": median_ms(report_to_now, repeat),
+        "grid_to_now": median_ms(grid_to_now, repeat),
         "reports": median_ms(reports, repeat),
         "matrix_range": f"{shown.start:%Y-%m-%d}..{shown.end:%Y-%m-%d}",
         "found": f"{shape}: {totals}",
+        "to_now": _to_now(report_to_now()),
     }
     lineage.close()
     _print(backend, years, result)
@@ -186,6 +198,14 @@ def _print(backend: str, years: int, found: dict[str, Any]) -> None:
         flush=True,
     )
     print(
+        f"{backend:10} to now (from the first lot, {found['to_now']}): "
+        f"gap report {found['report_to_now']:7.1f} ms, "
+        f"ratio to the plain count {found['report_to_now'] / found['plain']:5.2f}x"
+        f"{_verdict(found['report_to_now'], grid_target)}; grid per day {found['grid_to_now']:7.1f} ms"
+        f"{_verdict(found['grid_to_now'], grid_target)}",
+        flush=True,
+    )
+    print(
         f"{backend:10} matrix of {JOBS} jobs ({found['matrix_range']}, per day) {matrix_ms:7.1f} ms, "
         f"their {JOBS} gap reports {found['reports']:7.1f} ms, "
         f"ratio {matrix_ms / found['reports']:5.2f}x, "
@@ -193,6 +213,11 @@ def _print(backend: str, years: int, found: dict[str, Any]) -> None:
         f"{_verdict(matrix_ms, MATRIX_TARGET_MS if postgres else None)}; {machine()}",
         flush=True,
     )
+
+
+def _to_now(report: Any) -> str:
+    counts = ", ".join(f"{s.value} {n}" for s, n in report.counts.items() if n)
+    return f"{report.total} lots: {counts}"
 
 
 def _verdict(figure: float, target: float | None) -> str:
