@@ -1,7 +1,8 @@
-"""Absence told in the browser (SPEC §5 "Absence and freshness"), against a real server whose clock
-the test sets: an hour the sender never sent is missing on the start page, in the grid and on its
-lot page (with when it fell due); the health bar counts to now and says how fresh the source is; a
-source that stops shows its missing lots growing with the clock, and sorts first."""
+"""Absence told in the browser, over REST and in /metrics (SPEC §5 "Absence and freshness"),
+against a real server whose clock the test sets: an hour the sender never sent is missing on the
+start page, in the grid and on its lot page (with when it fell due); the health bar counts to now
+and says how fresh the source is; a source that stops shows its missing lots growing with the
+clock, and sorts first."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import requests
 from playwright.sync_api import Browser, expect
 
 from api.conftest import _serve
@@ -102,3 +104,29 @@ def test_an_hour_never_sent_is_missing_on_every_page_and_a_stopped_source_grows(
         expect(page.locator(f"{row} .fresh")).to_contain_text("last lot 24 h ago · 25 missing")
     finally:
         context.close()
+
+
+def test_the_rest_gap_report_resources_and_metrics_tell_the_missing_hour(sender: Sender) -> None:
+    """The same truth over REST and Prometheus: the gap report up to now lists the hour, the dataset
+    carries its policy and freshness, and the gauges say 1 missing, 15 minutes behind."""
+    report = requests.get(f"{sender.url}/api/v1/namespaces/{NS}/datasets/raw/gaps", timeout=30).json()
+    assert report["to"] == "2026-03-02T10:15:00Z" and report["counts"]["missing"] == 1
+    assert [(r["state"], r["from"]) for r in report["runs"]] == [
+        ("missing", "20260302PT1H006"),
+        ("pending", "20260302PT1H010"),
+    ]
+    assert (report["freshness"]["newestLot"], report["freshness"]["lagSeconds"]) == ("20260302PT1H009", 900)
+    dataset = requests.get(f"{sender.url}/api/v1/namespaces/{NS}/datasets/raw", timeout=30).json()
+    assert dataset["arrivalPolicy"] == {
+        "lateAfter": "PT5M",
+        "absent": "missing",
+        "interval": "PT1H",
+        "declaredIn": "lotline ingest",
+    }
+    assert dataset["freshness"]["missing"] == 1
+    job = requests.get(f"{sender.url}/api/v1/namespaces/{NS}/jobs/late", timeout=30).json()
+    assert (job["freshness"]["newestLot"], job["freshness"]["overdue"]) == ("20260302PT1H005", 4)
+    metrics = requests.get(f"{sender.url}/metrics", timeout=30).text
+    assert 'lotline_lots_missing{namespace="senders",dataset="raw"} 1' in metrics
+    assert 'lotline_dataset_lag_seconds{namespace="senders",dataset="raw"} 900' in metrics
+    assert 'lotline_lots_overdue{namespace="senders",dataset="later"} 4' in metrics  # 3 missing, 1 blocked
