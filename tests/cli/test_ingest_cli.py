@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -233,3 +234,39 @@ def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path
     (tmp_path / "lotline.toml").write_text('[datasets.raw]\nabsent = "never"\n')
     refused = cli.invoke(app, list(scan))
     assert refused.exit_code == 2 and "not one of missing, empty" in refused.output
+
+
+def test_an_hour_never_sent_is_missing_in_gaps_and_pushed_by_overdue(cli: CliRunner, tmp_path: Path) -> None:
+    """As a user meets it, with the real clock: hourly files of the last hours, one never sent."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    top = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    hours = [top - timedelta(hours=n) for n in range(8, 1, -1)]
+    never = hours[3]
+    for at in hours:
+        if at != never:
+            (landing / f"{at:%Y%m%dT%H}00.log").write_text("a\n")
+    scan = (
+        "ingest",
+        "-n",
+        "cli",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT1H",
+        "--time",
+        PATTERN,
+    )
+    assert cli.invoke(app, list(scan)).exit_code == 0
+    lot = f"{never:%Y%m%d}PT1H{never.hour:03d}"
+    gaps = cli.invoke(app, ["gaps", "-n", "cli", "--dataset", "raw"])
+    assert gaps.exit_code == 0, gaps.output
+    assert " .. now, " in gaps.output.splitlines()[0]  # counted up to now, and said so
+    assert any(line.startswith("missing") and lot in line for line in gaps.output.splitlines()), gaps.output
+    pushed = cli.invoke(app, ["overdue", "--json"])
+    assert pushed.exit_code == 0, pushed.output
+    assert {"namespace": "cli", "dataset": "raw", "lot": lot} in json.loads(pushed.output)["overdue"]
+    events = cli.invoke(app, ["events", "-n", "cli"])
+    assert f"OVERDUE   cli:raw  {lot}" in events.output, events.output
