@@ -9,7 +9,9 @@ import pytest
 from lotline.domain.arrival import Absence, ArrivalPolicy, format_duration, marker_lot, parse_duration
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import Interval, parse_lot
+from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline, PipelineError
+from lotline.spark.runner import register
 
 
 @pytest.mark.parametrize(
@@ -58,3 +60,19 @@ def test_a_pipeline_declares_a_sources_policy_and_bad_ones_are_refused_at_load()
         p.dataset("late", format="text", interval="PT5M", late_after="-PT5M")
     with pytest.raises(PipelineError, match="needs an interval"):
         p.dataset("named", format="text", absent="empty")
+
+
+def test_a_policy_on_a_dataset_the_pipeline_computes_is_refused_before_anything_is_registered(
+    lineage: Lineage,
+) -> None:
+    p = Pipeline("arrivals")
+    raw = p.dataset("raw", format="text", interval="PT5M")
+    hits = p.dataset("hits", format="parquet", interval="PT5M", absent="empty")
+
+    @p.job(inputs=[raw], output=hits)
+    def parse(raw: object) -> object:
+        return raw
+
+    with pytest.raises(PipelineError, match="dataset hits: a job of the pipeline writes it"):
+        register(lineage, p)
+    assert lineage.catalog.list_namespaces().items == []
