@@ -24,7 +24,7 @@ from lotline.domain import ready_counts as rc
 from lotline.domain.arrival import DEFAULT_POLICY, Absence
 from lotline.domain.checks import published_with_warnings
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
-from lotline.domain.errors import InvalidInput, NotFound, Unavailable
+from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
@@ -219,7 +219,7 @@ class GapService:
         now = self._clock.now()
         try:
             health = self.health(namespace, job=job, dataset=dataset, now=now)
-        except NotFound:  # a job lotline does not coordinate
+        except (NotFound, Conflict):  # a dataset with no lots, a job lotline does not coordinate
             return None
         return None if health.range is None else health.freshness_json(now)
 
