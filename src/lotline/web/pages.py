@@ -4,7 +4,6 @@ and the raw OpenLineage events. Every list is paged and filtered on the server."
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,11 +11,12 @@ from fastapi.responses import HTMLResponse
 
 from lotline.domain.checks import CHECKS_FACET
 from lotline.domain.clock import SYSTEM_CLOCK
+from lotline.domain.column_lineage import column_sources
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
 from lotline.domain.grid import Health
-from lotline.domain.model import DatasetVersion
+from lotline.domain.model import DatasetVersion, FieldSpec
 from lotline.domain.runs import LOG_FACET, RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
@@ -192,34 +192,6 @@ async def dataset_versions(request: Request, namespace: str, dataset: str) -> HT
     return await page(request, "_versions.html", build)
 
 
-@dataclass(frozen=True)
-class ColumnSource:
-    """One input column an output column is computed from (a ``columnLineage`` input field)."""
-
-    namespace: str
-    dataset: str
-    field: str
-    how: str  # the transformation: ``DIRECT identity``, ``INDIRECT filter``, …
-
-
-def column_sources(facet: object) -> dict[str, list[ColumnSource]]:
-    """A ``columnLineage`` facet as each output column's sources (malformed entries are skipped:
-    the facet may come from any OpenLineage producer)."""
-    fields = facet.get("fields") if isinstance(facet, dict) else None
-    found: dict[str, list[ColumnSource]] = {}
-    for column, entry in (fields or {}).items() if isinstance(fields, dict) else ():
-        inputs = entry.get("inputFields") if isinstance(entry, dict) else None
-        for source in inputs if isinstance(inputs, list) else ():
-            if not isinstance(source, dict) or not all(source.get(k) for k in ("namespace", "name", "field")):
-                continue
-            steps = [t for t in source.get("transformations") or () if isinstance(t, dict)]
-            how = ", ".join(" ".join(filter(None, (t.get("type"), t.get("subtype")))).lower() for t in steps)
-            found.setdefault(column, []).append(
-                ColumnSource(str(source["namespace"]), str(source["name"]), str(source["field"]), how)
-            )
-    return found
-
-
 @router.get(DATASET + "/columns", response_class=HTMLResponse)
 async def dataset_columns(request: Request, namespace: str, dataset: str) -> HTMLResponse:
     """Column lineage: the columns of a version of the dataset (its latest successful one unless
@@ -235,17 +207,21 @@ async def dataset_columns(request: Request, namespace: str, dataset: str) -> HTM
             version = lineage.versions.get_version(namespace, dataset, _version_id(asked))
         else:
             version = lineage.versions.current_version(namespace, dataset)
-        facet = (version.facets.get("columnLineage") if version else None) or found.facets.get(
-            "columnLineage"
-        )
+        own = bool(version and version.facets.get("columnLineage"))
+        facets = version.facets if version and own else found.facets
+        schema = version.fields if version and version.fields else found.fields
+        sources = column_sources(facets)
+        named = {f.name for f in schema}
         return {
             "ns": namespace,
             "dataset": found,
             "version": version,
             "recent": lineage.versions.list_versions(namespace, dataset, limit=20).items,
-            "fields": version.fields if version and version.fields else found.fields,
-            "sources": column_sources(facet),
-            "from_dataset": facet is not None and not (version and version.facets.get("columnLineage")),
+            # Every column the schema or the column lineage names: a producer's schema may list
+            # only some (dbt-ol: the documented ones), or none (SQL parsed by openlineage-sql).
+            "fields": [*schema, *(FieldSpec(c, None) for c in sources if c not in named)],
+            "sources": sources,
+            "from_dataset": "columnLineage" in facets and not own,
         }
 
     return await page(request, "columns.html", build)
