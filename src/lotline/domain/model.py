@@ -166,6 +166,8 @@ class RunIO:
     lot: str | None
     version: uuid.UUID | None
     version_number: int | None
+    #: What the run's events reported for it: input (output) facets and quality results.
+    facets: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
