@@ -135,6 +135,10 @@ def test_a_field_node_answers_that_field_to_the_depth_asked(chain: Rest, client:
     whole = client.get_column_lineage_by_dataset_field(ns, "profile", "display")
     assert _ids(whole) == {display, name, first, last}  # not profile's id, nor another field
     assert _edges_are_closed(whole) == {(name, display), (first, name), (last, name)}
+    alone = chain.http.get(
+        chain.server.api("/column-lineage"), params={"nodeId": display, "depth": 0}, timeout=10
+    )
+    assert _ids(alone.json()) == {display}  # marquez-python sends depth=0 as its default, 20
     one = client.get_column_lineage_by_dataset_field(ns, "profile", "display", depth=1)
     assert _ids(one) == {display, name}
     assert _edges_are_closed(one) == {(name, display)}

@@ -292,6 +292,15 @@ class Health:
         return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE)
 
 
+def run_trouble(state: str | None) -> tuple[int, ...]:
+    """A job without lots (lineage only) sorted with the others by its latest run, in
+    ``Health.trouble``'s terms: a failed or aborted run counts as a failed lot, a running one as a
+    running lot, anything else as nothing wrong."""
+    counts = {"FAILED": CellState.FAILED, "ABORTED": CellState.FAILED, "RUNNING": CellState.RUNNING}
+    as_lot = counts.get(state or "")
+    return tuple(-1 if s is as_lot else 0 for s in URGENCY if s not in DONE)
+
+
 def counted_json(report: GapReport, health: Health) -> dict[str, object]:
     """``lotline gaps --json``: the report (its ``counts`` by the report's states, where complete
     lots include empty ones) and ``lots``, the same lots as every page counts them."""

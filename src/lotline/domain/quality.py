@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lotline.domain.model import JsonObject, RunIoRole
+from lotline.domain.model import JsonObject, Run, RunIoRole
 
 QUALITY_FACETS = ("dataQualityAssertions", "dataQualityMetrics")
 
@@ -85,6 +85,17 @@ class Reported:
     def metrics(self) -> JsonObject:
         facet = self.facets.get("dataQualityMetrics")
         return facet if isinstance(facet, dict) else {}
+
+
+def run_reports(run: Run) -> list[Reported]:
+    """The quality results a run reported for the versions it read and wrote (its io facets)."""
+    sides = ((RunIoRole.INPUT, run.inputs), (RunIoRole.OUTPUT, run.outputs))
+    return [
+        Reported(Source(run.id, role, io.namespace, io.dataset, io.version, io.version_number), quality)
+        for role, items in sides
+        for io in items
+        if (quality := quality_facets(io.facets))
+    ]
 
 
 def _text(value: object) -> str | None:

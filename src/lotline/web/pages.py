@@ -15,8 +15,9 @@ from lotline.domain.column_lineage import column_sources
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
-from lotline.domain.grid import Health
-from lotline.domain.model import DatasetVersion, FieldSpec
+from lotline.domain.grid import Health, run_trouble
+from lotline.domain.model import DatasetVersion, FieldSpec, Job
+from lotline.domain.quality import run_reports
 from lotline.domain.runs import LOG_FACET, RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
@@ -49,11 +50,18 @@ async def home(request: Request) -> HTMLResponse:
         jobs_at, datasets_at = Pager.of(params, "jobs"), Pager.of(params, "datasets")
         everything = lineage.catalog.list_jobs(namespace, MAX_NAMESPACE_JOBS, 0)
         health = {h.job: h for h in lineage.gaps.namespace_health(namespace, now=SYSTEM_CLOCK.now()) if h.job}
-        # Most troubled first; jobs without lots (lineage only) last; by name among equals.
-        ordered = sorted(
-            everything.items,
-            key=lambda j: (j.name not in health, health[j.name].trouble if j.name in health else (), j.name),
-        )
+        # Most troubled first, by name among equals: a job without lots (lineage only, e.g. a dbt
+        # model) by its latest run, a failed one among the jobs with failed lots.
+        lineage_only = [(j.namespace, j.name) for j in everything.items if j.name not in health]
+        states = lineage.runs.latest_states(lineage_only) if lineage_only else {}
+
+        def trouble(job: Job) -> tuple[int, ...]:
+            if job.name in health:
+                return health[job.name].trouble
+            state = states.get((job.namespace, job.name))
+            return run_trouble(state.value if state else None)
+
+        ordered = sorted(everything.items, key=lambda j: (trouble(j), j.name))
         jobs = ordered[jobs_at.offset : jobs_at.offset + jobs_at.limit]
         datasets = lineage.catalog.list_datasets(namespace, datasets_at.limit, datasets_at.offset)
         return {
@@ -192,6 +200,23 @@ async def dataset_versions(request: Request, namespace: str, dataset: str) -> HT
     return await page(request, "_versions.html", build)
 
 
+@router.get(DATASET + "/versions/{version:seg}", response_class=HTMLResponse)
+async def version_page(request: Request, namespace: str, dataset: str, version: str) -> HTMLResponse:
+    """One version of a dataset: what wrote it, its quality results (those the run that wrote it
+    and the runs that read or tested it reported for it), its schema and facets."""
+
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.versions.get_version(namespace, dataset, _version_id(version))
+        return {
+            "ns": namespace,
+            "dataset": lineage.catalog.get_dataset(namespace, dataset),
+            "version": found,
+            "quality": lineage.versions.quality(found),
+        }
+
+    return await page(request, "version.html", build)
+
+
 @router.get(DATASET + "/columns", response_class=HTMLResponse)
 async def dataset_columns(request: Request, namespace: str, dataset: str) -> HTMLResponse:
     """Column lineage: the columns of a version of the dataset (its latest successful one unless
@@ -237,6 +262,7 @@ async def run_page(request: Request, run_id: str) -> HTMLResponse:
             "error": found.facets.get("errorMessage"),
             "log": found.facets.get(LOG_FACET),
             "checks": found.facets.get(CHECKS_FACET),
+            "quality": run_reports(found),
             "children": lineage.runs.child_runs(found.id),
             "manifests": lineage.manifests.of_run(found.id),
             "events": lineage.openlineage.list_events(limit=50, run_id=found.id).items,
