@@ -113,4 +113,4 @@ def test_a_writer_s_results_are_its_own_version_s(rest: Rest) -> None:
     assert versions[1]["facets"]["dataQualityMetrics"] == metrics
     assert "dataQualityMetrics" not in versions[2]["facets"]
     [written] = rest.call("GET", f"/jobs/runs/{checked}")["outputDatasetVersions"]
-    assert written["facets"] == {"dataQualityMetrics": metrics, "outputStatistics": {"rowCount": 7}}
+    assert written["facets"] == {"dataQualityMetrics": metrics}  # the quality results it reported

@@ -166,7 +166,7 @@ class RunIO:
     lot: str | None
     version: uuid.UUID | None
     version_number: int | None
-    #: What the run's events reported for it: input (output) facets and quality results.
+    #: The quality results the run reported for it (``run_inputs.facets``, ``run_outputs.facets``).
     facets: JsonObject = field(default_factory=dict)
 
 

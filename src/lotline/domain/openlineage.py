@@ -70,9 +70,9 @@ class OlDataset:
     #: The lots read or written, from the ``subset`` facet's partitions with a ``lot`` dimension
     #: (as lotline emits them); empty: the dataset as a whole.
     lots: tuple[str, ...] = ()
-    #: What the run reported for this input or output: its ``inputFacets`` (``outputFacets``) and
-    #: the quality results wherever the event put them (domain/quality.py).
-    run_facets: JsonObject = field(default_factory=dict)
+    #: The quality results the run reported for this input or output, wherever the event put them
+    #: (``facets``, ``inputFacets``/``outputFacets``; domain/quality.py).
+    quality: JsonObject = field(default_factory=dict)
 
     @property
     def description(self) -> str | None:
@@ -274,10 +274,13 @@ def _dataset(value: Any, where: str, side: str = "") -> OlDataset:
         source = (validate_name("Source", data_source["name"]), uri if isinstance(uri, str) else None)
     lots = _subset_lots(entry, side) if side else ()
     side_facets = entry.get(f"{side}Facets") if side else None
-    run_facets = {**(side_facets if isinstance(side_facets, dict) else {}), **quality_facets(facets)}
+    quality = {
+        **quality_facets(side_facets if isinstance(side_facets, dict) else None),
+        **quality_facets(facets),
+    }
     # The dataset shows the latest quality results, also those sent only as input/output facets.
-    facets = {**facets, **quality_facets(run_facets)}
-    return OlDataset(namespace, name, facets, _fields(facets, where), source, lots, run_facets)
+    facets = {**facets, **quality}
+    return OlDataset(namespace, name, facets, _fields(facets, where), source, lots, quality)
 
 
 def _datasets(value: Any, where: str, side: str) -> tuple[OlDataset, ...]:

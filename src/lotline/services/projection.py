@@ -738,17 +738,18 @@ def _record_io_facets(
     inputs: Sequence[uuid.UUID],
     outputs: Sequence[uuid.UUID],
 ) -> None:
-    """What the event reported for each input and output (its input/output facets, the quality
-    results): kept per run and dataset lot, so that a version carries the results of the runs that
-    wrote or read it (an output's are its version's when the run ends), never another's."""
+    """The quality results the event reported for each input and output, kept per run and dataset
+    lot, so that a version carries the results of the runs that wrote or read it (an output's are
+    its version's when the run ends), never another's. Only those: anything else would cost every
+    event with input/output facets (lotline's own carry ``subset``) two statements per dataset."""
     for role, found, ids in (
         (RunIoRole.INPUT, event.inputs, inputs),
         (RunIoRole.OUTPUT, event.outputs, outputs),
     ):
         for dataset, dataset_id in zip(found, ids, strict=True):
-            if dataset.run_facets:
+            if dataset.quality:
                 lots = dataset.lots or (run.lot,)
-                runs.merge_io_facets(connection, role, run.id, dataset_id, lots, dataset.run_facets)
+                runs.merge_io_facets(connection, role, run.id, dataset_id, lots, dataset.quality)
 
 
 def _version_input_facets(

@@ -1,15 +1,16 @@
-"""run_inputs.facets, run_outputs.facets: what a run reported for a dataset it read or wrote
+"""run_inputs.facets, run_outputs.facets: the quality results a run reported for a dataset it read
+or wrote
 
 Revision ID: 0021_run_io_facets
 Revises: 0019
 Create Date: 2026-11-28
 
-The facets an OpenLineage run's events gave one of its inputs (``inputFacets``) or outputs
-(``outputFacets``), and the quality results (``dataQualityAssertions``, ``dataQualityMetrics``)
-wherever the event put them: a version carries the results of the runs that wrote or tested that
-version, never its dataset's earlier ones (issue 42, point 2). Marquez answers them as a run's
-``inputDatasetVersions[].facets`` and ``outputDatasetVersions[].facets``. Rows written before
-this migration have none (NULL).
+The quality results (``dataQualityAssertions``, ``dataQualityMetrics``) a run reported for one of
+its inputs or outputs (an OpenLineage event's, wherever it put them; lotline's checks): a version
+carries the results of the runs that wrote or tested that version, never its dataset's earlier
+ones (issue 42, point 2). Answered as a run's ``inputDatasetVersions[].facets`` and
+``outputDatasetVersions[].facets``, where Marquez answers them. Rows written before this
+migration have none (NULL).
 """
 
 from __future__ import annotations
