@@ -225,7 +225,7 @@ def _io(items: tuple[RunIO, ...]) -> list[Json]:
                 "name": io.dataset,
                 "version": str(io.version),
             },
-            "facets": {},
+            "facets": bounded(io.facets),
         }
         for io in items
         if io.version is not None

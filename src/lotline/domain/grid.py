@@ -44,6 +44,8 @@ class CellState(StrEnum):
 URGENCY = tuple(CellState)
 #: The states of lots that are present: what a cell's fill measures.
 DONE = frozenset({CellState.EMPTY, CellState.COMPLETE})
+#: What sorts a job among others, most urgent first: not done, and due (pending lots are no trouble).
+TROUBLE = tuple(s for s in URGENCY if s not in DONE and s is not CellState.PENDING)
 
 #: The order of a health bar: done first, then what is under way, then trouble.
 HEALTH_ORDER = (
@@ -345,7 +347,7 @@ class Health:
     def trouble(self) -> tuple[int, ...]:
         """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running
         (pending lots are no trouble: they are not due)."""
-        return tuple(-self.totals.get(s, 0) for s in URGENCY if s not in DONE and s is not CellState.PENDING)
+        return tuple(-self.totals.get(s, 0) for s in TROUBLE)
 
 
 def ago(lag: datetime.timedelta) -> str:
@@ -358,6 +360,15 @@ def ago(lag: datetime.timedelta) -> str:
     if seconds < 2 * 86_400:
         return f"{seconds // 3600} h ago"
     return f"{seconds // 86_400} d ago"
+
+
+def run_trouble(state: str | None) -> tuple[int, ...]:
+    """A job without lots (lineage only) sorted with the others by its latest run, in
+    ``Health.trouble``'s terms: a failed or aborted run counts as a failed lot, a running one as a
+    running lot, anything else as nothing wrong."""
+    counts = {"FAILED": CellState.FAILED, "ABORTED": CellState.FAILED, "RUNNING": CellState.RUNNING}
+    as_lot = counts.get(state or "")
+    return tuple(-1 if s is as_lot else 0 for s in TROUBLE)
 
 
 def counted_json(report: GapReport, health: Health) -> dict[str, object]:

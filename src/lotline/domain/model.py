@@ -166,6 +166,8 @@ class RunIO:
     lot: str | None
     version: uuid.UUID | None
     version_number: int | None
+    #: The quality results the run reported for it (``run_inputs.facets``, ``run_outputs.facets``).
+    facets: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

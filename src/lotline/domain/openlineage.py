@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -25,6 +25,7 @@ from lotline.domain.json_depth import check_depth
 from lotline.domain.lots import parse_lot
 from lotline.domain.model import FieldSpec, JsonObject
 from lotline.domain.names import validate_name
+from lotline.domain.quality import quality_facets
 from lotline.domain.runs import RunAction
 from lotline.domain.times import check_storable
 
@@ -69,6 +70,9 @@ class OlDataset:
     #: The lots read or written, from the ``subset`` facet's partitions with a ``lot`` dimension
     #: (as lotline emits them); empty: the dataset as a whole.
     lots: tuple[str, ...] = ()
+    #: The quality results the run reported for this input or output, wherever the event put them
+    #: (``facets``, ``inputFacets``/``outputFacets``; domain/quality.py).
+    quality: JsonObject = field(default_factory=dict)
 
     @property
     def description(self) -> str | None:
@@ -269,7 +273,14 @@ def _dataset(value: Any, where: str, side: str = "") -> OlDataset:
         uri = data_source.get("uri")
         source = (validate_name("Source", data_source["name"]), uri if isinstance(uri, str) else None)
     lots = _subset_lots(entry, side) if side else ()
-    return OlDataset(namespace, name, facets, _fields(facets, where), source, lots)
+    side_facets = entry.get(f"{side}Facets") if side else None
+    quality = {
+        **quality_facets(side_facets if isinstance(side_facets, dict) else None),
+        **quality_facets(facets),
+    }
+    # The dataset shows the latest quality results, also those sent only as input/output facets.
+    facets = {**facets, **quality}
+    return OlDataset(namespace, name, facets, _fields(facets, where), source, lots, quality)
 
 
 def _datasets(value: Any, where: str, side: str) -> tuple[OlDataset, ...]:

@@ -639,6 +639,7 @@ def _run_event(
         if tracked is not None:
             tracked[0].update(inputs)
             tracked[1].update(outputs)
+    _record_io_facets(connection, run, event, inputs, outputs)
     _version_input_facets(connection, run.id, event.inputs, inputs)
     new_version = None
     if event.event_type in TERMINAL_EVENTS:
@@ -728,6 +729,27 @@ def _run_lot(outputs: Sequence[OlDataset]) -> str:
 def _entries(found: Sequence[OlDataset], ids: Sequence[uuid.UUID], lot: str) -> list[tuple[uuid.UUID, str]]:
     """(dataset, lot) of each input or output: the lots its ``subset`` facet names, else the run's."""
     return [(d_id, named) for d, d_id in zip(found, ids, strict=True) for named in (d.lots or (lot,))]
+
+
+def _record_io_facets(
+    connection: Connection,
+    run: StoredRun,
+    event: OlEvent,
+    inputs: Sequence[uuid.UUID],
+    outputs: Sequence[uuid.UUID],
+) -> None:
+    """The quality results the event reported for each input and output, kept per run and dataset
+    lot, so that a version carries the results of the runs that wrote or read it (an output's are
+    its version's when the run ends), never another's. Only those: anything else would cost every
+    event with input/output facets (lotline's own carry ``subset``) two statements per dataset."""
+    for role, found, ids in (
+        (RunIoRole.INPUT, event.inputs, inputs),
+        (RunIoRole.OUTPUT, event.outputs, outputs),
+    ):
+        for dataset, dataset_id in zip(found, ids, strict=True):
+            if dataset.quality:
+                lots = dataset.lots or (run.lot,)
+                runs.merge_io_facets(connection, role, run.id, dataset_id, lots, dataset.quality)
 
 
 def _version_input_facets(

@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 
 from lotline.domain.errors import Conflict
 from lotline.domain.model import JsonObject, RunIoRole
+from lotline.domain.quality import quality_facets, without_quality
 from lotline.domain.runs import RunAction, RunState, plan_transition
 from lotline.domain.versions import (
     VersionState,
@@ -237,6 +238,7 @@ def _create_input_version(
     if current is not None or versions.has_any_version(connection, dataset_id, lot):
         return current
     ref, fields, facets = datasets.version_basis(connection, dataset_id)
+    facets = without_quality(facets)  # the results of the runs that read it are merged later
     version_id = input_version_id(ref.namespace, ref.name, lot)
     versions.insert_version(
         connection,
@@ -279,7 +281,8 @@ def mint_outputs(
             run_id=run_id,
             state=state,
             fields=fields,
-            facets=facets,
+            # Never the dataset's earlier quality results: those this run reported, if any.
+            facets={**without_quality(facets), **quality_facets(io.facets)},
             now=now,
             output_io_id=io.id,
         )

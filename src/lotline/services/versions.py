@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from lotline.domain.errors import NotFound
 from lotline.domain.model import DatasetVersion, Page
+from lotline.domain.quality import Reported, Source, quality_facets
 from lotline.domain.versions import VersionState
 from lotline.services import _common
 from lotline.store.engine import Store
-from lotline.store.queries import versions
+from lotline.store.queries import runs, versions
 
 
 class VersionService:
@@ -41,6 +42,19 @@ class VersionService:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             scope = None if lot is None else _common.lot_key(lot)
             return versions.list_versions(connection, dataset_id, scope, limit, offset, states)
+
+    def quality(self, version: DatasetVersion) -> list[Reported]:
+        """The quality results reported for this version, by the run that wrote it and the runs that
+        read or tested it, oldest first."""
+        with self._store.read() as connection:
+            reports = runs.reported_for_version(connection, version.id)
+        return [
+            Reported(
+                Source(run_id, role, version.namespace, version.dataset, version.id, version.number), quality
+            )
+            for role, run_id, facets in reports
+            if (quality := quality_facets(facets))
+        ]
 
     def get_version(self, namespace: str, dataset: str, version_id: uuid.UUID) -> DatasetVersion:
         with self._store.read() as connection:

@@ -254,6 +254,9 @@ def _run_io_table(name: str) -> Table:
         Column("lot", String(LOT), nullable=False, server_default=text("''")),
         Column("dataset_version_id", ForeignKey("dataset_versions.id"), index=True),
         Column("recorded_at", UtcDateTime, nullable=False),
+        # The quality results the run reported for it (dataQualityAssertions/Metrics: its events'
+        # wherever they put them, lotline's checks), domain/quality.py.
+        Column("facets", JsonDocument),
         UniqueConstraint("run_id", "dataset_id", "lot"),
     )
 

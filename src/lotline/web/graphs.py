@@ -87,6 +87,17 @@ async def lineage_json(request: Request) -> JSONResponse:
     return response
 
 
+#: A graph node's label holds at most this many characters (a node is 170 px wide, 14 px text).
+LABEL_CHARS = 22
+
+
+def node_label(name: str) -> str:
+    """A long name's end, which tells it from its neighbours (dbt's names share long prefixes:
+    ``shop.main.customer_profile_enriched_with_orders`` and ``…_with_payments``), after an
+    ellipsis; the whole name is the node's ``name`` (its tooltip and the side panel)."""
+    return name if len(name) <= LABEL_CHARS else "…" + name[-(LABEL_CHARS - 1) :]
+
+
 def _elements(nodes: list[GraphNode], latest: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
     elements: list[dict[str, Any]] = []
     present = {n.key.id for n in nodes}
@@ -98,7 +109,8 @@ def _elements(nodes: list[GraphNode], latest: dict[tuple[str, str], Any]) -> lis
                 "group": "nodes",
                 "data": {
                     "id": key.id,
-                    "label": key.name,
+                    "label": node_label(key.name),
+                    "name": key.name,
                     "namespace": key.namespace,
                     "kind": key.type.value.lower(),
                     "state": state.value if state else ("NEVER_RUN" if isinstance(node.data, Job) else ""),

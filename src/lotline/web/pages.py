@@ -4,18 +4,19 @@ and the raw OpenLineage events. Every list is paged and filtered on the server."
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from lotline.domain.checks import CHECKS_FACET
+from lotline.domain.column_lineage import column_sources
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.graph import NodeKey, NodeType
-from lotline.domain.grid import Health
-from lotline.domain.model import DatasetVersion
+from lotline.domain.grid import Health, run_trouble
+from lotline.domain.model import DatasetVersion, FieldSpec, Job
+from lotline.domain.quality import run_reports
 from lotline.domain.runs import LOG_FACET, RunState
 from lotline.domain.versions import VersionState
 from lotline.services import Lineage
@@ -50,11 +51,18 @@ async def home(request: Request) -> HTMLResponse:
         health = {
             h.job: h for h in lineage.gaps.namespace_health(namespace, now=lineage.clock.now()) if h.job
         }
-        # Most troubled first; jobs without lots (lineage only) last; by name among equals.
-        ordered = sorted(
-            everything.items,
-            key=lambda j: (j.name not in health, health[j.name].trouble if j.name in health else (), j.name),
-        )
+        # Most troubled first, by name among equals: a job without lots (lineage only, e.g. a dbt
+        # model) by its latest run, a failed one among the jobs with failed lots.
+        lineage_only = [(j.namespace, j.name) for j in everything.items if j.name not in health]
+        states = lineage.runs.latest_states(lineage_only) if lineage_only else {}
+
+        def trouble(job: Job) -> tuple[int, ...]:
+            if job.name in health:
+                return health[job.name].trouble
+            state = states.get((job.namespace, job.name))
+            return run_trouble(state.value if state else None)
+
+        ordered = sorted(everything.items, key=lambda j: (trouble(j), j.name))
         jobs = ordered[jobs_at.offset : jobs_at.offset + jobs_at.limit]
         datasets = lineage.catalog.list_datasets(namespace, datasets_at.limit, datasets_at.offset)
         return {
@@ -193,32 +201,21 @@ async def dataset_versions(request: Request, namespace: str, dataset: str) -> HT
     return await page(request, "_versions.html", build)
 
 
-@dataclass(frozen=True)
-class ColumnSource:
-    """One input column an output column is computed from (a ``columnLineage`` input field)."""
+@router.get(DATASET + "/versions/{version:seg}", response_class=HTMLResponse)
+async def version_page(request: Request, namespace: str, dataset: str, version: str) -> HTMLResponse:
+    """One version of a dataset: what wrote it, its quality results (those the run that wrote it
+    and the runs that read or tested it reported for it), its schema and facets."""
 
-    namespace: str
-    dataset: str
-    field: str
-    how: str  # the transformation: ``DIRECT identity``, ``INDIRECT filter``, …
+    def build(lineage: Lineage) -> dict[str, Any]:
+        found = lineage.versions.get_version(namespace, dataset, _version_id(version))
+        return {
+            "ns": namespace,
+            "dataset": lineage.catalog.get_dataset(namespace, dataset),
+            "version": found,
+            "quality": lineage.versions.quality(found),
+        }
 
-
-def column_sources(facet: object) -> dict[str, list[ColumnSource]]:
-    """A ``columnLineage`` facet as each output column's sources (malformed entries are skipped:
-    the facet may come from any OpenLineage producer)."""
-    fields = facet.get("fields") if isinstance(facet, dict) else None
-    found: dict[str, list[ColumnSource]] = {}
-    for column, entry in (fields or {}).items() if isinstance(fields, dict) else ():
-        inputs = entry.get("inputFields") if isinstance(entry, dict) else None
-        for source in inputs if isinstance(inputs, list) else ():
-            if not isinstance(source, dict) or not all(source.get(k) for k in ("namespace", "name", "field")):
-                continue
-            steps = [t for t in source.get("transformations") or () if isinstance(t, dict)]
-            how = ", ".join(" ".join(filter(None, (t.get("type"), t.get("subtype")))).lower() for t in steps)
-            found.setdefault(column, []).append(
-                ColumnSource(str(source["namespace"]), str(source["name"]), str(source["field"]), how)
-            )
-    return found
+    return await page(request, "version.html", build)
 
 
 @router.get(DATASET + "/columns", response_class=HTMLResponse)
@@ -236,17 +233,21 @@ async def dataset_columns(request: Request, namespace: str, dataset: str) -> HTM
             version = lineage.versions.get_version(namespace, dataset, _version_id(asked))
         else:
             version = lineage.versions.current_version(namespace, dataset)
-        facet = (version.facets.get("columnLineage") if version else None) or found.facets.get(
-            "columnLineage"
-        )
+        own = bool(version and version.facets.get("columnLineage"))
+        facets = version.facets if version and own else found.facets
+        schema = version.fields if version and version.fields else found.fields
+        sources = column_sources(facets)
+        named = {f.name for f in schema}
         return {
             "ns": namespace,
             "dataset": found,
             "version": version,
             "recent": lineage.versions.list_versions(namespace, dataset, limit=20).items,
-            "fields": version.fields if version and version.fields else found.fields,
-            "sources": column_sources(facet),
-            "from_dataset": facet is not None and not (version and version.facets.get("columnLineage")),
+            # Every column the schema or the column lineage names: a producer's schema may list
+            # only some (dbt-ol: the documented ones), or none (SQL parsed by openlineage-sql).
+            "fields": [*schema, *(FieldSpec(c, None) for c in sources if c not in named)],
+            "sources": sources,
+            "from_dataset": "columnLineage" in facets and not own,
         }
 
     return await page(request, "columns.html", build)
@@ -262,6 +263,7 @@ async def run_page(request: Request, run_id: str) -> HTMLResponse:
             "error": found.facets.get("errorMessage"),
             "log": found.facets.get(LOG_FACET),
             "checks": found.facets.get(CHECKS_FACET),
+            "quality": run_reports(found),
             "children": lineage.runs.child_runs(found.id),
             "manifests": lineage.manifests.of_run(found.id),
             "events": lineage.openlineage.list_events(limit=50, run_id=found.id).items,

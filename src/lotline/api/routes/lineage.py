@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from lotline.api.deps import Services
 from lotline.api.dto import Json, dataset_json, graph_node_json, job_json, time
+from lotline.domain.column_lineage import FieldNode
 from lotline.domain.graph import GraphNode
 from lotline.domain.model import Dataset, Job, Run
 from lotline.domain.tags import DatasetTags
@@ -42,45 +43,36 @@ def column_lineage(
     depth: Annotated[int, Query(ge=0, le=100)] = 20,
     withDownstream: bool = False,
 ) -> Json:
-    """Field nodes of one dataset, with edges from its ``columnLineage`` facet (one level)."""
-    dataset_id = nodeId.split("#", 1)[0]
-    if dataset_id.startswith("datasetField:"):
-        dataset_id = "dataset:" + dataset_id.removeprefix("datasetField:").rsplit(":", 1)[0]
-    elif dataset_id.startswith("job:"):
-        return {"graph": []}
-    dataset = lineage.graph.dataset(dataset_id)
-    return {"graph": _field_nodes(dataset)}
+    """Field nodes of a field, a dataset or a job's outputs, ``depth`` edges up (and down with
+    ``withDownstream``), from the ``columnLineage`` facets; every edge's two ends are in ``graph``."""
+    return {
+        "graph": [_field_node_json(n) for n in lineage.graph.column_lineage(nodeId, depth, withDownstream)]
+    }
 
 
-def _field_id(field: dict[str, Any]) -> str:
-    return f"datasetField:{field.get('namespace')}:{field.get('name')}:{field.get('field')}"
-
-
-def _field_nodes(dataset: Dataset) -> list[Json]:
-    facet: Any = dataset.facets.get("columnLineage")
-    lineage_fields: dict[str, Any] = facet.get("fields", {}) if isinstance(facet, dict) else {}
-    nodes = []
-    for field in dataset.fields:
-        node_id = f"datasetField:{dataset.namespace}:{dataset.name}:{field.name}"
-        entry = lineage_fields.get(field.name)
-        inputs = entry.get("inputFields", []) if isinstance(entry, dict) else []
-        in_edges = [{"origin": _field_id(i), "destination": node_id} for i in inputs if isinstance(i, dict)]
-        nodes.append(
-            {
-                "id": node_id,
-                "type": "DATASET_FIELD",
-                "data": {
-                    "namespace": dataset.namespace,
-                    "dataset": dataset.name,
-                    "field": field.name,
-                    "fieldType": field.type,
-                    "inputFields": inputs,
-                },
-                "inEdges": in_edges,
-                "outEdges": [],
-            }
-        )
-    return nodes
+def _field_node_json(node: FieldNode) -> Json:
+    ref = node.ref
+    return {
+        "id": ref.id,
+        "type": "DATASET_FIELD",
+        "data": {
+            "namespace": ref.namespace,
+            "dataset": ref.dataset,
+            "field": ref.field,
+            "fieldType": node.type,
+            "inputFields": [
+                {
+                    "namespace": s.ref.namespace,
+                    "dataset": s.ref.dataset,
+                    "field": s.ref.field,
+                    "transformations": list(s.transformations),
+                }
+                for s in node.inputs
+            ],
+        },
+        "inEdges": [{"origin": o.id, "destination": d.id} for o, d in node.in_edges],
+        "outEdges": [{"origin": o.id, "destination": d.id} for o, d in node.out_edges],
+    }
 
 
 @router.get("/search")

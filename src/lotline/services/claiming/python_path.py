@@ -15,6 +15,8 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.domain.manifests import LotEventKind
+from lotline.domain.model import RunIoRole
+from lotline.domain.quality import quality_facets
 from lotline.domain.runs import RunAction
 from lotline.services import _common
 from lotline.services.claiming.jobs import CachedJob, JobCache
@@ -136,6 +138,15 @@ class PythonClaimPath:
                 for output in outputs:
                     if output.output_facets:
                         versions.merge_facets(connection, output.version_id, output.output_facets)
+                    if quality := quality_facets(output.output_facets):  # the run page's checks, per output
+                        runs.merge_io_facets(
+                            connection,
+                            RunIoRole.OUTPUT,
+                            claim.run_id,
+                            output.dataset_id,
+                            [claim.lot],
+                            quality,
+                        )
             if end.facets:
                 # The lot's window, as its nominalTime facet says (the claim left it unset).
                 lot = parse_lot(claim.lot)

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Select, Table, bindparam, literal, select, union_all
+from sqlalchemy import Connection, Select, Table, bindparam, literal, select, tuple_, union_all
 
 from lotline.domain.model import Dataset, DatasetRef, FieldSpec, Job
 from lotline.domain.versions import VersionState
@@ -101,6 +101,24 @@ def job_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | Non
 def live_dataset_id(connection: Connection, namespace: str, name: str) -> uuid.UUID | None:
     """A dataset that is not soft-deleted."""
     return _id_by_name(connection, _LIVE_DATASET_ID, namespace, name)
+
+
+def live_dataset_ids(
+    connection: Connection, names: Iterable[tuple[str, str]]
+) -> dict[tuple[str, str], uuid.UUID]:
+    """The live datasets of these (namespace, name) pairs, by pair (column lineage names its
+    datasets so); the unknown and the soft-deleted are absent."""
+    pairs = sorted(set(names))
+    found: dict[tuple[str, str], uuid.UUID] = {}
+    for start in range(0, len(pairs), _CHUNK // 2):
+        chunk = pairs[start : start + _CHUNK // 2]
+        rows = connection.execute(
+            select(namespaces.c.name, datasets.c.name, datasets.c.id)
+            .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
+            .where(tuple_(namespaces.c.name, datasets.c.name).in_(chunk), datasets.c.deleted_at.is_(None))
+        )
+        found.update({(r[0], r[1]): r[2] for r in rows})
+    return found
 
 
 def _id_by_name(connection: Connection, statement: Any, namespace: str, name: str) -> uuid.UUID | None:

@@ -77,6 +77,8 @@ class UnpinnedIo:
     id: int
     dataset_id: uuid.UUID
     lot: str
+    #: What the run's events reported for it (``run_outputs.facets``), where read.
+    facets: JsonObject | None = None
 
 
 #: The columns of a ``StoredRun``, in its order.
@@ -429,7 +431,7 @@ def undeclared_version_io(
 
 
 _UNVERSIONED_OUTPUTS = (
-    select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot)
+    select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot, run_outputs.c.facets)
     .where(run_outputs.c.run_id == bindparam("b_run_id"), run_outputs.c.dataset_version_id.is_(None))
     .order_by(run_outputs.c.dataset_id, run_outputs.c.lot)
 )
@@ -440,6 +442,54 @@ def unversioned_outputs(connection: Connection, run_id: uuid.UUID) -> list[Unpin
     """Declared outputs of a run not yet tied to a version, ordered by dataset id and lot, so that
     concurrent runs lock datasets in the same order (no deadlocks)."""
     return [UnpinnedIo(*row) for row in connection.execute(_UNVERSIONED_OUTPUTS, {"b_run_id": run_id})]
+
+
+def _io_facets(role: RunIoRole) -> tuple[Any, Any]:
+    table = _IO_TABLES[role]
+    rows = table.c.run_id == bindparam("b_run"), table.c.dataset_id == bindparam("b_dataset")
+    read = select(table.c.id, table.c.facets).where(
+        *rows, table.c.lot.in_(bindparam("b_lots", expanding=True))
+    )
+    return read, update(table).where(table.c.id == bindparam("b_id"))
+
+
+_IO_FACETS = {role: _io_facets(role) for role in RunIoRole}
+
+
+def merge_io_facets(
+    connection: Connection,
+    role: RunIoRole,
+    run_id: uuid.UUID,
+    dataset_id: uuid.UUID,
+    lots: Sequence[str],
+    facets: JsonObject,
+) -> None:
+    """Add what an event reported for one input or output of a run (each of its lots) to what the
+    run's earlier events did; written only when that changes them."""
+    read, write = _IO_FACETS[role]
+    for io_id, stored in connection.execute(
+        read, {"b_run": run_id, "b_dataset": dataset_id, "b_lots": list(lots)}
+    ):
+        before = json_or_empty(stored)
+        merged = {**before, **facets}
+        if merged != before:
+            connection.execute(write, {"b_id": io_id, "facets": merged})
+
+
+def reported_for_version(
+    connection: Connection, version_id: uuid.UUID
+) -> list[tuple[RunIoRole, uuid.UUID, JsonObject]]:
+    """(side, run, facets) of the runs that wrote or read this version and reported facets for it,
+    oldest report first."""
+    found = []
+    for role, table in _IO_TABLES.items():
+        rows = connection.execute(
+            select(table.c.run_id, table.c.facets, table.c.recorded_at).where(
+                table.c.dataset_version_id == version_id, table.c.facets.is_not(None)
+            )
+        )
+        found += [(r.recorded_at, role, r.run_id, json_or_empty(r.facets)) for r in rows]
+    return [(role, run_id, facets) for _, role, run_id, facets in sorted(found, key=lambda f: f[0])]
 
 
 def pin_io(connection: Connection, role: RunIoRole, io_id: int, version_id: uuid.UUID) -> None:
@@ -517,6 +567,7 @@ def _io_of(
             namespaces.c.name.label("namespace"),
             datasets.c.name.label("dataset"),
             dataset_versions.c.version_number,
+            table.c.facets,
         )
         .join(datasets, datasets.c.id == table.c.dataset_id)
         .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
@@ -527,7 +578,14 @@ def _io_of(
     found: dict[uuid.UUID, list[RunIO]] = {}
     for r in rows:
         found.setdefault(r.run_id, []).append(
-            RunIO(r.namespace, r.dataset, r.lot or None, r.dataset_version_id, r.version_number)
+            RunIO(
+                r.namespace,
+                r.dataset,
+                r.lot or None,
+                r.dataset_version_id,
+                r.version_number,
+                json_or_empty(r.facets),
+            )
         )
     return found
 

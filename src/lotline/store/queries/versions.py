@@ -90,10 +90,10 @@ def number_unversioned_outputs(
     rows = connection.execute(_numbered_outputs(connection), {"b_run_id": run_id}).all()
     taken: dict[uuid.UUID, int] = {}
     numbered: list[tuple[runs.UnpinnedIo, int]] = []
-    for io_id, dataset_id, lot, last, count in rows:
+    for io_id, dataset_id, lot, facets, last, count in rows:
         # A dataset's outputs, in lot order, take the numbers up to its raised counter.
         before = taken[dataset_id] = taken.get(dataset_id, 0) + 1
-        numbered.append((runs.UnpinnedIo(io_id, dataset_id, lot), last - count + before))
+        numbered.append((runs.UnpinnedIo(io_id, dataset_id, lot, facets), last - count + before))
     return numbered
 
 
@@ -102,7 +102,7 @@ def _numbered_outputs(connection: Connection) -> Any:
     """PostgreSQL's ``number_unversioned_outputs``: the unversioned outputs, the counters raised by
     their number per dataset (a data-modifying ``WITH``), each output with its dataset's new counter."""
     io = (
-        select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot)
+        select(run_outputs.c.id, run_outputs.c.dataset_id, run_outputs.c.lot, run_outputs.c.facets)
         .where(run_outputs.c.run_id == bindparam("b_run_id"), run_outputs.c.dataset_version_id.is_(None))
         .cte("io")
     )
@@ -121,7 +121,7 @@ def _numbered_outputs(connection: Connection) -> Any:
     )
     count = func.count().over(partition_by=io.c.dataset_id)
     return (
-        select(io.c.id, io.c.dataset_id, io.c.lot, counted.c.last_version_number, count)
+        select(io.c.id, io.c.dataset_id, io.c.lot, io.c.facets, counted.c.last_version_number, count)
         .join(counted, counted.c.dataset_id == io.c.dataset_id)
         .order_by(io.c.dataset_id, io.c.lot)
     )

@@ -326,6 +326,9 @@ async function drawGraph(box) {
   cy.on("tap", "node", (event) => highlight(cy, event.target, box));
   cy.on("tap", (event) => { if (event.target === cy) cy.elements().removeClass("faded path"); });
   cy.on("dbltap", "node", (event) => { window.location.href = event.target.data("url"); });
+  // A label shows a long name's end; the whole name is the tooltip (and the side panel's title).
+  cy.on("mouseover", "node", (event) => { box.title = event.target.data("name") || event.target.data("label"); });
+  cy.on("mouseout", "node", () => { box.title = ""; });
   measureDrawn("lotline:graph", "lotline:graph:response");
   box.dataset.ready = String(cy.nodes().length);
   box.dataset.labelPx = (cy.zoom() * LABEL_FONT_PX).toFixed(1);  // what a reader sees
@@ -378,7 +381,7 @@ function highlight(cy, node, box) {
     selected.textContent = "";
     const link = document.createElement("a");
     link.href = node.data("url");
-    link.textContent = "open " + node.data("label").replace("\n", " ");
+    link.textContent = "open " + (node.data("name") || node.data("label").replace("\n", " "));
     selected.appendChild(link);
   }
 }
@@ -538,7 +541,7 @@ function setUpGraph() {
       const wanted = find.value.trim().toLowerCase();
       cy.nodes().removeClass("found");
       if (!wanted) return;
-      const found = cy.nodes().filter((n) => n.data("label").toLowerCase().includes(wanted));
+      const found = cy.nodes().filter((n) => (n.data("name") || n.data("label")).toLowerCase().includes(wanted));
       found.addClass("found");
       if (found.nonempty()) cy.center(found[0]);
     });

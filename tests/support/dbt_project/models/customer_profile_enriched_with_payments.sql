@@ -1,0 +1,1 @@
+select customer_id, payment_method from {{ ref('stg_customers') }}
