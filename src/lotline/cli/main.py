@@ -12,7 +12,7 @@ from typing import ParamSpec, TypeVar
 
 import typer
 
-from lotline.cli import cleanup, context, demo, events, gaps, ingest, logs, lots, run, webhooks, worker
+from lotline.cli import cleanup, context, demo, events, files, gaps, ingest, logs, lots, run, webhooks, worker
 from lotline.cli.progress import Progress
 from lotline.domain.errors import DatabaseError, LotlineError
 from lotline.services import open_lineage
@@ -89,6 +89,7 @@ app.command("worker")(one_line_errors(worker.worker))
 app.command("cleanup")(one_line_errors(cleanup.cleanup))
 app.command("webhooks")(one_line_errors(webhooks.webhooks))
 app.command("config")(one_line_errors(context.config))
+app.command("files")(one_line_errors(files.files))
 gaps.register(app, one_line_errors)
 
 

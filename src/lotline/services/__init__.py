@@ -21,6 +21,7 @@ from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.projection import ProjectionService
+from lotline.services.reading import ReadingService
 from lotline.services.runs import RunService
 from lotline.services.sources import SourceService
 from lotline.services.tags import TagService
@@ -52,6 +53,7 @@ class Lineage:
     gaps: GapService
     webhooks: WebhookService
     sources: SourceService
+    reading: ReadingService
 
     @property
     def storage(self) -> Storage:
@@ -97,6 +99,7 @@ class Lineage:
             GapService(store, lots),
             WebhookService(store, lot_events),
             sources,
+            ReadingService(store),
         )
 
     def close(self) -> None:
