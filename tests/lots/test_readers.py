@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -23,6 +24,9 @@ from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.manifests import ManifestDraft, ManifestState
 from lotline.services import Lineage
 from support.lots import LotWorld
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 NS = "shop"
 DATASET = "orders"
@@ -167,6 +171,28 @@ def test_read_arrow_of_empty_lots_has_the_columns_and_no_rows(orders: LotWorld, 
     assert (empty.num_rows, empty.column_names) == (0, ["id", "item"])
     with pytest.raises(InvalidInput, match="lot_column 'item' is a column of the dataset already"):
         lotline.read_arrow(DATASET, namespace=NS, lot_column="item", lineage=lineage)
+
+
+def test_spark_reads_the_same_rows_and_empty_lots_as_none(
+    orders: LotWorld, lineage: Lineage, spark: SparkSession
+) -> None:
+    """``lotline.read`` on the suite's Spark session (the demo's pipeline: tests/spark/test_readers.py)."""
+    day = {"namespace": NS, "from_": "2023-01-01", "to": "2023-01-02", "lineage": lineage}
+    read = lotline.read(spark, DATASET, lot_column="lot", **day)
+    assert sorted(tuple(r) for r in read.collect()) == sorted(
+        (*row, lot) for lot, rows in CURRENT.items() for row in rows
+    )
+    empty = lotline.read(
+        spark, DATASET, namespace=NS, from_="2023-01-01T02:00:00Z", to="2023-01-01T03:00:00Z", lineage=lineage
+    )
+    assert (empty.count(), empty.columns) == (0, ["id", "item"])
+    with pytest.raises(InvalidInput, match="lot_column 'item' is a column of the dataset already"):
+        lotline.read(spark, DATASET, lot_column="item", **day)
+    orders.job("load_none", output="nothing")
+    with pytest.raises(InvalidInput, match="nothing: no READY lot has data, so its columns are unknown"):
+        lotline.read(spark, "nothing", namespace=NS, lineage=lineage)
+    none = lotline.read(spark, "nothing", namespace=NS, schema="id long", lot_column="lot", lineage=lineage)
+    assert (none.count(), none.columns) == (0, ["id", "lot"])
 
 
 @pytest.fixture
