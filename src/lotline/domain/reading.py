@@ -8,6 +8,7 @@ beside ``attempt=2``); a reader that listed it would read them too. Readers take
 from __future__ import annotations
 
 import datetime
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -115,3 +116,18 @@ def check_lot_column(name: object, columns: list[str]) -> str:
     if name in columns:
         raise InvalidInput(f"lot_column {name!r} is a column of the dataset already; choose another name.")
     return name
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_table_name(name: object) -> str:
+    """A catalog table's name: ``table`` or ``database.table``, each an unquoted identifier (what
+    every metastore takes)."""
+    parts = name.split(".") if isinstance(name, str) else []
+    if not 1 <= len(parts) <= 2 or not all(_IDENTIFIER.fullmatch(p) for p in parts):
+        raise InvalidInput(
+            f"table {name!r} is not a table name: write table or database.table, each a letter or _ "
+            "then letters, digits or _."
+        )
+    return str(name)

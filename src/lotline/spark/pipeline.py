@@ -40,6 +40,7 @@ from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.lots import Interval
 from lotline.domain.names import validate_name
+from lotline.domain.reading import check_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -80,6 +81,9 @@ class DatasetSpec:
     #: A DDL schema (``"ts timestamp, url string"``): read with it instead of inferring, and the
     #: shape of this input when a lot has no data at all.
     schema: str | None = None
+    #: A catalog table (``database.table``) the runner keeps over the READY lots (docs/lots.md "A
+    #: Spark catalog table"); not part of the declaration: it changes where lots are shown, not them.
+    table: str | None = None
 
     def __hash__(self) -> int:
         """By name (its options are a dict): a dataset spec keys a job's ``checks=`` by output."""
@@ -318,8 +322,10 @@ class Pipeline:
         interval: str | None = None,
         options: Mapping[str, str] | None = None,
         schema: str | None = None,
+        table: str | None = None,
     ) -> DatasetSpec:
-        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots."""
+        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots;
+        ``table``: a Spark catalog table over its READY lots, kept by the runner."""
         validate_name("Dataset", name)
         if name in self.datasets:
             raise PipelineError(f"dataset {name} is declared twice.")
@@ -331,6 +337,7 @@ class Pipeline:
             Interval.parse(interval) if interval is not None else None,
             {str(k): str(v) for k, v in (options or {}).items()},
             schema,
+            None if table is None else _table_name(name, table),
         )
         self.datasets[name] = spec
         return spec
@@ -649,3 +656,10 @@ def _one_line(error: BaseException) -> str:
     """``SyntaxError: invalid syntax (weblogs.py, line 3)``: the type and the first line of the message."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _table_name(dataset: str, table: str) -> str:
+    try:
+        return check_table_name(table)
+    except InvalidInput as error:
+        raise PipelineError(f"dataset {dataset}: {error.message}") from None

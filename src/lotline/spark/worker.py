@@ -55,6 +55,7 @@ class Worker:
         again (``services.outage``: one line when it goes, one when it is back), listening anew."""
         lineage = self.runner.lineage
         outage = Outage(stop=stop)
+        synced = False
         subscription: Listener | None = None
         idle_since = time.monotonic()
         try:
@@ -62,6 +63,9 @@ class Worker:
                 try:
                     if subscription is None:
                         subscription = lineage.lot_events.subscribe()
+                    if not synced:  # lots reopened or published while no runner ran: tables follow
+                        self.runner.sync_tables()
+                        synced = True
                     lineage.lots.reap()
                     worked = self._one_round(stop)
                     outage.recovered()

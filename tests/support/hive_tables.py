@@ -1,0 +1,113 @@
+"""The catalog-table scenario in a process of its own (``multiprocessing`` spawn): Spark's Hive
+support is a static setting of a session, and the suite's one session has none, so this process
+starts a Hive-enabled ``local[1]`` session with an embedded Derby metastore in a temporary folder.
+It runs ``pipelines/tabled.py`` with the real runner, corrects a lot twice, reopens another, and
+returns what ``spark.table`` / Spark SQL and ``lotline.read`` answered at each step; the test
+(tests/spark/test_catalog_tables.py) asserts on them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import lotline
+from lotline.lots.storage import Storage
+from lotline.services import Lineage
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.run import run_pipeline
+from lotline.spark.runner import LotRunner, register
+from lotline.store.engine import Store
+from support.spark import PIPELINES, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+NS = "weblogs"
+HALF = ["20230101PT30M000", "20230101PT30M001", "20230101PT30M002", "20230101PT30M003"]
+LOTS = {
+    HALF[0]: [["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /b 200"], ["2023-01-01T00:20:00 /a 404"]],
+    HALF[1]: [["2023-01-01T00:40:00 /a 200", "2023-01-01T00:50:00 /c 500"]],
+    HALF[2]: [],  # empty: no partition
+    HALF[3]: [["2023-01-01T01:45:00 /b 200"]],
+}
+#: What the sender sends again for HALF[0], twice.
+CORRECTIONS = [
+    [["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /b 200"]],
+    [["2023-01-01T00:05:00 /z 200"]],
+]
+
+
+def hive_session(folder: Path) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[1]")
+        .appName("lotline-tests-hive")
+        .config("spark.sql.shuffle.partitions", "1")
+        .config("spark.default.parallelism", "1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(folder / "spark-warehouse"))
+        .config(
+            "spark.hadoop.javax.jdo.option.ConnectionURL",
+            f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
+        )
+        .config(
+            "spark.driver.extraJavaOptions",
+            f"-Dderby.system.home={folder} -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        )
+        .enableHiveSupport()
+        .getOrCreate()
+    )
+
+
+def _answers(spark: SparkSession, lineage: Lineage) -> dict[str, Any]:
+    """Each table as Spark reads it, beside ``lotline.read`` (with the lot) and the lots the
+    manifests list, for the test to compare."""
+    found: dict[str, Any] = {}
+    for dataset in ("hits", "hourly_hits"):
+        table = spark.table(f"weblogs.{dataset}")
+        read = lotline.read(spark, dataset, namespace=NS, lot_column="lot", lineage=lineage)
+        published = lineage.reading.published(NS, dataset)
+        found[dataset] = {
+            "table": sorted(tuple(r) for r in table.collect()),
+            "read": sorted(tuple(r) for r in read.select(*table.columns).collect()),
+            "lots": sorted(m.lot for m in published.manifests if m.objects),
+            "partitions": sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS weblogs.{dataset}").collect()),
+            "attempts": {m.lot: m.attempt for m in published.manifests},
+        }
+    [(count,)] = spark.sql("SELECT count(*) FROM weblogs.hits WHERE url = '/a'").collect()
+    found["sql_a"] = count
+    return found
+
+
+def scenario(backend_url: str, folder: str) -> dict[str, Any]:
+    root = Path(folder)
+    spark = hive_session(root)
+    lineage = Lineage.over(Store(backend_url), Storage(str(root / "ware house+1")))
+    try:
+        pipeline = load_pipeline(str(PIPELINES / "tabled.py"))
+        register(lineage, pipeline)
+        runner = LotRunner(lineage, pipeline, spark)
+        for lot, files in LOTS.items():
+            ingest(lineage, NS, "raw_logs", lot, files)
+        steps: dict[str, Any] = {"catalog": spark.conf.get("spark.sql.catalogImplementation")}
+        run_pipeline(runner, pipeline.ordered_jobs(), worker="test")
+        steps["published"] = _answers(spark, lineage)
+        for files in CORRECTIONS:  # the sender corrects HALF[0]: a new version, reopened downstream
+            lineage.lots.invalidate(NS, "raw_logs", HALF[0])
+            ingest(lineage, NS, "raw_logs", HALF[0], files)
+            run_pipeline(runner, pipeline.ordered_jobs(), worker="test")
+        steps["corrected"] = _answers(spark, lineage)
+        # An operator reopens HALF[3] while no runner runs: the table lags until a run starts.
+        lineage.lots.invalidate(NS, "hits", HALF[3])
+        steps["reopened_before_sync"] = sorted(
+            r[0] for r in spark.sql("SHOW PARTITIONS weblogs.hits").collect()
+        )
+        steps["sync"] = {d: vars(s) for d, s in runner.sync_tables().items()}
+        steps["reopened"] = _answers(spark, lineage)
+        return steps
+    finally:
+        lineage.close()
+        spark.stop()
