@@ -1,6 +1,7 @@
 """The catalog-table scenario in a process of its own (``multiprocessing`` spawn): Spark's Hive
 support is a static setting of a session, and the suite's one session has none, so this process
-starts a Hive-enabled ``local[1]`` session with an embedded Derby metastore in a temporary folder.
+starts its session as ``lotline run`` does (``spark_session``), with ``LOTLINE_SPARK_CONF`` asking
+for Hive's catalog and an embedded Derby metastore in the test's folder.
 It runs ``pipelines/tabled.py`` with the real runner, corrects a lot twice, reopens another, and
 returns what ``spark.table`` / Spark SQL and ``lotline.read`` answered at each step; the test
 (tests/spark/test_catalog_tables.py) asserts on them."""
@@ -13,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import lotline
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.services.config import Settings, parse_spark_conf
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.spark.session import spark_session
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 
@@ -37,28 +40,21 @@ CORRECTIONS = [
 ]
 
 
-def hive_session(folder: Path) -> SparkSession:
-    from pyspark.sql import SparkSession
-
-    return (
-        SparkSession.builder.master("local[1]")
-        .appName("lotline-tests-hive")
-        .config("spark.sql.shuffle.partitions", "1")
-        .config("spark.default.parallelism", "1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(folder / "spark-warehouse"))
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL",
+def hive_conf(folder: Path) -> str:
+    """``LOTLINE_SPARK_CONF`` for a Hive catalog with an embedded Derby metastore in ``folder``: what
+    docs/lots.md tells a ``lotline run`` user to set (with a shared metastore's settings instead)."""
+    return ",".join(
+        [
+            "spark.sql.catalogImplementation=hive",
+            f"spark.sql.warehouse.dir={folder / 'spark-warehouse'}",
+            "spark.hadoop.javax.jdo.option.ConnectionURL="
             f"jdbc:derby:;databaseName={folder / 'metastore_db'};create=true",
-        )
-        .config(
-            "spark.driver.extraJavaOptions",
-            f"-Dderby.system.home={folder} -XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-        )
-        .enableHiveSupport()
-        .getOrCreate()
+            f"spark.driver.extraJavaOptions=-Dderby.system.home={folder} "
+            "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            "spark.sql.shuffle.partitions=1",
+            "spark.default.parallelism=1",
+            "spark.ui.enabled=false",
+        ]
     )
 
 
@@ -84,8 +80,19 @@ def _answers(spark: SparkSession, lineage: Lineage) -> dict[str, Any]:
 
 def scenario(backend_url: str, folder: str) -> dict[str, Any]:
     root = Path(folder)
-    spark = hive_session(root)
-    lineage = Lineage.over(Store(backend_url), Storage(str(root / "ware house+1")))
+    settings = Settings(
+        db_url=backend_url,
+        warehouse=str(root / "ware house+1"),
+        api_token=None,
+        spark_master="local[1]",
+        spark_conf=parse_spark_conf(hive_conf(root)),
+    )
+    lineage = Lineage.over(Store(backend_url), Storage(settings.warehouse))
+    with spark_session(settings, "lotline-tests-hive") as spark:
+        return _steps(spark, lineage)
+
+
+def _steps(spark: SparkSession, lineage: Lineage) -> dict[str, Any]:
     try:
         pipeline = load_pipeline(str(PIPELINES / "tabled.py"))
         register(lineage, pipeline)
@@ -110,4 +117,3 @@ def scenario(backend_url: str, folder: str) -> dict[str, Any]:
         return steps
     finally:
         lineage.close()
-        spark.stop()
