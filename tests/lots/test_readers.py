@@ -22,6 +22,7 @@ import lotline
 from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.manifests import ManifestDraft, ManifestState
+from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from support.lots import LotWorld
 
@@ -257,3 +258,53 @@ def test_files_prints_one_path_per_line_and_refuses_bad_input(
         refused = cli.invoke(app, args)
         assert (refused.exit_code, refused.stdout, refused.stderr.splitlines()) == (2, "", [line])
     assert orders.table() == before
+
+
+def test_sync_table_adds_moves_and_drops_partitions(
+    orders: LotWorld, lineage: Lineage, spark: SparkSession
+) -> None:
+    """``sync_table`` on the suite's session (its in-memory catalog; Hive's metastore and the runner:
+    tests/spark/test_catalog_tables.py): one partition per READY lot with data, at its attempt."""
+    from lotline.spark.tables import TableSync, sync_table
+
+    table = f"readers_{lineage.store.engine.dialect.name}.orders"
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    try:
+        assert sync_table(spark, lineage, NS, DATASET, table) == TableSync(added=4)
+        expected = [(*row, lot) for lot, rows in CURRENT.items() for row in rows] + [
+            (7, "next day", "20230102PT1H000")
+        ]
+        assert sorted(tuple(r) for r in spark.table(table).collect()) == sorted(expected)
+        assert sync_table(spark, lineage, NS, DATASET, table) == TableSync()
+        lineage.lots.invalidate(NS, DATASET, hour(5))
+        lineage.lots.invalidate(NS, DATASET, hour(0))
+        _publish(orders, hour(0), [(1, "apple v2")])
+        assert sync_table(spark, lineage, NS, DATASET, table) == TableSync(moved=1, dropped=1)
+        rows = sorted(
+            tuple(r)
+            for r in spark.sql(f"SELECT id, item, lot FROM {table} WHERE lot < '20230101PT1H002'").collect()
+        )
+        assert rows == [(1, "apple v2", hour(0)), (30, "fig v3", hour(1))]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_sync_table_refuses_a_lot_that_no_one_folder_holds(
+    orders: LotWorld, lineage: Lineage, spark: SparkSession, tmp_path: Path
+) -> None:
+    """A lot whose objects are not all in its attempt folder (files ingested in place, parts kept
+    from earlier attempts) cannot be one partition: one clear error, no table."""
+    from lotline.spark.tables import sync_table
+
+    orders.job("land", output="landed")
+    claim = orders.claim("land", hour(0))
+    assert claim is not None
+    landing = tmp_path / "landing"
+    (landing / "2023").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1]}), landing / "2023" / "0000.parquet")
+    storage = Storage(str(landing))
+    draft = ManifestDraft(storage.root, storage.describe_written(storage.root, format="parquet"), 1)
+    lineage.lots.complete(claim, manifest=draft)
+    with pytest.raises(InvalidInput, match="is not in its attempt's folder"):
+        sync_table(spark, lineage, NS, "landed", "readers_landed")
+    assert not spark.catalog.tableExists("readers_landed")

@@ -47,6 +47,9 @@ def test_the_table_reads_exactly_the_published_lots(backend_url: str, tmp_path: 
         ("/a", 1),
         ("/z", 1),
     ]
+    assert steps["raw_sync"] == {"added": 3, "moved": 0, "dropped": 0}  # the empty lot has none
+    assert steps["raw"]["table"] == steps["raw"]["read"]
+    assert [line for line, lot in steps["raw"]["table"] if lot == HALF[0]] == ["2023-01-01T00:05:00 /z 200"]
     # Reopened while no runner ran: still listed until a run starts and reconciles the table.
     assert steps["reopened_before_sync"] == _partitions([HALF[0], HALF[1], HALF[3]])
     # Its cascade reopened hour 001 of hourly_hits too; nothing else moved.

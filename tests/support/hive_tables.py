@@ -19,6 +19,7 @@ from lotline.spark.pipeline import load_pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
 from lotline.spark.session import spark_session
+from lotline.spark.tables import sync_table
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 
@@ -107,6 +108,14 @@ def _steps(spark: SparkSession, lineage: Lineage) -> dict[str, Any]:
             ingest(lineage, NS, "raw_logs", HALF[0], files)
             run_pipeline(runner, pipeline.ordered_jobs(), worker="test")
         steps["corrected"] = _answers(spark, lineage)
+        # A source whose lots are copied into attempt folders (ingest --copy; this stand-in too):
+        # a table from any session with sync_table, here of text lots.
+        steps["raw_sync"] = vars(sync_table(spark, lineage, NS, "raw_logs", "weblogs.raw_logs"))
+        raw = lotline.read(spark, "raw_logs", namespace=NS, lot_column="lot", lineage=lineage)
+        steps["raw"] = {
+            "table": sorted(tuple(r) for r in spark.table("weblogs.raw_logs").collect()),
+            "read": sorted(tuple(r) for r in raw.collect()),
+        }
         # An operator reopens HALF[3] while no runner runs: the table lags until a run starts.
         lineage.lots.invalidate(NS, "hits", HALF[3])
         steps["reopened_before_sync"] = sorted(
