@@ -9,6 +9,7 @@ a crash, a reopened lot and a held one."""
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -141,14 +142,46 @@ def test_a_range_takes_the_lots_whose_windows_meet_it(orders: LotWorld, lineage:
         ("2023-01-02", "2023-01-01", "from '2023-01-02' must be before to '2023-01-01'."),
         ("yesterday", None, "from 'yesterday' is not an RFC 3339 instant"),
         (None, "2023-13-01", "to '2023-13-01' is not a valid date or time"),
+        (datetime(2023, 1, 1), None, "from 2023-01-01T00:00:00 has no time zone"),
     ],
 )
 def test_a_bad_range_is_one_clear_error(
-    orders: LotWorld, lineage: Lineage, start: str | None, end: str | None, message: str
+    orders: LotWorld, lineage: Lineage, start: str | datetime | None, end: str | None, message: str
 ) -> None:
     with pytest.raises(InvalidInput) as raised:
         lineage.reading.published(NS, DATASET, start, end)
     assert raised.value.message.startswith(message)
+
+
+def test_named_lots_are_read_without_a_range(orders: LotWorld, lineage: Lineage) -> None:
+    orders.job("snapshot", output="prices")
+    storage = lineage.storage
+    for lot in ("2023-01-01", "eu"):
+        claim = orders.claim("snapshot", lot)
+        assert claim is not None
+        location = storage.attempt_uri(NS, "prices", lot, claim.attempt)
+        storage.write_bytes(f"{location}/part-0.txt", b"1\n")
+        draft = ManifestDraft(location, storage.describe_written(location, format="text"), 1)
+        lineage.lots.complete(claim, manifest=draft)
+    assert [m.lot for m in lineage.reading.published(NS, "prices").manifests] == ["2023-01-01", "eu"]
+    assert lineage.reading.published(NS, "prices", "2023-01-01", "2023-01-02").manifests == ()
+
+
+def test_read_arrow_refuses_what_is_not_parquet(orders: LotWorld, lineage: Lineage) -> None:
+    """A text lot beside the Parquet ones: one format per read (``lotline files`` still lists all)."""
+    storage = lineage.storage
+    claim = orders.claim("load", "20230103PT1H000")
+    assert claim is not None
+    location = storage.attempt_uri(NS, DATASET, "20230103PT1H000", claim.attempt)
+    storage.write_bytes(f"{location}/part-0.txt", b"8 text\n")
+    lineage.lots.complete(
+        claim, manifest=ManifestDraft(location, storage.describe_written(location, format="text"), 1)
+    )
+    with pytest.raises(InvalidInput, match=r"its lots' objects are of several formats \(parquet, text\)"):
+        lotline.read_arrow(DATASET, namespace=NS, lineage=lineage)
+    with pytest.raises(InvalidInput, match="read_arrow reads Parquet, its objects are text"):
+        lotline.read_arrow(DATASET, namespace=NS, from_="2023-01-03", lineage=lineage)
+    assert len(lotline.read_arrow(DATASET, namespace=NS, to="2023-01-03", lineage=lineage)) == 5
 
 
 def test_an_unknown_dataset_is_not_found(orders: LotWorld, lineage: Lineage) -> None:
