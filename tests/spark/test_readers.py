@@ -139,7 +139,8 @@ def test_readers_return_exactly_the_current_versions_rows(demo: Demo) -> None:
     [report] = (
         lotline.read(spark, "daily_report", namespace=NS, lineage=lineage).agg({"hits": "sum"}).collect()
     )
-    assert report[0] == hits.count() == 10 * 20 + 10  # 10 full windows, the fixed one, the corrected one
+    # 12 windows: one empty, ten of 20 lines (the fixed one among them), the corrected one's 10.
+    assert report[0] == hits.count() == 10 * 20 + 10
     # The folder holds the superseded versions too: a reader of it would count them.
     folder = lineage.storage.local_path(lineage.storage.dataset_uri(NS, "hits"))
     assert spark.read.parquet(folder).count() == hits.count() + 20 + 15
