@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import multiprocessing
 import re
+import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from lotline.domain.errors import InvalidInput
+from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline, PipelineError
 from lotline.spark.tables import declared_tables
 from support import hive_tables
 from support.hive_tables import HALF
+from support.spark import PIPELINES, ingest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def _partitions(lots: list[str]) -> list[str]:
@@ -77,3 +83,55 @@ def test_tables_only_on_datasets_the_pipeline_writes_whole() -> None:
     p.datasets["raw"] = p.datasets["raw"].__class__("raw", "text", None)
     with pytest.raises(InvalidInput, match="job split computes its lots in parts"):
         declared_tables(p)
+
+
+def test_a_worker_follows_the_lots_others_reopen(lineage: Lineage, spark: SparkSession) -> None:
+    """On the suite's session (its in-memory catalog): an operator's invalidation, made while a
+    worker runs, leaves the tables at its next round (``follow_tables``: the lot event log), and the
+    worker's recomputation puts the lots back at their new attempts."""
+    import lotline
+    from lotline.spark.pipeline import load_pipeline
+    from lotline.spark.run import run_pipeline
+    from lotline.spark.runner import LotRunner, register
+    from lotline.spark.worker import Worker
+
+    tables = ("weblogs.hits", "weblogs.hourly_hits")
+    for table in tables:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
+    try:
+        pipeline = load_pipeline(str(PIPELINES / "tabled.py"))
+        register(lineage, pipeline)
+        runner = LotRunner(lineage, pipeline, spark)
+        for lot, files in hive_tables.LOTS.items():
+            ingest(lineage, "weblogs", "raw_logs", lot, files)
+        run_pipeline(runner, pipeline.ordered_jobs(), worker="test")  # synced (nothing yet), then published
+
+        def partitions(table: str) -> list[str]:
+            return sorted(r[0] for r in spark.sql(f"SHOW PARTITIONS {table}").collect())
+
+        def agrees(dataset: str) -> bool:
+            read = lotline.read(spark, dataset, namespace="weblogs", lot_column="lot", lineage=lineage)
+            table = spark.table(f"weblogs.{dataset}")
+            return sorted(map(tuple, table.collect())) == sorted(
+                map(tuple, read.select(*table.columns).collect())
+            )
+
+        assert partitions("weblogs.hits") == _partitions([HALF[0], HALF[1], HALF[3]])
+        lineage.lots.invalidate("weblogs", "hits", HALF[3])  # its cascade: hour 001 of hourly_hits
+        assert partitions("weblogs.hits") == _partitions([HALF[0], HALF[1], HALF[3]])  # not yet
+        # The log since the run's start: the six lots it published (their partitions already right)
+        # and the two reopened, which are among them.
+        assert runner.follow_tables() == 6
+        assert partitions("weblogs.hits") == _partitions([HALF[0], HALF[1]])
+        assert partitions("weblogs.hourly_hits") == _partitions(["20230101PT1H000"])
+        assert agrees("hits") and agrees("hourly_hits")
+        assert runner.follow_tables() == 0  # nothing new in the log
+        done = Worker(runner, pipeline.ordered_jobs(), name="w", poll=0.1).run(
+            threading.Event(), idle_exit=0.5
+        )
+        assert done.done == 2  # the reopened lots, computed again
+        assert partitions("weblogs.hits") == _partitions([HALF[0], HALF[1], HALF[3]])
+        assert agrees("hits") and agrees("hourly_hits")
+    finally:
+        for table in tables:
+            spark.sql(f"DROP TABLE IF EXISTS {table}")

@@ -4,6 +4,9 @@ start here, so they all read the same lots."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from lotline.domain.manifests import Manifest
 from lotline.domain.reading import Published, ReadRange, TimeBound
 from lotline.services import _common
 from lotline.store.engine import Store
@@ -29,3 +32,10 @@ class ReadingService:
                 newest = q.newest_with_data(connection, dataset_id)
                 sample = None if newest is None else newest.objects[0]
         return Published(namespace, dataset, span, found, sample)
+
+    def published_among(self, namespace: str, dataset: str, lots: Sequence[str]) -> dict[str, Manifest]:
+        """The current manifest of each of ``lots`` that is READY (the others are not read), by lot."""
+        keys = [_common.lot_key(lot) for lot in lots]
+        with self._store.read() as connection:
+            dataset_id = _common.require_dataset(connection, namespace, dataset)
+            return q.published_among(connection, dataset_id, keys)

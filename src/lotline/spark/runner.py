@@ -203,6 +203,11 @@ class LotRunner:
         a run starts, so that lots reopened or published while no runner ran are right."""
         return self._tables.sync({d.name: d.options for d in self.pipeline.datasets.values()})
 
+    def follow_tables(self) -> int:
+        """Move the tables' partitions of the lots the lot event log names since the last sync or
+        follow (``tables.CatalogTables.follow``): what other workers and operators changed."""
+        return self._tables.follow()
+
     @property
     def namespace(self) -> str:
         return self.pipeline.namespace

@@ -82,68 +82,109 @@ def sync_table(
 
 
 class CatalogTables:
-    """The tables a pipeline declares (``p.dataset(..., table=...)``), kept by its runner."""
+    """The tables a pipeline declares (``p.dataset(..., table=...)``), kept by its runner: each
+    lot's partition moved right after the runner's own commit (``published``), every table
+    reconciled when a run or a worker starts (``sync``), and a worker's every round following the
+    lot event log for the lots others changed (``follow``: reopened, published, released)."""
 
     def __init__(
         self, spark: SparkSession, lineage: Lineage, namespace: str, tables: Mapping[str, str]
     ) -> None:
-        """``tables``: table name by dataset name; ``options``: the datasets' read options."""
+        """``tables``: table name by dataset name."""
         self._spark = spark
         self._lineage = lineage
         self._namespace = namespace
         self._tables = dict(tables)
         self._lock = threading.Lock()  # `--workers` threads share the session's catalog
+        #: The lot event log's position the tables are known to be right up to (None: never synced).
+        self._position: int | None = None
 
     def sync(self, options: Mapping[str, Mapping[str, str]]) -> dict[str, TableSync]:
         """``sync_table`` of every table, when a run starts. A table lotline refuses (its dataset has
         a ``lot`` column, a lot in no one folder) raises; a catalog that fails is logged, and the run
         goes on: lots are published whatever the catalog's state."""
+        if not self._tables:
+            return {}
         done = {}
         with self._lock:
+            position = self._lineage.lot_events.last_position()  # later events: ``follow``
             for dataset, table in self._tables.items():
                 try:
+                    given = options.get(dataset)
                     done[dataset] = sync_table(
-                        self._spark,
-                        self._lineage,
-                        self._namespace,
-                        dataset,
-                        table,
-                        options=options.get(dataset),
+                        self._spark, self._lineage, self._namespace, dataset, table, options=given
                     )
                 except LotlineError:
                     raise
                 except Exception as error:
-                    log.warning(
-                        "table %s: not reconciled with the READY lots of %s (%s)", table, dataset, error
-                    )
+                    log.warning("table %s: not reconciled with the lots of %s (%s)", table, dataset, error)
+                    return done  # the position stays: the next start tries again
+            self._position = position
         return done
+
+    def follow(self) -> int:
+        """Move the partitions of the lots the lot event log names since the last look (another
+        worker's publication, an operator's invalidation or release): each to its current attempt
+        if READY with data, else dropped. Returns how many lots were looked at."""
+        if not self._tables or self._position is None:
+            return 0
+        with self._lock:
+            events = self._lineage.lot_events.after(
+                self._position, namespace=self._namespace, datasets=list(self._tables), limit=1000
+            )
+            if not events:
+                return 0
+            named: dict[str, set[str]] = {}
+            for event in events:
+                named.setdefault(event.dataset, set()).add(event.lot)
+            try:
+                for dataset, lots in named.items():
+                    current = self._lineage.reading.published_among(self._namespace, dataset, sorted(lots))
+                    for lot in sorted(lots):
+                        manifest = current.get(lot)
+                        self._move(dataset, lot, manifest.objects if manifest else (), manifest)
+            except LotlineError:
+                raise
+            except Exception as error:
+                log.warning("tables of %s: lot events not followed (%s); tried again", self._namespace, error)
+                return 0
+            self._position = events[-1].position
+            return sum(len(lots) for lots in named.values())
 
     def published(self, dataset: str, lot: str, objects: Sequence[ManifestObject], location: str) -> None:
         """Right after the commit that published ``lot``: its partition points at this attempt (or
         is dropped: the lot is empty now). A catalog that fails is logged; the lot stays published,
         and the next run's ``sync`` repairs the table."""
-        table = self._tables.get(dataset)
-        if table is None:
+        if dataset not in self._tables:
             return
         with self._lock:
             try:
-                if not objects:
-                    if self._spark.catalog.tableExists(table):
-                        self._spark.sql(f"ALTER TABLE {_quoted(table)} DROP IF EXISTS {_spec(lot)}")
-                    return
-                if not self._spark.catalog.tableExists(table):
-                    sync_table(self._spark, self._lineage, self._namespace, dataset, table)
-                    return
-                quoted, spec, folder = _quoted(table), _spec(lot), _literal(location.rstrip("/"))
-                self._spark.sql(f"ALTER TABLE {quoted} ADD IF NOT EXISTS {spec} LOCATION {folder}")
-                self._spark.sql(f"ALTER TABLE {quoted} {spec} SET LOCATION {folder}")
+                self._move(dataset, lot, objects, location)
             except Exception as error:  # the lot is committed: a catalog problem must not fail it
                 log.warning(
                     "table %s: lot %s not moved to its new attempt (%s); the next run repairs it",
-                    table,
+                    self._tables[dataset],
                     lot,
                     error,
                 )
+
+    def _move(
+        self, dataset: str, lot: str, objects: Sequence[ManifestObject], where: str | Manifest | None
+    ) -> None:
+        """The lot's partition at ``where`` (a location, or a manifest's attempt folder), or none when
+        the lot has no ``objects``; a table not made yet is made whole by ``sync_table``."""
+        table = self._tables[dataset]
+        if not objects or where is None:
+            if self._spark.catalog.tableExists(table):
+                self._spark.sql(f"ALTER TABLE {_quoted(table)} DROP IF EXISTS {_spec(lot)}")
+            return
+        if not self._spark.catalog.tableExists(table):
+            sync_table(self._spark, self._lineage, self._namespace, dataset, table)
+            return
+        folder = _folder(where) if isinstance(where, Manifest) else where.rstrip("/")
+        quoted, spec = _quoted(table), _spec(lot)
+        self._spark.sql(f"ALTER TABLE {quoted} ADD IF NOT EXISTS {spec} LOCATION {_literal(folder)}")
+        self._spark.sql(f"ALTER TABLE {quoted} {spec} SET LOCATION {_literal(folder)}")
 
 
 def _folder(manifest: Manifest) -> str:

@@ -66,6 +66,7 @@ class Worker:
                     if not synced:  # lots reopened or published while no runner ran: tables follow
                         self.runner.sync_tables()
                         synced = True
+                    self.runner.follow_tables()  # and what others changed since, every round
                     lineage.lots.reap()
                     worked = self._one_round(stop)
                     outage.recovered()

@@ -115,6 +115,14 @@ def published(
     return [_manifest(r) for r in connection.execute(query)]
 
 
+def published_among(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> dict[str, Manifest]:
+    """``published`` of only these lots (those READY), by lot."""
+    query = _published(dataset_id, None, None).where(manifests.c.lot.in_(list(lots)))
+    return {m.lot: m for m in (_manifest(r) for r in connection.execute(query))}
+
+
 def newest_with_data(connection: Connection, dataset_id: uuid.UUID) -> Manifest | None:
     """The complete manifest of the dataset's newest READY lot that has data (its columns are the
     dataset's columns, for a reader whose lots are all empty)."""
