@@ -210,7 +210,8 @@ def test_read_arrow_of_empty_lots_has_the_columns_and_no_rows(orders: LotWorld, 
 def test_spark_reads_the_same_rows_and_empty_lots_as_none(
     orders: LotWorld, lineage: Lineage, spark: SparkSession
 ) -> None:
-    """``lotline.read`` on the suite's Spark session (the demo's pipeline: tests/spark/test_demo_readers.py)."""
+    """``lotline.read`` on the suite's Spark session (the demo's pipeline:
+    tests/spark/test_demo_readers.py)."""
     day = {"namespace": NS, "from_": "2023-01-01", "to": "2023-01-02", "lineage": lineage}
     read = lotline.read(spark, DATASET, lot_column="lot", **day)
     assert sorted(tuple(r) for r in read.collect()) == sorted(
