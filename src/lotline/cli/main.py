@@ -17,6 +17,7 @@ from lotline.cli import (
     context,
     demo,
     events,
+    files,
     gaps,
     ingest,
     logs,
@@ -103,6 +104,7 @@ app.command("worker")(one_line_errors(worker.worker))
 app.command("cleanup")(one_line_errors(cleanup.cleanup))
 app.command("webhooks")(one_line_errors(webhooks.webhooks))
 app.command("config")(one_line_errors(context.config))
+app.command("files")(one_line_errors(files.files))
 gaps.register(app, one_line_errors)
 
 

@@ -232,6 +232,10 @@ class Storage:
             data: bytes = handle.read()
             return data
 
+    def open_input(self, uri: str) -> Any:
+        """One object as a binary file that seeks (Parquet readers read its footer first)."""
+        return self.fs.open(self._path(uri), "rb")
+
     def copy_in(self, source_uri: str, target_uri: str) -> None:
         """Copy an object into this storage: through this storage's own connection when the source
         has its protocol (same endpoint and credentials), else wherever fsspec reaches."""

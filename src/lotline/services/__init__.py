@@ -23,6 +23,7 @@ from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
 from lotline.services.openlineage import OpenLineageService
 from lotline.services.projection import ProjectionService
+from lotline.services.reading import ReadingService
 from lotline.services.runs import RunService
 from lotline.services.sources import SourceService
 from lotline.services.tags import TagService
@@ -59,6 +60,7 @@ class Lineage:
     arrival_pass: ArrivalPass
     #: Where "now" comes from: what lots are due, freshness (tests pass one they advance).
     clock: Clock
+    reading: ReadingService
 
     @property
     def storage(self) -> Storage:
@@ -113,6 +115,7 @@ class Lineage:
             arrival,
             ArrivalPass(store, declare_empty, clock),
             clock,
+            ReadingService(store),
         )
 
     def close(self) -> None:

@@ -41,6 +41,7 @@ from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.lots import Interval
 from lotline.domain.names import validate_name
+from lotline.domain.reading import check_table_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -83,6 +84,9 @@ class DatasetSpec:
     schema: str | None = None
     #: A source's arrival policy, when the pipeline declares one (``late_after``/``absent``).
     arrival: ArrivalPolicy | None = None
+    #: A catalog table (``database.table``) the runner keeps over the READY lots (docs/lots.md "A
+    #: Spark catalog table"); not part of the declaration: it changes where lots are shown, not them.
+    table: str | None = None
 
     def __hash__(self) -> int:
         """By name (its options are a dict): a dataset spec keys a job's ``checks=`` by output."""
@@ -323,11 +327,13 @@ class Pipeline:
         schema: str | None = None,
         late_after: str | None = None,
         absent: str | None = None,
+        table: str | None = None,
     ) -> DatasetSpec:
         """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots. A
         source (a dataset no job of the pipeline writes) may declare its arrival policy:
         ``late_after`` (ISO-8601, e.g. ``"PT15M"``: how long after an interval ends its data may
-        still arrive) and ``absent`` (``"missing"``, the default, or ``"empty"``: docs/lots.md)."""
+        still arrive) and ``absent`` (``"missing"``, the default, or ``"empty"``: docs/lots.md).
+        ``table``: a Spark catalog table over its READY lots, kept by the runner."""
         validate_name("Dataset", name)
         if name in self.datasets:
             raise PipelineError(f"dataset {name} is declared twice.")
@@ -350,6 +356,7 @@ class Pipeline:
             {str(k): str(v) for k, v in (options or {}).items()},
             schema,
             arrival,
+            None if table is None else _table_name(name, table),
         )
         self.datasets[name] = spec
         return spec
@@ -668,3 +675,10 @@ def _one_line(error: BaseException) -> str:
     """``SyntaxError: invalid syntax (weblogs.py, line 3)``: the type and the first line of the message."""
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def _table_name(dataset: str, table: str) -> str:
+    try:
+        return check_table_name(table)
+    except InvalidInput as error:
+        raise PipelineError(f"dataset {dataset}: {error.message}") from None

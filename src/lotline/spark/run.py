@@ -232,6 +232,7 @@ def run_pipeline(
     """Process every eligible lot of ``jobs`` (in dependency order), then return what happened. Ctrl-C
     fails the lots in progress (``interrupted by the user``) and ends the run early: the summary says
     ``interrupted``."""
+    runner.sync_tables()  # lots reopened or published while no runner ran: the tables follow
     run = _Run(runner, jobs, retries, window)
     for job in jobs:
         run.retry_now(job)

@@ -44,6 +44,7 @@ from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
 from lotline.spark.session import check_storage
+from lotline.spark.tables import CatalogTables, TableSync, declared_tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -189,6 +190,7 @@ class LotRunner:
         Spark cannot write (``s3://`` without hadoop-aws) is refused here, before any claim."""
         check_storage(spark, lineage.storage.root)
         check_conditions(spark, pipeline)
+        tables = declared_tables(pipeline)
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
@@ -210,6 +212,17 @@ class LotRunner:
         self._interrupted = threading.Event()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
         self._recorded: dict[str, tuple[tuple[FieldSpec, ...], dict[str, Any] | None]] = {}
+        self._tables = CatalogTables(spark, lineage, pipeline.namespace, tables)
+
+    def sync_tables(self) -> dict[str, TableSync]:
+        """Reconcile the pipeline's catalog tables with the READY lots (``tables.sync_table``): when
+        a run starts, so that lots reopened or published while no runner ran are right."""
+        return self._tables.sync({d.name: d.options for d in self.pipeline.datasets.values()})
+
+    def follow_tables(self) -> int:
+        """Move the tables' partitions of the lots the lot event log names since the last sync or
+        follow (``tables.CatalogTables.follow``): what other workers and operators changed."""
+        return self._tables.follow()
 
     @property
     def namespace(self) -> str:
@@ -287,6 +300,9 @@ class LotRunner:
                 raise  # SystemExit and the like: the lot is failed cleanly, then the process ends
             return result
         emission.ended(ending)  # committed with its lineage: the COMPLETE is posted to any consumer
+        for spec in (s for s in job.outputs if s.table is not None):  # not the database: right after
+            draft = written[spec.name].draft
+            self._tables.published(spec.name, claim.lot, draft.objects, draft.location)
         first = written[job.output.name].draft
         warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
         return _result(

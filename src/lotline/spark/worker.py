@@ -57,6 +57,7 @@ class Worker:
         again (``services.outage``: one line when it goes, one when it is back), listening anew."""
         lineage = self.runner.lineage
         outage = Outage(stop=stop)
+        synced = False
         subscription: Listener | None = None
         idle_since = time.monotonic()
         noticed_at = -ARRIVAL_PASS_S
@@ -65,6 +66,10 @@ class Worker:
                 try:
                     if subscription is None:
                         subscription = lineage.lot_events.subscribe()
+                    if not synced:  # lots reopened or published while no runner ran: tables follow
+                        self.runner.sync_tables()
+                        synced = True
+                    self.runner.follow_tables()  # and what others changed since, every round
                     lineage.lots.reap()
                     if (
                         time.monotonic() - noticed_at >= ARRIVAL_PASS_S

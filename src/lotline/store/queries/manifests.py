@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, Select, and_, bindparam, insert, or_, select, update
 
+from lotline.domain.coordination import Role, Status
 from lotline.domain.manifests import (
     Manifest,
     ManifestDraft,
@@ -104,6 +105,54 @@ def readable(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str])
         )
     ).all()
     return {r.lot: _manifest(r) for r in rows}
+
+
+def published(
+    connection: Connection, dataset_id: uuid.UUID, low: str | None, high: str | None
+) -> list[Manifest]:
+    """The manifest of each READY lot of the dataset with an id in ``[low, high)`` (None: open), in
+    lot order: its current version's, complete or empty. What readers outside lotline read."""
+    query = _published(dataset_id, low, high).order_by(manifests.c.lot)
+    return [_manifest(r) for r in connection.execute(query)]
+
+
+def published_among(
+    connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]
+) -> dict[str, Manifest]:
+    """``published`` of only these lots (those READY), by lot."""
+    query = _published(dataset_id, None, None).where(manifests.c.lot.in_(list(lots)))
+    return {m.lot: m for m in (_manifest(r) for r in connection.execute(query))}
+
+
+def newest_with_data(connection: Connection, dataset_id: uuid.UUID) -> Manifest | None:
+    """The complete manifest of the dataset's newest READY lot that has data (its columns are the
+    dataset's columns, for a reader whose lots are all empty)."""
+    query = (
+        _published(dataset_id, None, None)
+        .where(manifests.c.state == ManifestState.COMPLETE.value)
+        .order_by(manifests.c.lot.desc())
+        .limit(1)
+    )
+    row = connection.execute(query).first()
+    return None if row is None else _manifest(row)
+
+
+def _published(dataset_id: uuid.UUID, low: str | None, high: str | None) -> Select[Any]:
+    ready = select(data_status.c.lot).where(
+        data_status.c.dataset_id == dataset_id,
+        data_status.c.role == Role.OUTPUT.value,
+        data_status.c.status == Status.READY.value,
+    )
+    query = _selected().where(
+        manifests.c.dataset_id == dataset_id,
+        manifests.c.part.is_(None),
+        dataset_versions.c.state == VersionState.CURRENT.value,
+    )
+    if low is not None:
+        query, ready = query.where(manifests.c.lot >= low), ready.where(data_status.c.lot >= low)
+    if high is not None:
+        query, ready = query.where(manifests.c.lot < high), ready.where(data_status.c.lot < high)
+    return query.where(manifests.c.lot.in_(ready.scalar_subquery()))
 
 
 def by_id(connection: Connection, manifest_id: uuid.UUID) -> Manifest | None:
