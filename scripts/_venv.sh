@@ -16,17 +16,6 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     "$venv/bin/python" -m pip install --quiet -e "$root[dev]"
     echo "$want" > "$stamp"
 fi
-# dbt and dbt-ol (the `dbt` extra) in a venv of their own: dbt-core 1.10 pins pathspec<0.13, which
-# breaks mypy in the dev venv. tests/api/test_dbt_ol.py runs its dbt-ol (LOTLINE_DBT_VENV to move it).
-dbt_venv="${LOTLINE_DBT_VENV:-$root/.venv-dbt}"
-dbt_pins="$("$python" -c 'import sys, tomllib; print(" ".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["dbt"]))' "$root/pyproject.toml")"
-if [[ ! -f "$dbt_venv/.lotline-dbt" || "$(cat "$dbt_venv/.lotline-dbt")" != "$dbt_pins" ]]; then
-    echo "installing dbt for the dbt test into $dbt_venv: $dbt_pins" >&2
-    [[ -x "$dbt_venv/bin/python" ]] || "$python" -m venv "$dbt_venv"
-    # shellcheck disable=SC2086  # the pins are words
-    "$dbt_venv/bin/python" -m pip install --quiet $dbt_pins
-    echo "$dbt_pins" > "$dbt_venv/.lotline-dbt"
-fi
 # The web UI's front-end libraries (package.json), copied into the package; quick when up to date.
 "$venv/bin/python" "$root/scripts/build_assets.py"
 export PATH="$venv/bin:$PATH"
