@@ -271,3 +271,13 @@ def test_backfill_of_a_source_job_names_the_lots_to_claim_by_name(day: LotWorld)
     assert done.hinted == []
     assert [(r.first, r.last) for r in done.unhinted] == [(hour(3), hour(3)), (hour(23), hour(23))]
     assert [r.state.value for r in done.left] == ["failed"]
+
+
+def test_a_time_without_an_offset_is_utc_as_in_the_web_ui(day: LotWorld) -> None:
+    """``2023-01-01T06:00:00`` is the instant the UI and ``lotline run`` read: UTC (issue 39.7)."""
+    gaps = day.lineage.gaps
+    plain = gaps.report(day.ns, job="clean", start="2023-01-01T00:00:00", end="2023-01-01T06:00")
+    zoned = gaps.report(day.ns, job="clean", start="2023-01-01T00:00:00Z", end="2023-01-01T06:00:00+00:00")
+    assert report_json(plain) == report_json(zoned) and plain.total == 6
+    dry = gaps.backfill(day.ns, "clean", start="2023-01-01T00:00:00", end="2023-01-01T06:00:00", dry_run=True)
+    assert dry.report.total == 6
