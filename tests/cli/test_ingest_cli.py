@@ -11,7 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from lotline.cli.main import app
+from lotline.cli.run import _nothing_eligible
 from lotline.services import Lineage
+from lotline.spark.pipeline import Pipeline
+from lotline.spark.runner import register
 from lotline.store.engine import Store
 from support.processes import lotline
 
@@ -270,3 +273,44 @@ def test_an_hour_never_sent_is_missing_in_gaps_and_pushed_by_overdue(cli: CliRun
     assert {"namespace": "cli", "dataset": "raw", "lot": lot} in json.loads(pushed.output)["overdue"]
     events = cli.invoke(app, ["events", "-n", "cli"])
     assert f"OVERDUE   cli:raw  {lot}" in events.output, events.output
+
+
+def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner, tmp_path: Path) -> None:
+    """Issue 39.5: invalidate's output, and `lotline run`'s hint when nothing is eligible."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "20230101T0411.log").write_text("a\n")
+    scan = (
+        "ingest",
+        "-n",
+        "cli",
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        "PT5M",
+        "--time",
+        PATTERN,
+    )
+    assert cli.invoke(app, list(scan)).exit_code == 0
+    done = cli.invoke(app, ["invalidate", "-n", "cli", "raw", "20230101PT5M050"])
+    assert done.exit_code == 0, done.output
+    assert "reopened raw 20230101PT5M050" in done.output
+    assert "is a source lot: only `lotline ingest -d raw …` makes it again" in done.output
+    pipeline = Pipeline("cli")
+    raw = pipeline.dataset("raw", format="text", interval="PT5M")
+
+    @pipeline.job(inputs=[raw], output=pipeline.dataset("hits", format="parquet", interval="PT5M"))
+    def parse(raw: object) -> object:
+        return raw
+
+    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
+    try:
+        register(lineage, pipeline)
+        hint = _nothing_eligible(lineage, pipeline, pipeline.ordered_jobs())
+    finally:
+        lineage.close()
+    assert "1 reopened lots of the source raw wait for `lotline ingest -d raw …` to re-register them" in hint
+    again = cli.invoke(app, list(scan))  # the ingest that remakes it
+    assert again.exit_code == 0 and "1 lots registered" in again.output, again.output

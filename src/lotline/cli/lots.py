@@ -11,8 +11,9 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.clock import SYSTEM_CLOCK
-from lotline.domain.coordination import LotStatus, Status
+from lotline.domain.coordination import LotStatus, Role, Status
 from lotline.domain.errors import InvalidInput
+from lotline.services.ingest import ingest_job
 
 STATUS_ORDER = [s.value for s in Status]
 
@@ -131,12 +132,21 @@ def invalidate(
     try:
         namespace = namespace_in(lineage, namespace)
         reopened = lineage.lots.invalidate(namespace, dataset, lot)
+        rows = lineage.lots.status_page(
+            namespace, dataset=dataset, role=None, lot_from=lot, lot_to=lot, limit=10
+        )
     finally:
         lineage.close()
     if not reopened:
         print(f"{dataset} {lot} was already reopened; nothing changed")
     for ref in reopened:
         print(f"reopened {ref.name} {ref.lot}")
+    if any(r.role is Role.OUTPUT and r.job == ingest_job(dataset) for r in rows.items):
+        print(
+            f"{dataset} {lot} is a source lot: only `lotline ingest -d {dataset} …` makes it again (a scan "
+            "re-registers what the landing holds for it); until then it is missing, and what was computed "
+            "from it waits for it (`lotline run` has nothing to do for those lots)."
+        )
 
 
 def _target(dataset: str | None, lot: str | None, job: str | None) -> tuple[str, str] | str:

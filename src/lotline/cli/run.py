@@ -21,10 +21,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from lotline.domain.coordination import Status
-from lotline.domain.errors import InvalidInput
+from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
+from lotline.services.ingest import ingest_job
 from lotline.spark.pipeline import JobSpec, Pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
@@ -204,11 +205,30 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
         for status, count in lineage.lots.counts(pipeline.namespace, job.name).items():
             totals[status.value] = totals.get(status.value, 0) + count
     counts = ", ".join(f"{n} {s}" for s, n in sorted(totals.items(), key=lambda item: -item[1]))
+    produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
+    sources = sorted({d.name for job in jobs for d in job.inputs} - produced)
+    reopened = {
+        name: n
+        for name in sources
+        if (n := _count(lineage, pipeline.namespace, ingest_job(name), Status.RESUBMIT))
+    }
+    waiting = "".join(
+        f"; {n} reopened lots of the source {name} wait for `lotline ingest -d {name} …` to re-register them"
+        for name, n in reopened.items()
+    )
     return (
-        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}; "
+        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}{waiting}; "
         "Spark was not started (new input lots, `lotline invalidate` or `lotline backfill` make "
         "lots eligible)"
     )
+
+
+def _count(lineage: Lineage, namespace: str, job: str, status: Status) -> int:
+    """The job's output lots in ``status`` (0 for a job lotline does not know)."""
+    try:
+        return lineage.lots.counts(namespace, job).get(status, 0)
+    except LotlineError:
+        return 0
 
 
 def run_with_progress(
