@@ -179,8 +179,18 @@ def test_lotline_logs_prints_what_a_lot_logged(
     assert lines[-1].endswith(" WARNING about to write")
     assert len(lines) == 1001
     # Bad input: one line, exit 2.
+    by_lot = cli.invoke(app, ["logs", "-n", "failing", "parse", "20230101PT1H000"])  # issue 39.9
+    assert by_lot.exit_code == 0 and by_lot.stdout == result.stdout, by_lot.output
     bad = cli.invoke(app, ["logs", "not-a-run"])
-    assert (bad.exit_code, bad.stderr.strip()) == (2, "lotline: error: 'not-a-run' is not a run id (a UUID).")
+    assert bad.exit_code == 2
+    assert bad.stderr.strip().startswith(
+        "lotline: error: 'not-a-run' is not a run id (a UUID); to name a lot"
+    )
+    no_run = cli.invoke(app, ["logs", "-n", "failing", "parse", "20230101PT1H009"])
+    assert (no_run.exit_code, no_run.stderr.strip()) == (
+        2,
+        "lotline: error: job failing:parse has no run on lot 20230101PT1H009.",
+    )
     unknown = cli.invoke(app, ["logs", "00000000-0000-0000-0000-000000000000"])
     assert unknown.exit_code == 2
     assert unknown.stderr.startswith("lotline: error: ")

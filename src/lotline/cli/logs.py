@@ -1,5 +1,5 @@
-"""``lotline logs RUN_ID``: what a lot's transform logged with ``lot.log`` (its run's last 1,000
-lines, docs/pipelines.md "A lot's log")."""
+"""``lotline logs RUN_ID`` or ``lotline logs JOB LOT``: what a lot's transform logged with
+``lot.log`` (its run's last 1,000 lines, docs/pipelines.md "A lot's log")."""
 
 from __future__ import annotations
 
@@ -8,20 +8,34 @@ from typing import Annotated
 
 import typer
 
+from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.errors import InvalidInput
 from lotline.domain.runs import LOG_FACET
-from lotline.services import open_configured
-from lotline.services.config import load_settings
 
 
-def logs(run_id: Annotated[str, typer.Argument(help="The run's id (lotline status --json: runId).")]) -> None:
-    """Print the lines the run's transform logged, oldest first, and its one-line error if it failed."""
+def logs(
+    first: Annotated[str, typer.Argument(help="A run id (a UUID), or a job name followed by a lot.")],
+    lot: Annotated[str | None, typer.Argument(help="With a job: the lot whose latest run to show.")] = None,
+    namespace: Namespace = None,
+) -> None:
+    """Print the lines a run's transform logged, oldest first, and its one-line error if it failed:
+    `lotline logs RUN_ID`, or `lotline logs JOB LOT` for the latest run of that job on that lot."""
+    lineage = open_existing()
     try:
-        parsed = uuid.UUID(run_id)
-    except ValueError:
-        raise InvalidInput(f"{run_id!r} is not a run id (a UUID).") from None
-    lineage = open_configured(load_settings())
-    try:
+        if lot is None:
+            try:
+                parsed = uuid.UUID(first)
+            except ValueError:
+                raise InvalidInput(
+                    f"{first!r} is not a run id (a UUID); to name a lot, give the job and the lot: "
+                    f"lotline logs {first} LOT."
+                ) from None
+        else:
+            chosen = namespace_in(lineage, namespace)
+            found = lineage.runs.list_runs(chosen, first, 1, lot=lot).items
+            if not found:
+                raise InvalidInput(f"job {chosen}:{first} has no run on lot {lot}.")
+            parsed = found[0].id
         run = lineage.runs.get_run(parsed)
     finally:
         lineage.close()
