@@ -110,3 +110,17 @@ def test_errors_are_one_line_and_change_nothing(
     assert line.startswith("lotline: error: ")
     assert message in line
     assert chain.table() == before
+
+
+def test_status_counts_each_output_of_a_job_once(cli: CliRunner, world: LotWorld) -> None:
+    """A job with two outputs has a row per output: each row's TOTAL is its own lots (issue 39.1)."""
+    world.job("land", output="raw")
+    world.lineage.catalog.upsert_dataset(world.ns, "left")
+    world.lineage.catalog.upsert_dataset(world.ns, "right")
+    world.lots.register_job(world.ns, "split", output=["left", "right"], inputs=["raw"])
+    world.produce("land", "1", "2")
+    world.produce("split", "1", "2")
+    result = cli.invoke(app, ["status", "-n", world.ns, "--job", "split"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.output.splitlines() if line.startswith("split")]
+    assert [(r[1], r[-1]) for r in rows] == [("left", "2"), ("right", "2")]

@@ -66,6 +66,7 @@ def test_a_job_s_outputs_move_together(timed_world: LotWorld, clock: ManualClock
     assert _statuses(world, "split")["second"] == "RUNNING"
     lots.complete(claim, others={"second": OtherOutput(facets={"lotline_test": {"n": 1}})})
     assert _statuses(world, "split") == {"first": "READY", "second": "READY", "downstream": None}
+    assert lots.counts(world.ns, "split") == {Status.READY: 1}  # one lot, counted once (issue 39.1)
     second = world.lineage.versions.current_version(world.ns, "second", LOT)
     assert second is not None and second.run_id == claim.run_id
     world.produce("after", LOT)  # the second output is another job's input

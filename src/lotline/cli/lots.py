@@ -91,7 +91,12 @@ def status(
         return
     header = ["JOB", "DATASET", *STATUS_ORDER, "TOTAL"]
     body = [
-        [j, d, *[str(counts[(j, d, s)]) for s in STATUS_ORDER], str(sum(r.job == j for r in rows))]
+        [
+            j,
+            d,
+            *[str(counts[(j, d, s)]) for s in STATUS_ORDER],
+            str(sum(counts[(j, d, s)] for s in STATUS_ORDER)),
+        ]
         for j, d in pairs
     ]
     print(table(header, body))

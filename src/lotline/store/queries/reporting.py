@@ -11,7 +11,7 @@ from sqlalchemy import Connection, bindparam, func, select
 
 from lotline.domain.coordination import Role, Status
 from lotline.store.queries.claims import StatusRow
-from lotline.store.schema import data_status, datasets, jobs, namespaces, runs
+from lotline.store.schema import data_status, datasets, jobs, lot_jobs, namespaces, runs
 
 ds = data_status
 
@@ -96,15 +96,18 @@ def count_status_rows(connection: Connection, where: StatusFilter) -> int:
     return count
 
 
+# A job with several outputs has a row per output and lot: its lots are counted once, by the
+# output that carries the claim (``lot_jobs.output_dataset_id``; the others move with it).
 _OUTPUT_COUNTS = (
     select(ds.c.status, func.count())
+    .join(lot_jobs, (lot_jobs.c.job_id == ds.c.job_id) & (lot_jobs.c.output_dataset_id == ds.c.dataset_id))
     .where(ds.c.job_id == bindparam("b_job"), ds.c.role == Role.OUTPUT.value)
     .group_by(ds.c.status)
 )
 
 
 def output_counts(connection: Connection, job_id: uuid.UUID) -> dict[str, int]:
-    """How many of the job's output lots are in each status."""
+    """How many of the job's lots are in each status (each lot once, whatever its outputs)."""
     return {status: count for status, count in connection.execute(_OUTPUT_COUNTS, {"b_job": job_id}).all()}
 
 
