@@ -281,3 +281,19 @@ def test_a_time_without_an_offset_is_utc_as_in_the_web_ui(day: LotWorld) -> None
     assert report_json(plain) == report_json(zoned) and plain.total == 6
     dry = gaps.backfill(day.ns, "clean", start="2023-01-01T00:00:00", end="2023-01-01T06:00:00", dry_run=True)
     assert dry.report.total == 6
+
+
+def test_a_backfill_preview_counts_downstream_as_the_backfill_does(day: LotWorld) -> None:
+    """Issue 39.3: the dry run walks the cascade (in a transaction rolled back) and changes nothing;
+    the backfill then reopens exactly what it said."""
+    gaps, ns = day.lineage.gaps, day.ns
+    before = (day.table(), day.lineage.lot_events.last_position())
+    preview = gaps.backfill(ns, "land", start=DAY, end="2023-01-01T06:00:00Z", only=["complete"], dry_run=True)
+    assert (day.table(), day.lineage.lot_events.last_position()) == before  # nothing changed
+    # land 00-05 but 03 (reopened already) are complete: 5 lots; clean made 00-02, 04, 05 from them.
+    assert (sum(r.count for r in preview.reopened), preview.cascaded) == (5, 5)
+    done = gaps.backfill(ns, "land", start=DAY, end="2023-01-01T06:00:00Z", only=["complete"])
+    assert (sum(r.count for r in done.reopened), done.cascaded) == (
+        sum(r.count for r in preview.reopened),
+        preview.cascaded,
+    )

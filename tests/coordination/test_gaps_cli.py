@@ -84,7 +84,7 @@ def test_backfill_dry_run_then_for_real(hours: LotWorld, backend_url: str, tmp_p
     before = hours.table()
     dry = _lotline(backend_url, tmp_path, "backfill", "-n", hours.ns, "--job", "clean", "--dry-run", *RANGE)
     assert dry.returncode == 0, dry.stderr
-    assert "dry run, nothing changed: would reopen 1 lots and hint 2" in dry.stdout
+    assert "dry run, nothing changed: would reopen 1 lots (0 more downstream) and hint 2" in dry.stdout
     assert hours.table() == before
     done = _lotline(
         backend_url,

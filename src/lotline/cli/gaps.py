@@ -92,7 +92,10 @@ def _done(done: Backfill) -> str:
     reopened = sum(r.count for r in done.reopened)
     hinted = sum(r.count for r in done.hinted)
     if done.dry_run:
-        lines.append(f"dry run, nothing changed: would reopen {reopened} lots and hint {hinted}")
+        lines.append(
+            f"dry run, nothing changed: would reopen {reopened} lots ({done.cascaded} more downstream) "
+            f"and hint {hinted}"
+        )
     else:
         lines.append(f"reopened {reopened} lots ({done.cascaded} more downstream), hinted {hinted}")
     for title, runs in (

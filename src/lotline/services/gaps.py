@@ -28,6 +28,7 @@ from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
+from lotline.domain.model import DatasetRef
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
 from lotline.store.engine import Store
@@ -325,15 +326,13 @@ class GapService:
         left = [s for s in found if s.state not in taken]
         hintable = bool(lot_job.inputs)
         cascaded = 0
-        if not dry_run:
-            if reopen:  # set-wise: a year of lots and their downstream in a few statements per level
-                asked = set(reopen)
-                made = self._lots.invalidate_many(namespace, target.dataset, reopen)
-                mine = (namespace, target.dataset)
-                cascaded = sum(1 for r in made if (r.namespace, r.name) != mine or r.lot not in asked)
-            if chosen and hintable:
-                with self._store.write() as connection:
-                    frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())
+        if reopen:  # set-wise: a year of lots and their downstream in a few statements per level
+            asked = set(reopen)  # a dry run walks the same cascade in a transaction rolled back
+            made = self._lots.invalidate_many(namespace, target.dataset, reopen, dry_run=dry_run)
+            cascaded = self._downstream(made, lot_job.job_id, asked)
+        if not dry_run and chosen and hintable:
+            with self._store.write() as connection:
+                frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())
         reopened = g.coalesce(
             Segment(i, i + 1, GapState.COMPLETE) for i in (g.index_of(lot, lots_of) for lot in reopen)
         )
@@ -346,6 +345,18 @@ class GapService:
             [] if hintable else g.runs(chosen, lots_of),
             g.runs(left, lots_of),
         )
+
+    def _downstream(self, made: Sequence[DatasetRef], job_id: uuid.UUID, asked: set[str]) -> int:
+        """The lots a reopening reached beyond those asked, each lot of a job once whatever the
+        job's outputs (a job with two outputs reopens two rows per lot)."""
+        with self._store.read() as connection:
+            producers = {}
+            for namespace, name in {(r.namespace, r.name) for r in made}:
+                producers[(namespace, name)] = registry.producer_of(
+                    connection, _common.require_dataset(connection, namespace, name)
+                )
+        reached = {(producers[(r.namespace, r.name)], r.lot) for r in made}
+        return len({(job, lot) for job, lot in reached if not (job == job_id and lot in asked)})
 
     def _compact(self, dust: Sequence[_Dust]) -> None:
         """Merge the delta rows of the counts a read found dusty, each range in a transaction of its

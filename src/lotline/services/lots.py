@@ -325,27 +325,42 @@ class LotService:
         found = self._invalidate(namespace, dataset, lot, None)
         return [] if found is None else found
 
-    def invalidate_many(self, namespace: str, dataset: str, lots: Sequence[str]) -> list[DatasetRef]:
+    def invalidate_many(
+        self, namespace: str, dataset: str, lots: Sequence[str], *, dry_run: bool = False
+    ) -> list[DatasetRef]:
         """``invalidate`` of many READY lots of one dataset (a backfill): the same changes, made
         set-wise (``operator.invalidate_many``), ``INVALIDATE_BATCH`` lots per transaction. The
-        lots reopened, downstream ones included, each once."""
+        lots reopened, downstream ones included, each once. ``dry_run``: the same walk in one
+        transaction rolled back — exactly what the backfill would reopen, nothing changed."""
         found: list[DatasetRef] = []
         stored = [_common.lot_key(lot) for lot in lots]
-        for start in range(0, len(stored), INVALIDATE_BATCH):
-            batch, now = stored[start : start + INVALIDATE_BATCH], self._clock.now()
+        batches = [
+            stored[start : start + INVALIDATE_BATCH] for start in range(0, len(stored), INVALIDATE_BATCH)
+        ]
+        if dry_run:
+            with self._store.rehearsal() as connection:
+                for batch in batches:
+                    found += self._invalidate_batch(connection, namespace, dataset, batch, self._clock.now())
+            return found
+        for batch in batches:
             with self._store.write() as connection:
-                dataset_id = _common.require_dataset(connection, namespace, dataset)
-                done = operator.invalidate_many(connection, dataset_id, batch, now, f"{namespace}:{dataset}")
-                for run_id in done.revoked_runs:
-                    reason = f"revoked: an input lot of {namespace}:{dataset} was invalidated (backfill)"
-                    _end_revoked_run(connection, run_id, now, reason)
-                refs = datasets.dataset_refs(connection, list({d for d, _ in done.reopened}))
-                reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
-                lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
-            made = [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+                made = self._invalidate_batch(connection, namespace, dataset, batch, self._clock.now())
             self._manifests.withdraw_copies_many([ref for ref in made if ref.lot])
             found += made
         return found
+
+    def _invalidate_batch(
+        self, connection: Connection, namespace: str, dataset: str, batch: Sequence[str], now: datetime
+    ) -> list[DatasetRef]:
+        dataset_id = _common.require_dataset(connection, namespace, dataset)
+        done = operator.invalidate_many(connection, dataset_id, batch, now, f"{namespace}:{dataset}")
+        for run_id in done.revoked_runs:
+            reason = f"revoked: an input lot of {namespace}:{dataset} was invalidated (backfill)"
+            _end_revoked_run(connection, run_id, now, reason)
+        refs = datasets.dataset_refs(connection, list({d for d, _ in done.reopened}))
+        reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
+        lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
+        return [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
 
     def invalidate_if_comment(self, namespace: str, dataset: str, lot: str, comment: str | None) -> bool:
         """``invalidate``, only if the lot's readable manifest still has ``comment`` (ingest's landing

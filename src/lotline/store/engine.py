@@ -77,6 +77,18 @@ class Store:
                 yield connection
 
     @contextmanager
+    def rehearsal(self) -> Iterator[Connection]:
+        """A :meth:`write` that is always rolled back: what a change would do, by the very code that
+        makes it (a backfill's dry run counts its cascade so), leaving nothing behind."""
+        with errors.lost_transaction(), self.engine.connect() as connection:
+            connection.execution_options(**{WRITE_OPTION: True})
+            transaction = connection.begin()
+            try:
+                yield connection
+            finally:
+                transaction.rollback()
+
+    @contextmanager
     def one_statement(self) -> Iterator[Connection]:
         """For a change made by exactly one statement, which is atomic by itself: on PostgreSQL it
         runs in autocommit (no ``BEGIN``/``COMMIT`` round trips); elsewhere it is a :meth:`write`."""
