@@ -288,11 +288,12 @@ def test_a_backfill_preview_counts_downstream_as_the_backfill_does(day: LotWorld
     the backfill then reopens exactly what it said."""
     gaps, ns = day.lineage.gaps, day.ns
     before = (day.table(), day.lineage.lot_events.last_position())
-    preview = gaps.backfill(ns, "land", start=DAY, end="2023-01-01T06:00:00Z", only=["complete"], dry_run=True)
+    six_hours = {"start": DAY, "end": "2023-01-01T06:00:00Z"}
+    preview = gaps.backfill(ns, "land", **six_hours, only=["complete"], dry_run=True)
     assert (day.table(), day.lineage.lot_events.last_position()) == before  # nothing changed
     # land 00-05 but 03 (reopened already) are complete: 5 lots; clean made 00-02, 04, 05 from them.
     assert (sum(r.count for r in preview.reopened), preview.cascaded) == (5, 5)
-    done = gaps.backfill(ns, "land", start=DAY, end="2023-01-01T06:00:00Z", only=["complete"])
+    done = gaps.backfill(ns, "land", **six_hours, only=["complete"])
     assert (sum(r.count for r in done.reopened), done.cascaded) == (
         sum(r.count for r in preview.reopened),
         preview.cascaded,
