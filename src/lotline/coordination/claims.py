@@ -192,6 +192,13 @@ def next_candidate(
     return chosen
 
 
+def hold_rows(connection: Connection, lot_job: LotJob, candidate: Candidate) -> bool:
+    """Lock the rows the claim of ``candidate`` depends on without waiting (``q.lock_claim_rows``,
+    why: issue 39.19); False if another transaction is changing one (the caller rolls back)."""
+    own = [(d, candidate.lot) for d in lot_job.all_outputs]
+    return q.lock_claim_rows(connection, lot_job.job_id, [*own, *candidate.inputs], candidate.inputs)
+
+
 def take(
     connection: Connection,
     lot_job: LotJob,

@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from lotline.domain.errors import DatabaseUnavailable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 FIRST_WAIT_S = 0.5
 MAX_WAIT_S = 10.0
 
@@ -53,3 +55,20 @@ class Outage:
             self.down = False
             self._say("database available again; resuming")
         self._next = self._first
+
+
+def retried(action: Callable[[], T], outage: Outage, tries: int) -> T:
+    """``action``, one transaction, until it commits, at most ``tries`` times: a transaction the
+    database gave up on (an outage, a deadlock's victim) changed nothing, so it is tried again
+    after the outage's wait; the last ``DatabaseUnavailable`` is raised."""
+    for attempt in range(1, tries + 1):
+        try:
+            result = action()
+        except DatabaseUnavailable as down:
+            if attempt == tries:
+                raise
+            outage.wait(down)
+        else:
+            outage.recovered()
+            return result
+    raise ValueError(f"tries must be at least 1, got {tries}")

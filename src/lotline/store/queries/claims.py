@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, tuple_, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
+from lotline.domain.errors import DatabaseError
 from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, jobs, namespaces, runs
 
@@ -131,6 +132,48 @@ def _take(connection: Connection) -> Any:
     ).returning(ds.c.role)
 
 
+#: PostgreSQL's ``lock_not_available``: a ``NOWAIT`` lock found the row locked.
+_LOCK_NOT_AVAILABLE = "55P03"
+_KEYS = tuple_(ds.c.dataset_id, ds.c.lot).in_(bindparam("b_keys", expanding=True))
+#: The claim's own rows (its OUTPUT rows and INPUT read locks), to be written.
+_LOCK_OWN_ROWS = (
+    select(ds.c.role).where(ds.c.job_id == bindparam("b_job"), _KEYS).with_for_update(nowait=True)
+)
+#: The input lots' OUTPUT rows (their producers'), READY as the claim read them: shared with other readers.
+_LOCK_INPUT_ROWS = select(ds.c.role).where(_OUTPUT, _KEYS).with_for_update(read=True, nowait=True)
+
+
+def lock_claim_rows(
+    connection: Connection,
+    job_id: uuid.UUID,
+    own: Sequence[tuple[uuid.UUID, str]],
+    inputs: Sequence[tuple[uuid.UUID, str]],
+) -> bool:
+    """Lock, without waiting, the rows a claim depends on (PostgreSQL): its own rows (``own``: its
+    outputs and inputs, as ``take_claim`` writes them) for update, its input lots' OUTPUT rows for
+    share, so that they stay READY until the claim commits. False if another transaction is
+    changing one (the transaction is then aborted: the caller rolls back, a lost race).
+
+    A claim holds the work-list hints it took (``frontier.pop``/``drop``) while it takes the lot,
+    and a failure, a reap, an invalidation or a completion changes a lot's rows (and the version
+    counter) before it hints jobs again: a claim that waited for such a transaction would wait for
+    it while it waits for the claim's hint, a deadlock (issue 39.19). The claim loses the race
+    instead, as it would once the other committed: what it read of the lot is being changed.
+    Call it before the claim's run pins its inputs (which may lock an input's version counter).
+    """
+    if not locks_rows(connection):
+        return True  # SQLite: the write transaction already holds the whole database
+    try:
+        connection.execute(_LOCK_OWN_ROWS, {"b_job": job_id, "b_keys": list(own)})
+        if inputs:
+            connection.execute(_LOCK_INPUT_ROWS, {"b_keys": list(inputs)})
+    except DatabaseError as error:
+        if error.sqlstate == _LOCK_NOT_AVAILABLE:
+            return False
+        raise
+    return True
+
+
 def take_claim(
     connection: Connection,
     *,
@@ -149,7 +192,7 @@ def take_claim(
     This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
     RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
     (released). False, with some rows perhaps written, if any row was not takeable: the caller
-    must roll back.
+    must roll back. On PostgreSQL, ``lock_claim_rows`` first.
     """
     claim = {
         "job_id": job_id,
