@@ -45,9 +45,10 @@ class StatusRow:
 
 
 @dataclass(frozen=True, slots=True)
-class LiveClaim:
-    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease, and
-    its own run (the run asked about, or the parent of that child run)."""
+class OwningClaim:
+    """The claim that owns a run (its OUTPUT row RUNNING, its lease run out or not): its job (by
+    name), output lot, owner, attempt and lease, and its own run (the run asked about, or the
+    parent of that child run)."""
 
     namespace: str
     job: str
@@ -427,7 +428,7 @@ _parent_of_run = select(runs.c.parent_run_id).where(runs.c.id == bindparam("b_ru
 
 
 @per_dialect
-def _live_claim_of_run(connection: Connection) -> Any:
+def _claim_of_run(connection: Connection) -> Any:
     query = (
         select(
             namespaces.c.name,
@@ -444,26 +445,23 @@ def _live_claim_of_run(connection: Connection) -> Any:
             or_(ds.c.run_id == bindparam("b_run"), ds.c.run_id == _parent_of_run),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
-            ds.c.lease_expires_at > bindparam("b_now"),
         )
     )
     return query.with_for_update(of=ds) if locks_rows(connection) else query
 
 
-def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> LiveClaim | None:
-    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, or whose run
-    is this child run's parent, its row
-    locked until commit on PostgreSQL (so that it cannot end meanwhile); None if there is none."""
-    row = connection.execute(_live_claim_of_run(connection), {"b_run": run_id, "b_now": now}).first()
-    return None if row is None else LiveClaim(*row)
+def claim_of_run(connection: Connection, run_id: uuid.UUID) -> OwningClaim | None:
+    """The claim (OUTPUT RUNNING, whether or not its lease ran out: until it is reaped) whose run
+    this is, or whose run is this child run's parent, its row locked until commit on PostgreSQL
+    (so that it cannot end meanwhile); None if there is none."""
+    row = connection.execute(_claim_of_run(connection), {"b_run": run_id}).first()
+    return None if row is None else OwningClaim(*row)
 
 
-def runs_with_live_claims(
-    connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime
-) -> set[uuid.UUID]:
-    """Those of ``run_ids`` that ``live_claim_of_run`` would name a claim for (a run with a live
-    claim, or the child of one), in one statement for a projection group; their claims' rows locked
-    until commit on PostgreSQL, as ``live_claim_of_run`` locks them."""
+def runs_with_claims(connection: Connection, run_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``claim_of_run`` would name a claim for (a claimed run, or the
+    child of one), in one statement for a projection group; their claims' rows locked until commit
+    on PostgreSQL, as ``claim_of_run`` locks them."""
     if not run_ids:
         return set()
     query = (
@@ -473,7 +471,6 @@ def runs_with_live_claims(
             in_values(connection, runs.c.id, run_ids),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
-            ds.c.lease_expires_at > now,
         )
     )
     if locks_rows(connection):
