@@ -1,5 +1,6 @@
 """Waiting out a database outage (a PostgreSQL restart or failover) in the long-running loops:
-``lotline worker``, ``lotline events --follow``, ``lotline webhooks`` (docs/deploy.md).
+``lotline worker``, ``lotline events --follow``, ``lotline webhooks``, ``lotline serve``'s
+projector (docs/deploy.md).
 
 A loop that meets ``DatabaseUnavailable`` calls :meth:`Outage.wait`, then starts its step again
 (reopening its ``LISTEN``); it calls :meth:`Outage.recovered` after a step that reached the
@@ -41,11 +42,15 @@ class Outage:
         self._next = first
         self.down = False
 
-    def wait(self, error: DatabaseUnavailable) -> None:
-        """Note the failure (one line, the first time) and wait before the loop tries again."""
+    def failed(self, error: DatabaseUnavailable) -> None:
+        """Note the failure: one line, the first time (for a loop that waits in its own way)."""
         if not self.down:
             self.down = True
             self._say(f"database unavailable ({error.detail or error.message}); retrying")
+
+    def wait(self, error: DatabaseUnavailable) -> None:
+        """Note the failure (one line, the first time) and wait before the loop tries again."""
+        self.failed(error)
         self._stop.wait(self._next)
         self._next = min(self._cap, 2 * self._next)
 
