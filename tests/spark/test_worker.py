@@ -30,6 +30,7 @@ from lotline.spark.worker import Worker
 from lotline.store.engine import Store
 from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
 from support.spark import PIPELINES, ingest
+from support.waiting import start_waiting
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -202,3 +203,34 @@ def test_the_worker_logs_a_failure_as_its_one_line_reason(capsys: pytest.Capture
     )
     _print(failed)
     assert capsys.readouterr().out == "parse 20230101PT30M001 attempt 2: FAILED: unparseable line (1.2 s)\n"
+
+
+def test_a_sigterm_to_the_worker_s_process_group_finishes_the_lot_in_progress(
+    lineage: Lineage, tmp_path: Path
+) -> None:
+    """Issue 39.15: systemd's default ``KillMode=control-group`` sends SIGTERM to every process of
+    the worker's group. Spark's JVM (and its Python workers) used to be in that group: it died and
+    the lot failed (``Py4JNetworkError``). Now it runs apart: the worker finishes the lot (its Spark
+    task still running when the signal came), then stops, exit 0."""
+    register(lineage, load_pipeline(str(PIPELINES / "waiting.py")))
+    ingest(lineage, "waiting", "raw", "20230101PT1H000", [["a line"]])
+    wait = tmp_path / "wait"
+    wait.mkdir()
+    args = ["worker", str(PIPELINES / "waiting.py"), "--poll", "0.5"]
+    worker = start_waiting(
+        args, lineage.store.url, tmp_path / "warehouse", wait, tmp_path, LOTLINE_SPARK_CONF=SPARK_CONF
+    )
+    try:
+        _wait_for(lambda: (wait / "started").exists() or worker.poll() is not None, 600)
+        assert worker.poll() is None, worker.communicate()
+        os.killpg(worker.pid, signal.SIGTERM)  # the worker's whole group, as systemd does
+        (wait / "release").touch()
+        out, err = worker.communicate(timeout=600)
+    finally:
+        (wait / "release").touch()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert worker.returncode == 0, (out[-2000:], err[-2000:])
+    assert "stopped; 1 lots done, 0 failed" in out, (out, err)
+    assert lineage.lots.counts("waiting", "wait") == {Status.READY: 1}
