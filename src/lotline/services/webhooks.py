@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from lotline.domain.errors import DatabaseUnavailable, InvalidInput, LotlineError
-from lotline.domain.secrets import masked_url
+from lotline.domain.secrets import masked_text, masked_url
 from lotline.services.lot_events import LotEventService
 from lotline.services.outage import Outage
 from lotline.store.engine import Store
@@ -114,7 +114,7 @@ class WebhookService:
             status = post(url, body)
             error = None if 200 <= status < 300 else f"HTTP {status}"
         except OSError as failure:
-            error = f"{type(failure).__name__}: {failure}"
+            error = masked_text(f"{type(failure).__name__}: {failure}")  # it may quote the URL
         with self._store.write() as connection:
             if error is None:
                 q.delivered(connection, url, row.position, events[-1].position, now)
