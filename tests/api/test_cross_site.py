@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -114,6 +115,52 @@ def test_event_posts_need_json_and_the_servers_origin(open_server: ApiServer, fr
     gzipped = {"Content-Type": "application/json; charset=utf-8", "Content-Encoding": "gzip"}
     assert requests.post(lineage, data=gzip.compress(body), headers=gzipped, timeout=10).status_code == 201
     assert requests.get(runs, timeout=10).json()["state"] == "RUNNING"
+
+
+def _raw(server: ApiServer, method: str, path: str, headers: list[str], body: bytes = b"") -> tuple[int, str]:
+    """One request as written (``requests`` cannot send two headers of a name, nor none ``Host``):
+    its status and its JSON message."""
+    lines = [f"{method} {urlparse(server.api(path)).path} HTTP/1.1", *headers, "Connection: close"]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    with socket.create_connection(("127.0.0.1", _port(server)), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, answer = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    document = json.loads(answer) if answer.startswith(b"{") else {}
+    return status, str(document.get("message", ""))
+
+
+def test_no_host_two_hosts_or_two_origins_are_refused_and_change_nothing(
+    open_server: ApiServer, world: LotWorld, fresh_ns: str
+) -> None:
+    """Issue 39.18: a request with no ``Host`` or two was served (the last one checked), and with
+    two ``Origin`` headers the last decided. Refused on reads and writes, REST and the event POSTs
+    (``ingest.IngestHandler``), with nothing held or journaled; one of each is still served."""
+    port = _port(open_server)
+    own_host, own_origin = f"Host: 127.0.0.1:{port}", f"Origin: http://127.0.0.1:{port}"
+    json_type = "Content-Type: application/json"
+    hold = "/" + "/".join(quote(p, safe="") for p in ("namespaces", world.ns, "datasets", "raw", "lots", DAY))
+    run_id = str(uuid.uuid4())
+    event = json.dumps(run_event(fresh_ns, "job", run_id, "START")).encode()
+    for headers in ([], [own_host, own_host], [own_host, "Host: evil.example"]):
+        status, message = _raw(open_server, "GET", "/namespaces", headers)
+        assert (status, message) == (400, "a request carries exactly one Host header.")
+        assert _raw(open_server, "POST", hold + "/hold", [*headers, json_type])[0] == 400
+        assert _raw(open_server, "POST", "/lineage", [*headers, json_type], event)[0] == 400
+    for origins in ([own_origin, own_origin], ["Origin: http://evil.example", own_origin]):
+        status, message = _raw(open_server, "POST", hold + "/hold", [own_host, *origins, json_type])
+        assert (status, message) == (403, "a request carries one Origin header at most.")
+        assert _raw(open_server, "POST", "/lineage", [own_host, *origins, json_type], event)[0] == 403
+        assert _raw(open_server, "GET", "/namespaces", [own_host, *origins])[0] == 403
+    assert world.status("raw", DAY, "ingest") == "READY"
+    assert requests.get(open_server.api(f"/jobs/runs/{run_id}"), timeout=10).status_code == 404
+    assert _raw(open_server, "POST", "/lineage", [own_host, own_origin, json_type], event)[0] == 201
+    assert _raw(open_server, "POST", hold + "/hold", [own_host, own_origin, json_type])[0] == 200
+    assert world.status("raw", DAY, "ingest") == "HOLD"
 
 
 @pytest.mark.parametrize("method", ["GET", "POST"])

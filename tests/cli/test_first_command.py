@@ -125,6 +125,35 @@ def test_an_unreachable_database_names_its_url(tmp_path: Path) -> None:
     )
 
 
+def test_config_and_database_errors_mask_every_secret_of_every_url(tmp_path: Path) -> None:
+    """Issue 39.14: a password in the database URL's query, and userinfo, path and query tokens of
+    the OpenLineage, webhook and S3 endpoint URLs, are masked by `lotline config` and by the
+    "cannot use the database" error; the rest of each URL is shown."""
+    settings = {
+        "LOTLINE_OPENLINEAGE_URL": "https://ol:olpass1@marquez.example/api/v1/lineage?api_key=olkey2",
+        "LOTLINE_WEBHOOK_URLS": "https://hooks.example/services/T01/B02/hookT0ken3abcdefghij,"
+        "http://receiver.example/in?sig=hooksig4",
+        "LOTLINE_S3_ENDPOINT_URL": "https://s3user:s3pass5@minio.example:9000",
+    }
+    url = "postgresql://postgres@127.0.0.1:5432/lotline_no_such_database?password=dbpass6"
+    done = lotline("config", "--json", cwd=tmp_path, db_url=url, settings=settings)
+    assert done.returncode == 0, done.stderr
+    rows = {r["key"]: r["value"] for r in json.loads(done.stdout)}
+    assert rows["LOTLINE_DB_URL"] == (
+        "postgresql+psycopg://postgres@127.0.0.1:5432/lotline_no_such_database?password=***"
+    )
+    assert rows["LOTLINE_OPENLINEAGE_URL"] == "https://***@marquez.example/api/v1/lineage?api_key=***"
+    assert rows["LOTLINE_WEBHOOK_URLS"] == (
+        "https://hooks.example/services/T01/B02/***,http://receiver.example/in?sig=***"
+    )
+    assert rows["LOTLINE_S3_ENDPOINT_URL"] == "https://***@minio.example:9000"
+    failed = lotline("status", cwd=tmp_path, db_url=url, settings=settings)
+    _one_line_error(failed, "lotline_no_such_database?password=***")
+    for output in (done.stdout, failed.stdout + failed.stderr):
+        for secret in ("olpass1", "olkey2", "hookT0ken3", "hooksig4", "s3pass5", "s3user", "dbpass6"):
+            assert secret not in output
+
+
 def test_the_command_list_keeps_every_word_of_each_command_s_help_at_80_columns(tmp_path: Path) -> None:
     """A docstring of several lines is one paragraph: in rich's default markup mode each line was
     cut at the terminal's width on its own, and `lotline --help` lost the middle of most help texts."""

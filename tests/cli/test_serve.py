@@ -72,7 +72,9 @@ def test_serve_answers_reads_and_token_protected_writes(
         for request, status in (
             (b"POST /api/v1/lineage HTTP/1.1\r\nHost: x\r\nContent-Length: ten\r\n\r\n", b" 400 "),
             (
-                b"PUT /api/v1/namespaces/x HTTP/1.1\r\nAuthorization: Bearer t0ken\r\n"
+                b"PUT /api/v1/namespaces/x HTTP/1.1\r\nHost: "
+                + host.encode()
+                + b"\r\nAuthorization: Bearer t0ken\r\n"
                 b"Content-Type: application/json\r\nContent-Length: 9\r\n\r\n{",
                 b" 408 ",
             ),

@@ -170,7 +170,7 @@ def test_a_run_a_live_claim_owns_cannot_be_ended_from_outside(world: LotWorld) -
     assert claim is not None
     before = world.table()
     for action in (RunAction.COMPLETE, RunAction.FAIL, RunAction.ABORT):
-        with pytest.raises(Conflict, match="live claim") as refused:
+        with pytest.raises(Conflict, match="belongs to a claim") as refused:
             world.lineage.runs.transition(claim.run_id, action)
         message = refused.value.message
         assert f"job {world.ns}:JobB lot 1" in message and "worker w-live" in message
@@ -217,7 +217,7 @@ def test_an_openlineage_end_of_a_claimed_run_is_recorded_but_fails_to_project(wo
     drained = world.lineage.projection.drain()
     assert (len(drained.applied), len(drained.failed)) == (1, 1)
     [(_, reason)] = world.lineage.projection.failures()
-    assert "live claim" in reason and f"job {world.ns}:JobB lot 1" in reason and "w-live" in reason
+    assert "belongs to a claim" in reason and f"job {world.ns}:JobB lot 1" in reason and "w-live" in reason
     assert world.lineage.runs.get_run(claim.run_id).state is RunState.RUNNING
     assert world.status("DataB", "1", "JobB") == "RUNNING"
     world.lots.complete(claim)
@@ -256,49 +256,43 @@ def test_a_claimed_runs_child_started_and_ended_by_events_of_one_group_fails_to_
     assert world.lineage.runs.get_run(uuid.UUID(other)).state is RunState.COMPLETED
 
 
-def test_a_run_ended_from_outside_after_its_lease_ran_out_does_not_stop_the_reaper(
+def test_a_dead_workers_run_cannot_be_ended_from_outside_before_the_reaper_runs(
     timed_world: LotWorld, clock: ManualClock
 ) -> None:
-    """Issue 29.1 (b), the issue's scenario: the claim expired (its worker died), then someone completed
-    its run through the API. The reaper releases the lot without touching the run, the lot is
-    claimed again, and the input can be invalidated."""
-    world = timed_world
-    _chain(world)
-    world.produce("JobA", "1", "2")
-    dead = world.lots.claim("dead", world.ns, "JobB", lot="1", lease=SHORT)
-    failed = world.lots.claim("dead", world.ns, "JobB", lot="2", lease=SHORT)
-    assert dead is not None and failed is not None
-    clock.advance(2 * SHORT)
-    world.lineage.runs.transition(dead.run_id, RunAction.COMPLETE)  # no longer live: allowed
-    world.lineage.runs.transition(failed.run_id, RunAction.ABORT)
-
-    assert world.lots.reap() == 2
-    assert world.status("DataB", "1", "JobB") == "ERROR"
-    assert world.status("DataA", "1", "JobB", role=Role.INPUT) == "ERROR"  # released
-    assert world.lineage.runs.get_run(dead.run_id).state is RunState.COMPLETED  # left as it was
-    assert world.lineage.runs.get_run(failed.run_id).state is RunState.ABORTED
-    assert world.lots.reap() == 0
-    again = world.claim("JobB", "1", worker="alive")
-    assert again is not None and again.attempt == 2
-    world.lots.complete(again)
-    assert world.lots.invalidate(world.ns, "DataA", "2") != []
-    assert world.status("DataB", "2", "JobB") == "ERROR"
-
-
-def test_invalidating_an_input_of_a_claim_whose_run_was_ended_from_outside(
-    timed_world: LotWorld, clock: ManualClock
-) -> None:
-    """Issue 29.1 (b): an invalidation that revokes a claim whose run has ended leaves the run be."""
+    """Issue 39.13: the claim's lease ran out (its worker died), no reaper ran yet. A REST complete
+    (or fail, abort) is refused with 409 naming the claim and saying the lease ran out, and an
+    OpenLineage COMPLETE fails to project: nothing changes (no version, the run RUNNING). The
+    reaper then fails the lot and its run: one FAILED run, no version, and the lot is claimed again."""
     world = timed_world
     _chain(world)
     world.produce("JobA", "1")
-    claim = world.lots.claim("dead", world.ns, "JobB", lease=SHORT)
-    assert claim is not None
+    dead = world.lots.claim("dead", world.ns, "JobB", lot="1", lease=SHORT)
+    assert dead is not None
     clock.advance(2 * SHORT)
-    world.lineage.runs.transition(claim.run_id, RunAction.COMPLETE)
-    assert world.lots.invalidate(world.ns, "DataA", "1") != []
+    before = world.table()
+    for action in (RunAction.COMPLETE, RunAction.FAIL, RunAction.ABORT):
+        with pytest.raises(Conflict, match="belongs to a claim") as refused:
+            world.lineage.runs.transition(dead.run_id, action)
+        assert "worker dead" in refused.value.message and "run out" in refused.value.message
+        assert refused.value.http_status == 409
+    world.lineage.openlineage.accept_batch([run_event(world.ns, "JobB", str(dead.run_id), "COMPLETE")])
+    drained = world.lineage.projection.drain()
+    assert (len(drained.applied), len(drained.failed)) == (0, 1)
+    [(_, reason)] = world.lineage.projection.failures()
+    assert "belongs to a claim" in reason and "worker dead" in reason
+    assert world.table() == before
+    assert world.lineage.runs.get_run(dead.run_id).state is RunState.RUNNING
+    assert world.current_version_run("DataB", "1") is None
+
+    assert world.lots.reap() == 1
     assert world.status("DataB", "1", "JobB") == "ERROR"
-    assert world.lineage.runs.get_run(claim.run_id).state is RunState.COMPLETED
+    assert world.status("DataA", "1", "JobB", role=Role.INPUT) == "ERROR"  # released
+    assert world.lineage.runs.get_run(dead.run_id).state is RunState.FAILED
+    assert world.current_version_run("DataB", "1") is None
+    again = world.claim("JobB", "1", worker="alive")
+    assert again is not None and again.attempt == 2
+    world.lots.complete(again)
+    assert world.current_version_run("DataB", "1") == again.run_id
 
 
 def test_a_claimed_run_s_transitions_are_in_time_order(world: LotWorld) -> None:

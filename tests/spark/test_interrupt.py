@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
+from support.waiting import start_waiting
 
 LOT = "20230101PT1H000"
 
@@ -33,24 +32,7 @@ def test_ctrl_c_fails_the_lot_in_progress_in_one_line_and_exits_130(backend_url:
         lineage.close()
     wait = tmp_path / "wait"
     wait.mkdir()
-    env = {
-        **os.environ,
-        "LOTLINE_DB_URL": backend_url,
-        "LOTLINE_WAREHOUSE": str(warehouse),
-        "LOTLINE_SPARK_MASTER": "local[1]",
-        "LOTLINE_TEST_WAIT": str(wait),
-        "PYTHONPATH": str(Path(__file__).parent.parent),  # support.waiting, for Spark's Python workers
-    }
-    command = [sys.executable, "-m", "lotline", "run", str(PIPELINES / "waiting.py")]
-    process = subprocess.Popen(
-        command,
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    process = start_waiting(["run", str(PIPELINES / "waiting.py")], backend_url, warehouse, wait, tmp_path)
     try:
         deadline = time.monotonic() + 600
         while not (wait / "started").exists():  # the lot's Spark task is running

@@ -30,6 +30,7 @@ from lotline.spark.worker import Worker
 from lotline.store.engine import Store
 from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
 from support.spark import PIPELINES, ingest
+from support.waiting import start_waiting
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -122,12 +123,13 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         lineage.close()
 
 
-def test_a_run_completed_through_the_api_after_its_claim_expired_stops_no_worker(
+def test_a_dead_workers_run_cannot_be_completed_through_the_api_until_a_worker_reaps_it(
     backend_url: str, tmp_path: Path
 ) -> None:
-    """Issue 29.1, its scenario: a worker's claim expires (it died) and someone completes the run
-    through the REST API. A worker started then reaps the lot (leaving the run as it is), runs it
-    again and exits 0 (it used to exit 2 at every start). While the claim was live, the API refused."""
+    """Issue 39.13 (29.1's scenario): a worker's claim expires (it died) and someone completes the
+    run through the REST API before any reaper ran: refused, as while the claim was live (it used
+    to make the run COMPLETED with a version and no data). A worker started then reaps the lot
+    (the run FAILED), runs it again and exits 0."""
     warehouse = tmp_path / "warehouse"
     lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
     server, thread, url = _serve(backend_url)
@@ -138,13 +140,13 @@ def test_a_run_completed_through_the_api_after_its_claim_expired_stops_no_worker
         assert claim is not None
         complete = f"{url}/api/v1/jobs/runs/{claim.run_id}/complete"
         refused = requests.post(complete, headers=AUTH, timeout=30)
-        assert refused.status_code == 409 and "live claim" in refused.json()["message"], refused.text
+        assert refused.status_code == 409 and "belongs to a claim" in refused.json()["message"], refused.text
         assert "dead-worker" in refused.json()["message"]
         # The worker dies: its last heartbeat leaves a lease that runs out at once.
         beaten = lineage.lots.heartbeat(claim, lease=timedelta(milliseconds=1))
         _wait_for(lambda: datetime.now(UTC) > beaten.lease_expires_at, 30)
-        accepted = requests.post(complete, headers=AUTH, timeout=30)
-        assert accepted.status_code == 200, accepted.text
+        refused = requests.post(complete, headers=AUTH, timeout=30)
+        assert refused.status_code == 409 and "run out" in refused.json()["message"], refused.text
 
         worker = _start_worker(tmp_path, backend_url, warehouse, "--idle-exit", "2")
         try:
@@ -157,7 +159,7 @@ def test_a_run_completed_through_the_api_after_its_claim_expired_stops_no_worker
         manifest = lineage.manifests.current("slow", "copies", HALF[0])
         assert manifest is not None and manifest.attempt == 2
         runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
-        assert [r.state for r in runs] == [RunState.COMPLETED, RunState.COMPLETED]  # the first left as it was
+        assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
     finally:
         server.should_exit = True
         thread.join(timeout=30)
@@ -201,3 +203,34 @@ def test_the_worker_logs_a_failure_as_its_one_line_reason(capsys: pytest.Capture
     )
     _print(failed)
     assert capsys.readouterr().out == "parse 20230101PT30M001 attempt 2: FAILED: unparseable line (1.2 s)\n"
+
+
+def test_a_sigterm_to_the_worker_s_process_group_finishes_the_lot_in_progress(
+    lineage: Lineage, tmp_path: Path
+) -> None:
+    """Issue 39.15: systemd's default ``KillMode=control-group`` sends SIGTERM to every process of
+    the worker's group. Spark's JVM (and its Python workers) used to be in that group: it died and
+    the lot failed (``Py4JNetworkError``). Now it runs apart: the worker finishes the lot (its Spark
+    task still running when the signal came), then stops, exit 0."""
+    register(lineage, load_pipeline(str(PIPELINES / "waiting.py")))
+    ingest(lineage, "waiting", "raw", "20230101PT1H000", [["a line"]])
+    wait = tmp_path / "wait"
+    wait.mkdir()
+    args = ["worker", str(PIPELINES / "waiting.py"), "--poll", "0.5"]
+    worker = start_waiting(
+        args, lineage.store.url, tmp_path / "warehouse", wait, tmp_path, LOTLINE_SPARK_CONF=SPARK_CONF
+    )
+    try:
+        _wait_for(lambda: (wait / "started").exists() or worker.poll() is not None, 600)
+        assert worker.poll() is None, worker.communicate()
+        os.killpg(worker.pid, signal.SIGTERM)  # the worker's whole group, as systemd does
+        (wait / "release").touch()
+        out, err = worker.communicate(timeout=600)
+    finally:
+        (wait / "release").touch()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+    assert worker.returncode == 0, (out[-2000:], err[-2000:])
+    assert "stopped; 1 lots done, 0 failed" in out, (out, err)
+    assert lineage.lots.counts("waiting", "wait") == {Status.READY: 1}

@@ -27,6 +27,7 @@ from lotline.domain.model import (
     RunIO,
     Source,
 )
+from lotline.domain.runs import listed_facets
 from lotline.domain.tags import DatasetTags, Tag
 
 Json = dict[str, Any]
@@ -165,7 +166,7 @@ def dataset_version_json(version: DatasetVersion, dataset: Dataset, run: Run | N
         "tags": [],
         "lifecycleState": None,
         "description": dataset.description,
-        "createdByRun": run_json(run) if run else None,
+        "createdByRun": run_json(run, listed=True) if run else None,
         "facets": bounded(version.facets),
         # lotline additions: the version's number, lot and state (current / failed / superseded).
         "versionNumber": version.number,
@@ -194,8 +195,8 @@ def job_json(job: Job, latest_run: Run | None, facets: Json) -> Json:
         "undeclaredInputs": [_ref(r) for r in job.undeclared_inputs],
         "location": job.location,
         "description": job.description,
-        "latestRun": run_json(latest_run) if latest_run else None,
-        "latestRuns": [run_json(latest_run)] if latest_run else [],
+        "latestRun": run_json(latest_run, listed=True) if latest_run else None,
+        "latestRuns": [run_json(latest_run, listed=True)] if latest_run else [],
         "facets": bounded(facets),
         "currentVersion": str(job.current_version) if job.current_version else None,
         "tags": list(job.tags),
@@ -213,7 +214,7 @@ def job_version_json(version: JobVersion, latest_run: Run | None) -> Json:
         "inputs": [_ref(r) for r in version.inputs],
         "outputs": [_ref(r) for r in version.outputs],
         "undeclaredInputs": [_ref(r) for r in version.undeclared_inputs],
-        "latestRun": run_json(latest_run) if latest_run else None,
+        "latestRun": run_json(latest_run, listed=True) if latest_run else None,
     }
 
 
@@ -232,7 +233,9 @@ def _io(items: tuple[RunIO, ...]) -> list[Json]:
     ]
 
 
-def run_json(run: Run) -> Json:
+def run_json(run: Run, *, listed: bool = False) -> Json:
+    """A run as Marquez answers it; ``listed`` (a list of runs, a job's or a version's latest run),
+    without its heavy facets (``domain.runs.listed_facets``)."""
     return {
         "id": str(run.id),
         "createdAt": time(run.created_at),
@@ -251,7 +254,7 @@ def run_json(run: Run) -> Json:
         ),
         "inputDatasetVersions": _io(run.inputs),
         "outputDatasetVersions": _io(run.outputs),
-        "facets": bounded(run.facets),
+        "facets": bounded(listed_facets(run.facets) if listed else run.facets),
         # lotline additions.
         "parentRunId": str(run.parent_run_id) if run.parent_run_id else None,
         "lot": run.lot,

@@ -12,7 +12,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from lotline.domain.errors import DatabaseError, LotlineError, TooManyRequests, Unavailable
+from lotline.domain.errors import (
+    DatabaseError,
+    DatabaseUnavailable,
+    LotlineError,
+    TooManyRequests,
+    Unavailable,
+)
 
 log = logging.getLogger(__name__)
 #: What an answer of 503 asks the client to wait before it tries again.
@@ -26,7 +32,9 @@ def error_response(status: int, message: str, headers: dict[str, str] | None = N
 def lotline_error_response(error: LotlineError) -> JSONResponse:
     """A lotline error as its answer; an outage asks the client to come back (the pool reconnects
     by itself once the database is back) as does a 429, a database failure is logged with what it said."""
-    if isinstance(error, DatabaseError):
+    if isinstance(error, DatabaseUnavailable):  # the projector says the outage once (issue 39.16)
+        log.debug("database unavailable: %s", error.detail)
+    elif isinstance(error, DatabaseError):
         log.warning("database error: %s", error.detail)
     headers = RETRY_AFTER if isinstance(error, Unavailable | TooManyRequests) else None
     return error_response(error.http_status, error.message, headers)

@@ -42,7 +42,9 @@ class Refusal(NamedTuple):
 
 class Guard:
     """What every request is checked for before anything reads its body or routes it, in this
-    order: a ``Host`` the server answers for (421: DNS rebinding), a ``Content-Length`` within the
+    order: exactly one ``Host`` (400) and at most one ``Origin`` (403), for a request with two
+    leaves which one counts to whoever reads it; a ``Host`` the server answers for (421: DNS
+    rebinding), a ``Content-Length`` within the
     limit (413), then on every write (any method but GET/HEAD/OPTIONS): with a token configured,
     ``Authorization: Bearer <token>`` (401); no ``Origin`` but the server's own (403); a body sent
     as JSON (415). Reads stay open.
@@ -67,7 +69,11 @@ class Guard:
 
     def refusal(self, scope: Scope) -> Refusal | None:
         seen = _Seen.of(scope["headers"])
-        if seen.host is not None and not self._any_host and host_name(seen.host) not in self._hosts:
+        if seen.hosts != 1:  # which host was meant would be a guess (issue 39.18): refuse, do not pick
+            return Refusal(400, "a request carries exactly one Host header.")
+        if len(seen.origins) > 1:  # the last would decide which origin sent it
+            return Refusal(403, "a request carries one Origin header at most.")
+        if not self._any_host and host_name(seen.host) not in self._hosts:
             return Refusal(
                 421, f"this server does not answer for host {seen.host[:100]!r} (LOTLINE_ALLOWED_HOSTS)."
             )
@@ -88,8 +94,9 @@ class Guard:
                 "this server requires 'Authorization: Bearer <token>' for writes.",
                 ((b"www-authenticate", b"Bearer"),),
             )
-        if seen.origin is not None and not _same_origin(seen.origin, seen.host):
-            return Refusal(403, f"writes from another origin ({seen.origin[:100]!r}) are refused.")
+        origin = seen.origins[0] if seen.origins else None
+        if origin is not None and not _same_origin(origin, seen.host):
+            return Refusal(403, f"writes from another origin ({origin[:100]!r}) are refused.")
         has_body = seen.chunked or (seen.length is not None and int(seen.length) > 0)
         types = seen.content_types
         if (types or has_body) and not (types and all(map(_is_json, types))):
@@ -107,15 +114,19 @@ class _Seen(NamedTuple):
     """The headers the guard reads, from one pass over them."""
 
     length: bytes | None
-    host: str | None
-    origin: str | None
+    #: The (last) ``Host``, and how many there were.
+    host: str
+    hosts: int
+    origins: list[str]
     authorizations: list[bytes]
     content_types: list[bytes]
     chunked: bool
 
     @classmethod
     def of(cls, headers: Headers) -> _Seen:
-        length = host = origin = None
+        length = None
+        host, hosts = "", 0
+        origins: list[str] = []
         authorizations: list[bytes] = []
         content_types: list[bytes] = []
         chunked = False
@@ -125,14 +136,14 @@ class _Seen(NamedTuple):
             elif name == b"authorization":
                 authorizations.append(value)
             elif name == b"host":
-                host = value.decode("latin-1")
+                host, hosts = value.decode("latin-1"), hosts + 1
             elif name == b"origin":
-                origin = value.decode("latin-1")
+                origins.append(value.decode("latin-1"))
             elif name == b"content-type":
                 content_types.append(value)
             elif name == b"transfer-encoding":
                 chunked = True
-        return cls(length, host, origin, authorizations, content_types, chunked)
+        return cls(length, host, hosts, origins, authorizations, content_types, chunked)
 
 
 def _is_json(content_type: bytes) -> bool:
@@ -144,11 +155,11 @@ def _is_json(content_type: bytes) -> bool:
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
 
 
-def _same_origin(origin: str, host: str | None) -> bool:
+def _same_origin(origin: str, host: str) -> bool:
     """Whether ``Origin`` (``scheme://host[:port]``; ``null`` from sandboxes and files) names the
     host and port the request was sent to, as its ``Host`` header says."""
     scheme, separator, authority = origin.strip().lower().partition("://")
-    if not separator or host is None or "/" in authority:
+    if not separator or "/" in authority:
         return False
     target = host.strip().lower()
     default = _DEFAULT_PORTS.get(scheme)

@@ -24,7 +24,7 @@ from starlette.types import Receive, Scope, Send
 
 from lotline.api.guards import BodyTooLarge, Guard, Headers, send_json
 from lotline.api.metrics import Metrics
-from lotline.domain.errors import DatabaseError, InvalidInput, LotlineError, Unavailable
+from lotline.domain.errors import DatabaseError, DatabaseUnavailable, InvalidInput, LotlineError, Unavailable
 from lotline.domain.json_depth import MAX_JSON_DEPTH
 from lotline.server.journal import JournalWriter
 from lotline.services.openlineage import Batch, journal_entry
@@ -155,7 +155,9 @@ class IngestHandler:
                 return _JOURNALED
             return _Answer(200, await _post_batch(body, state.journal, state.metrics))
         except LotlineError as error:  # as errors.lotline_error_response answers the other routes
-            if isinstance(error, DatabaseError):
+            if isinstance(error, DatabaseUnavailable):  # said once, by the projector (issue 39.16)
+                log.debug("database unavailable: %s", error.detail)
+            elif isinstance(error, DatabaseError):
                 log.warning("database error: %s", error.detail)
             retry = ((b"retry-after", b"1"),) if isinstance(error, Unavailable) else ()
             return _error(error.http_status, error.message, retry)

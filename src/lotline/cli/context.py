@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from lotline.domain.secrets import masked_url
 from lotline.services import Lineage, open_configured
 from lotline.services.config import DEFAULT_SOURCE, DEFAULTS, load_settings, read_configuration
 from lotline.store.engine import shown_url
@@ -22,6 +23,8 @@ Namespace = Annotated[
 ]
 #: Values ``lotline config`` never prints.
 SECRETS = ("LOTLINE_API_TOKEN", "LOTLINE_OPENLINEAGE_API_KEY")
+#: URLs ``lotline config`` prints with their secrets masked (a comma-separated list for webhooks).
+ENDPOINTS = ("LOTLINE_OPENLINEAGE_URL", "LOTLINE_WEBHOOK_URLS", "LOTLINE_S3_ENDPOINT_URL")
 __all__ = ["Namespace", "config", "load_settings", "namespace_in", "open_existing"]
 
 
@@ -45,6 +48,8 @@ def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
             value = "****"
         elif value is not None and key == "LOTLINE_DB_URL":
             value = shown_url(value)
+        elif value is not None and key in ENDPOINTS:
+            value = ",".join(masked_url(url.strip()) for url in value.split(","))
         rows.append({"key": key, "value": value, "source": setting.source})
     if as_json:
         print(json.dumps(rows, indent=2))

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from lotline.domain.errors import DatabaseUnavailable, InvalidInput
+from lotline.domain.secrets import masked_url
 from lotline.services import open_configured
 from lotline.services.config import load_settings
 from lotline.services.outage import Outage
@@ -68,6 +69,6 @@ _printing = threading.Lock()
 def _print(result: Delivery) -> None:
     with _printing:
         if result.sent:
-            print(f"{result.url}: {result.sent} events, position {result.position}", flush=True)
+            print(f"{masked_url(result.url)}: {result.sent} events, position {result.position}", flush=True)
         elif result.error:
-            print(f"{result.url}: failed ({result.error}); retrying later", flush=True)
+            print(f"{masked_url(result.url)}: failed ({result.error}); retrying later", flush=True)

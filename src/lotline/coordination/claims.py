@@ -192,6 +192,13 @@ def next_candidate(
     return chosen
 
 
+def hold_rows(connection: Connection, lot_job: LotJob, candidate: Candidate) -> bool:
+    """Lock the rows the claim of ``candidate`` depends on without waiting (``q.lock_claim_rows``,
+    why: issue 39.19); False if another transaction is changing one (the caller rolls back)."""
+    own = [(d, candidate.lot) for d in lot_job.all_outputs]
+    return q.lock_claim_rows(connection, lot_job.job_id, [*own, *candidate.inputs], candidate.inputs)
+
+
 def take(
     connection: Connection,
     lot_job: LotJob,
@@ -308,24 +315,30 @@ def reap(connection: Connection, now: datetime, limit: int = 100) -> list[q.Stat
     return reaped
 
 
-def unclaimed_runs(connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime) -> set[uuid.UUID]:
-    """Those of ``run_ids`` that ``refuse_ending_claimed_run`` lets end now, in one statement (a
+def unclaimed_runs(connection: Connection, run_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``refuse_ending_claimed_run`` lets end, in one statement (a
     projection group's runs); the claims of the others stay locked until commit (PostgreSQL)."""
-    return set(run_ids) - q.runs_with_live_claims(connection, run_ids, now)
+    return set(run_ids) - q.runs_with_claims(connection, run_ids)
 
 
 def refuse_ending_claimed_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> None:
-    """A run that a live claim owns ends with its claim (its worker completes or fails it; the reaper
-    or an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING
+    """A run that a claim owns ends with its claim (its worker completes or fails it; the reaper or
+    an invalidation fails it), never from outside: ended from outside, its lot would stay RUNNING
     with an ended run. So does a child run of such a run (a part of its lot, which its worker ends).
-    A Conflict naming the claim; its row stays locked until commit (PostgreSQL)."""
-    claim = q.live_claim_of_run(connection, run_id, now)
+    A lease that ran out does not free the run: until the reaper releases the lot, its worker may
+    still be finishing, and a run completed from outside would get a version with no manifest and
+    no data beside the reaper's FAILED lot (issue 39.13). A Conflict naming the claim (``now``
+    tells whether its lease ran out); its row stays locked until commit (PostgreSQL)."""
+    claim = q.claim_of_run(connection, run_id)
     if claim is not None:
         child = "" if claim.run_id == run_id else f" (a part of run {claim.run_id})"
+        lease = f"lease until {claim.lease_expires_at.isoformat()}"
+        if claim.lease_expires_at <= now:
+            lease += " (run out: the reaper fails it next)"
         raise Conflict(
-            f"Run {run_id}{child} belongs to a live claim: job {claim.namespace}:{claim.job} "
-            f"lot {claim.lot}, attempt {claim.attempt} of worker {claim.owner}, lease until "
-            f"{claim.lease_expires_at.isoformat()}. It ends with its claim (its worker completes or "
-            "fails it, or the reaper once the lease runs out); invalidate an input lot to stop it.",
+            f"Run {run_id}{child} belongs to a claim: job {claim.namespace}:{claim.job} "
+            f"lot {claim.lot}, attempt {claim.attempt} of worker {claim.owner}, {lease}. It ends with "
+            "its claim (its worker completes or fails it, or the reaper once the lease runs out); "
+            "invalidate an input lot to stop it.",
             current="claimed",
         )

@@ -79,8 +79,9 @@ def invalidate(
                 queue.append((sibling.dataset_id, lot_, job_id, sibling.run_id))
         for consumer in q.consuming_claims(connection, d, lot_):
             outputs = q.outputs_of_claim(connection, consumer.job_id, consumer.run_id)
-            q.set_claim_inputs(connection, consumer.job_id, consumer.run_id, Status.ERROR, now)
+            # OUTPUT rows before INPUT rows, as the reaper ends a claim: two orders could deadlock.
             queue.extend(_after_input_reopened(connection, consumer, outputs, now, done))
+            q.set_claim_inputs(connection, consumer.job_id, consumer.run_id, Status.ERROR, now)
     return done
 
 
@@ -177,10 +178,11 @@ def _reopen_level(
         versions.supersede_current_many(connection, d, lots)
         consumers = q.consuming_claims_of(connection, d, lots)
         outputs = q.outputs_of_consumers(connection, d, lots)
-        _set_inputs_error(connection, [(c.job_id, c.run_id) for _, c in consumers], now, errored)
         for _, consumer in consumers:
             claim_outputs = outputs.get((consumer.job_id, consumer.run_id), [])
             following.extend(_after_input_reopened(connection, consumer, claim_outputs, now, done))
+        # OUTPUT rows before INPUT rows, as the reaper ends a claim: two orders could deadlock.
+        _set_inputs_error(connection, [(c.job_id, c.run_id) for _, c in consumers], now, errored)
     _set_inputs_error(connection, [(job_id, run_id) for _, _, job_id, run_id in level], now, errored)
     done.reopened.extend((d, lot) for d, lot, _, _ in level)
     return following

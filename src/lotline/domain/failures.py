@@ -12,6 +12,8 @@ from lotline.domain.errors import LotlineError
 
 #: A reason is at most this many characters (the rest is in the stack trace).
 MAX_REASON = 1000
+#: A stored stack trace is at most this many characters: its head and its tail (issue 39.17).
+MAX_STACK = 64 * 1024
 #: What a lot stopped by Ctrl-C (or SIGTERM's KeyboardInterrupt) failed with.
 INTERRUPTED = "interrupted by the user"
 
@@ -65,3 +67,14 @@ def lease_expired(owner: str | None, last_beat: datetime | None = None) -> str:
     who = f"worker {owner}" if owner else "its worker"
     when = "" if last_beat is None else f" at {last_beat.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
     return f"the lease expired: {who} stopped heartbeating{when} (it died, hung or lost the database)"
+
+
+def bounded_stack(stack: str | None) -> str | None:
+    """A stack trace as stored (the run's ``errorMessage`` facet): at most ``MAX_STACK`` characters,
+    its first and last halves with the number of characters left out between them. A 2 MB trace
+    (a Spark job's, a deep recursion) was stored whole and served with every run."""
+    if stack is None or len(stack) <= MAX_STACK:
+        return stack
+    half = MAX_STACK // 2
+    cut = len(stack) - 2 * half
+    return f"{stack[:half]}\n… {cut} characters of the stack trace left out …\n{stack[-half:]}"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from lotline.domain.errors import Conflict
 
@@ -79,3 +81,14 @@ def plan_transition(current: RunState, action: RunAction) -> TransitionPlan:
 #: The run facet holding what a lot's transform logged (``lot.log``): ``{lines, dropped}``, the
 #: last lines kept (spark/runlog.py); read by ``lotline logs`` and the web UI's run page.
 LOG_FACET = "lotline_log"
+
+
+def listed_facets(facets: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's facets as a list of runs shows them (issue 39.17): without what may weigh megabytes —
+    ``lotline_log`` (what the lot's transform logged) and ``errorMessage``'s ``stackTrace`` (its
+    message stays). The run itself (``GET /jobs/runs/{id}``) keeps them."""
+    listed = {name: value for name, value in facets.items() if name != LOG_FACET}
+    error = listed.get("errorMessage")
+    if isinstance(error, Mapping) and "stackTrace" in error:
+        listed["errorMessage"] = {key: value for key, value in error.items() if key != "stackTrace"}
+    return listed

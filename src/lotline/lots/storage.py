@@ -30,6 +30,7 @@ from lotline.domain import failures
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import validate_lot_id
 from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, check_format, manifest_document
+from lotline.domain.secrets import masked_url
 from lotline.domain.storage_names import MANIFESTS_FOLDER, dataset_prefix, dataset_segments, storage_segments
 
 #: Files that writers (Spark, Hadoop) leave beside the data and that are not part of it.
@@ -291,7 +292,7 @@ def _s3_problem(error: Exception, fs: Any) -> str:
         return "access denied with these credentials"
     if kinds & {"EndpointConnectionError", "ConnectTimeoutError", "ConnectionError", "OSError"}:
         if endpoint:
-            return f"the S3 endpoint {endpoint} (LOTLINE_S3_ENDPOINT_URL) cannot be reached"
+            return f"the S3 endpoint {masked_url(endpoint)} (LOTLINE_S3_ENDPOINT_URL) cannot be reached"
         return "AWS S3 cannot be reached, and no LOTLINE_S3_ENDPOINT_URL is set for an S3-compatible service"
     return failures.one_line(error)
 

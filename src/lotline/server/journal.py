@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from lotline.domain.errors import DatabaseError, Unavailable, ValueRefused
+from lotline.domain.errors import DatabaseError, DatabaseUnavailable, Unavailable, ValueRefused
 from lotline.services.openlineage import Journaled, journal, journal_one_by_one, outcomes
 from lotline.store.engine import Store
 from lotline.store.queries import events
@@ -104,7 +104,9 @@ class JournalWriter:
         try:
             results = await self._journal(entries)
         except DatabaseError as error:
-            log.warning("journaling %d events failed: %s", len(entries), error.detail)
+            # An outage is said once, by the projector (issue 39.16); every other failure here.
+            say = log.debug if isinstance(error, DatabaseUnavailable) else log.warning
+            say("journaling %d events failed: %s", len(entries), error.detail)
             failure = JournalUnavailable(f"the database failed while journaling; retry: {error.detail}")
             _fail(group, failure)
             return

@@ -28,7 +28,9 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
+from lotline.domain.errors import DatabaseError, DatabaseUnavailable
 from lotline.server.load import LOAD_SAMPLE_SECONDS, ServerLoad
+from lotline.services.outage import Outage
 from lotline.services.projection import ProjectionService
 from lotline.store.engine import Store
 from lotline.store.queries import events
@@ -67,9 +69,11 @@ class BackgroundProjector:
         server_busy: Callable[[], bool] | None = None,
         max_defer_seconds: float = MAX_DEFER_SECONDS,
         clock: Clock = SYSTEM_CLOCK,
+        outage: Outage | None = None,
     ) -> None:
         """``clock``: how long it has stood aside is measured on its ``monotonic`` (a test passes a
-        ``ManualClock`` it advances)."""
+        ``ManualClock`` it advances). ``outage``: says when the database goes and comes back, one
+        line each (``lotline serve``'s only lines about an outage; issue 39.16)."""
         self._store = store
         self._server_busy = server_busy or (lambda: False)
         self._max_defer_seconds = max_defer_seconds
@@ -81,6 +85,7 @@ class BackgroundProjector:
         self._stopping = stopping or threading.Event()
         self._idle = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._outage = outage or Outage(log.warning)
 
     def start(self) -> None:
         self._wake.set()  # whatever is pending from before the start goes first
@@ -136,6 +141,11 @@ class BackgroundProjector:
             should_stop = functools.partial(self._should_stop, self._clock())
             try:
                 drained = self._projection.drain(wait=False, should_stop=should_stop)
+            except DatabaseUnavailable as down:  # one line for the whole outage, no stack
+                self._outage.failed(down)
+                delay = ERROR_BACKOFF_SECONDS
+                self._wake.set()
+                continue
             except Exception:
                 log.exception("the background projector failed; it tries again")
                 delay = ERROR_BACKOFF_SECONDS
@@ -143,6 +153,7 @@ class BackgroundProjector:
                 continue
             finally:
                 self._last_drain = self._clock()
+            self._outage.recovered()
             if drained.busy:
                 self._notify_holder()
                 delay = BUSY_RETRY_SECONDS
@@ -174,6 +185,10 @@ class BackgroundProjector:
         while not self._stopping.is_set():
             try:
                 listener = self._store.listen(events.CHANNEL)
+            except DatabaseError as error:  # an outage: the loop says so, once
+                log.debug("cannot LISTEN for journaled events: %s", error.detail)
+                self._stopping.wait(ERROR_BACKOFF_SECONDS * 5)
+                continue
             except Exception:
                 log.exception("cannot LISTEN for journaled events; polling only for now")
                 self._stopping.wait(ERROR_BACKOFF_SECONDS * 5)
@@ -182,6 +197,9 @@ class BackgroundProjector:
                 while not self._stopping.is_set():
                     if listener.wait(LISTEN_TIMEOUT_SECONDS):
                         self._wake.set()
+            except DatabaseError as error:
+                log.debug("lost the LISTEN connection: %s", error.detail)
+                self._stopping.wait(ERROR_BACKOFF_SECONDS)
             except Exception:
                 log.exception("lost the LISTEN connection; reconnecting")
                 self._stopping.wait(ERROR_BACKOFF_SECONDS)
@@ -265,7 +283,15 @@ def _run_projector(db_url: str, poll_seconds: float, signals: Connection) -> Non
         target=_receive_signals, args=(signals.fileno(), wake, stopping), name="lotline-signals", daemon=True
     )
     receiver.start()
-    lineage = open_lineage(db_url)
+    outage = Outage(log.warning, stop=stopping)
+    while True:  # a projector started (or restarted) during an outage waits it out, never dies of it
+        try:
+            lineage = open_lineage(db_url)
+            break
+        except DatabaseUnavailable as down:
+            outage.wait(down)
+            if stopping.is_set():
+                return
     try:
         BackgroundProjector(
             lineage.store,
@@ -274,6 +300,7 @@ def _run_projector(db_url: str, poll_seconds: float, signals: Connection) -> Non
             wake=wake,
             stopping=stopping,
             server_busy=ServerLoad(os.getppid()).busy,
+            outage=outage,
         ).run()
     finally:
         lineage.close()

@@ -33,6 +33,7 @@ from lotline.domain.coordination import LotClaim
 from lotline.domain.failures import Failure
 from lotline.domain.manifests import ManifestDraft
 from lotline.domain.model import JsonObject
+from lotline.domain.secrets import masked_text
 from lotline.services import facets
 from lotline.services.config import Settings
 from lotline.services.facets import Facet
@@ -251,7 +252,11 @@ class EmissionService:
             self.consumer.emit(event)
         except Exception as failure:  # a consumer that is down never fails the lot
             log.warning(
-                "OpenLineage %s of job %s lot %s not emitted: %s", event_type, claim.job, claim.lot, failure
+                "OpenLineage %s of job %s lot %s not emitted: %s",
+                event_type,
+                claim.job,
+                claim.lot,
+                masked_text(str(failure)),  # a transport's error may quote the URL
             )
 
 

@@ -57,14 +57,14 @@ def custom(**fields: Any) -> Facet:
 
 
 def error_message(error: BaseException | str | Failure) -> Facet:
-    """``errorMessage``: the one-line reason (``domain/failures``) as its message and the whole
-    stack (a Java one included, for Spark's errors) as its ``stackTrace``."""
+    """``errorMessage``: the one-line reason (``domain/failures``) as its message and the stack (a
+    Java one included, for Spark's errors; bounded in size) as its ``stackTrace``."""
     failure = failures.failure_of(error)
     return _json(
         error_message_run.ErrorMessageRunFacet(
             message=failure.reason,
             programmingLanguage="python",
-            stackTrace=failure.stack,
+            stackTrace=failures.bounded_stack(failure.stack),
             producer=PRODUCER,
         )
     )

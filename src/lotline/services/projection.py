@@ -311,7 +311,7 @@ class _Group:
     #: Run id -> its row as this group last read, locked or wrote it (None: there is no such run);
     #: an event that writes a run drops it, unless what it wrote is the row (a run it created).
     runs: dict[uuid.UUID, StoredRun | None] = field(default_factory=dict)
-    #: Runs known to have no live claim (``claims.refuse_ending_claimed_run`` would pass them).
+    #: Runs known to have no claim (``claims.refuse_ending_claimed_run`` would pass them).
     unclaimed: set[uuid.UUID] = field(default_factory=set)
     #: Dataset id -> what a new version of it is made of (``datasets.version_basis``).
     bases: dict[uuid.UUID, VersionBasis] = field(default_factory=dict)
@@ -361,7 +361,7 @@ class _Group:
         ]
         ending = {run_id for run_id, kind in run_events if kind in TERMINAL_EVENTS} - self.unclaimed
         if ending:
-            self.unclaimed |= claims.unclaimed_runs(self.connection, sorted(ending), self.now)
+            self.unclaimed |= claims.unclaimed_runs(self.connection, sorted(ending))
         unknown = {run_id for run_id, _ in run_events} - set(self.runs)
         if unknown:
             locked = runs.lock_runs(self.connection, sorted(unknown))

@@ -69,7 +69,8 @@ class RunService:
         """Apply ``action`` at time ``at`` (default: now). Repeats are no-ops; illegal moves conflict.
 
         Starting pins the inputs; ending versions every output the run declared (SPEC §3). A run
-        that a live lot claim owns is ended by its claim only: ending it here is a Conflict.
+        that a lot claim owns (until it is released or reaped) is ended by its claim only: ending
+        it here is a Conflict.
         """
         _common.check_aware("at", at)
         with self._store.write() as connection:

@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from lotline.domain.errors import DatabaseUnavailable, InvalidInput, LotlineError
+from lotline.domain.secrets import masked_text, masked_url
 from lotline.services.lot_events import LotEventService
 from lotline.services.outage import Outage
 from lotline.store.engine import Store
@@ -99,7 +100,7 @@ class WebhookService:
     def deliver(self, url: str, *, post: Post = http_post, now: datetime | None = None) -> Delivery:
         """Send the next batch of events to ``url`` if its back-off allows; one call, one batch."""
         if not url.startswith(("http://", "https://")):
-            raise InvalidInput(f"webhook URL {url!r} is not an http(s) URL.")
+            raise InvalidInput(f"webhook URL {masked_url(url)!r} is not an http(s) URL.")
         now = now or utcnow()
         with self._store.write() as connection:
             row = q.ensure(connection, url, self._events.last_position(), now)
@@ -113,7 +114,7 @@ class WebhookService:
             status = post(url, body)
             error = None if 200 <= status < 300 else f"HTTP {status}"
         except OSError as failure:
-            error = f"{type(failure).__name__}: {failure}"
+            error = masked_text(f"{type(failure).__name__}: {failure}")  # it may quote the URL
         with self._store.write() as connection:
             if error is None:
                 q.delivered(connection, url, row.position, events[-1].position, now)
@@ -127,8 +128,12 @@ class WebhookService:
         """Threads that deliver to ``urls``, one per URL, until stopped (``lotline webhooks``)."""
         for url in urls:
             if not url.startswith(("http://", "https://")):
-                raise InvalidInput(f"webhook URL {url!r} is not an http(s) URL.")
+                raise InvalidInput(f"webhook URL {masked_url(url)!r} is not an http(s) URL.")
         return Deliverers(self, tuple(dict.fromkeys(urls)), report, poll)
+
+
+def _thread_name(url: str) -> str:
+    return f"webhook {masked_url(url)}"
 
 
 class Deliverers:
@@ -145,7 +150,9 @@ class Deliverers:
         self._stop = threading.Event()
         self._woken = {url: threading.Event() for url in urls}
         self._threads = [
-            threading.Thread(target=self._deliver, args=(url,), name=f"webhook {url}", daemon=True)
+            threading.Thread(
+                target=self._deliver, args=(url,), name=f"webhook {masked_url(url)}", daemon=True
+            )
             for url in urls
         ]
 
@@ -180,7 +187,7 @@ class Deliverers:
             except Exception as error:  # anything else: this URL tries again, said once
                 if not failing:
                     if not isinstance(error, LotlineError):
-                        log.exception("webhook %s", url)
+                        log.exception("webhook %s", masked_url(url))
                     self._report(Delivery(url, 0, -1, f"{getattr(error, 'message', None) or error}"))
                 failing = True
                 self._stop.wait(self._poll)

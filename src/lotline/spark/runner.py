@@ -34,6 +34,7 @@ from lotline.services import Lineage
 from lotline.services import facets as ol
 from lotline.services.emission import LotEnd
 from lotline.services.lots import DEFAULT_LEASE, OtherOutput
+from lotline.services.outage import Outage, retried
 from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Spark jobs take minutes; a lease of a minute, beaten every 20 s, lets a dead worker's lot go soon.
 RUNNER_LEASE = max(DEFAULT_LEASE, timedelta(seconds=60))
+#: Tries to record a lot's failure (waits of 0.5, 1, 2, 4, 8 s between them: within the lease).
+FAIL_TRIES = 6
 #: How long Ctrl-C waits for Spark to take the cancellation before stopping anyway.
 _CANCEL_WAIT_S = 10
 
@@ -666,7 +669,8 @@ class LotRunner:
                 written = self.lineage.storage.describe_written(location, format=spec.format)
                 drafts[spec.name] = ManifestDraft(location, written)
         others = {name: OtherOutput(draft) for name, draft in drafts.items() if name != job.output.name}
-        try:
+
+        def record() -> None:
             self.lineage.lots.fail(
                 claim,
                 manifest=drafts.get(job.output.name),
@@ -674,8 +678,14 @@ class LotRunner:
                 facets=dict(facets),
                 others=others or None,
             )
+
+        try:
+            # A failure whose transaction the database gave up on (a deadlock's victim, a restart)
+            # is tried again for about 15 s, well within the lease the last heartbeat left.
+            retried(record, Outage(log.warning), FAIL_TRIES)
         except Conflict as refused:
-            # The claim is no longer ours (reaped or invalidated): its run was already failed.
+            # The claim is no longer ours (reaped or invalidated): its run was already failed. So
+            # is a retried failure whose first commit went through but whose answer was lost.
             log.info("job %s lot %s: %s", job.name, claim.lot, refused.message)
         except DatabaseUnavailable as down:
             log.warning(

@@ -158,6 +158,7 @@ def _start(settings: Settings, app_name: str) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
+        _launch_jvm_apart(master, app_name, conf)
         spark = builder.getOrCreate()
     except Exception as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -165,6 +166,21 @@ def _start(settings: Settings, app_name: str) -> SparkSession:
         raise InvalidInput(f"cannot start Spark on master {settings.spark_master!r}: {reason}") from None
     spark.sparkContext.setLogLevel(settings.log_level)  # where the launch options were not used
     return spark
+
+
+def _launch_jvm_apart(master: str, app_name: str, conf: dict[str, str]) -> None:
+    """Start Spark's JVM (PySpark's gateway, as the session would) in a session of its own, so that a
+    SIGTERM to the command's process group (systemd's default ``KillMode=control-group``) reaches
+    the command, which finishes its lot, and not the JVM under it (issue 39.15). The JVM still ends
+    with the command: it exits when its stdin, a pipe from this process, closes."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:  # a JVM this process started before: the session reuses it
+        return
+    launched = SparkConf().setMaster(master).setAppName(app_name).setAll(list(conf.items()))
+    gateway = launch_gateway(launched, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    SparkContext._ensure_initialized(gateway=gateway)
 
 
 def load_pipeline_with_spark(settings: Settings, reference: str) -> Pipeline:

@@ -28,6 +28,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, DisconnectionError, Operat
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from lotline.domain.errors import InvalidInput, ValueRefused
+from lotline.domain.secrets import masked_url
 from lotline.store.errors import translate
 
 #: Execution option that marks a connection whose transaction will write.
@@ -229,13 +230,15 @@ def parse_url(url: str) -> URL:
     try:
         parsed = make_url(url)
     except ArgumentError:
-        raise InvalidInput(f"database URL {url!r} is not a URL; use {URL_FORMS}.") from None
+        raise InvalidInput(
+            f"database URL {masked_url(url, endpoint=False)!r} is not a URL; use {URL_FORMS}."
+        ) from None
     backend = parsed.drivername.partition("+")[0]
     if parsed.drivername in ("sqlite", "sqlite+pysqlite"):
         return parsed
     if backend in ("postgresql", "postgres"):
         return parsed.set(drivername="postgresql+psycopg")
-    shown = parsed.render_as_string(hide_password=True)
+    shown = masked_url(parsed.render_as_string(hide_password=False), endpoint=False)
     raise InvalidInput(f"database URL {shown} is not one lotline can use; use {URL_FORMS}.")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from sqlalchemy import Connection, create_engine
 
 from lotline.domain.errors import LotlineError, NoDatabase
+from lotline.domain.secrets import masked_url
 from lotline.store import errors, migrate
 from lotline.store.drivers import (
     WRITE_OPTION,
@@ -120,11 +121,13 @@ class Store:
 
 
 def shown_url(url: str) -> str:
-    """The URL as lotline may print it: the password masked (a URL it cannot parse, as it is)."""
+    """The URL as lotline may print it: its password masked, in the userinfo or the query (a URL it
+    cannot parse, as it is but for the same masks)."""
     try:
-        return parse_url(url).render_as_string(hide_password=True)
+        rendered = parse_url(url).render_as_string(hide_password=False)
     except LotlineError:
-        return url
+        rendered = url
+    return masked_url(rendered, endpoint=False)
 
 
 def sqlite_file(url: str) -> Path | None:

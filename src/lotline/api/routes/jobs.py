@@ -118,4 +118,4 @@ def create_run(namespace: str, job: str, body: RunIn, lineage: Services, respons
 @router.get(JOB + "/runs")
 def list_runs(namespace: str, job: str, lineage: Services, page: Page) -> Json:
     found = lineage.runs.list_runs(namespace, job, page.limit, page.offset)
-    return {"runs": [run_json(r) for r in found.items], "totalCount": found.total_count}
+    return {"runs": [run_json(r, listed=True) for r in found.items], "totalCount": found.total_count}

@@ -91,6 +91,8 @@ class PythonClaimPath:
         """Create and start the claim's run, then take the lot (``LostRace`` if another worker won)."""
         # The run starts now, after the check: the take succeeds only if the lot is still as the check
         # saw it, so an earlier attempt had ended (and committed) before now; run intervals never overlap.
+        if not claims.hold_rows(connection, found.lot_job, candidate):
+            raise LostRace(candidate.lot)  # a row of the lot is being changed: never wait for it
         now = self._clock.now()
         run_id = uuid.uuid4()
         create_run(

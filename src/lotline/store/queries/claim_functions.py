@@ -32,7 +32,13 @@ class NotLive(Exception):
     """The claim is no longer its owner's live attempt (lease ran out, reaped, failed, reopened)."""
 
 
-_REFUSALS: dict[str, type[Exception]] = {"LT001": FallBack, "LT002": LostRace, "LT003": NotLive}
+#: 55P03 (lock_not_available): a row of the lot is being changed; the claim does not wait (migration 0022).
+_REFUSALS: dict[str, type[Exception]] = {
+    "LT001": FallBack,
+    "LT002": LostRace,
+    "LT003": NotLive,
+    "55P03": LostRace,
+}
 
 # psycopg's own placeholders; it prepares each statement on the server after a few calls. The
 # arguments go as text, which the server casts to the function's parameter types: adapting UUIDs,

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, exists, insert, or_, select, tuple_, update
 
 from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status
+from lotline.domain.errors import DatabaseError
 from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, jobs, namespaces, runs
 
@@ -44,9 +45,10 @@ class StatusRow:
 
 
 @dataclass(frozen=True, slots=True)
-class LiveClaim:
-    """The live claim that owns a run: its job (by name), output lot, owner, attempt and lease, and
-    its own run (the run asked about, or the parent of that child run)."""
+class OwningClaim:
+    """The claim that owns a run (its OUTPUT row RUNNING, its lease run out or not): its job (by
+    name), output lot, owner, attempt and lease, and its own run (the run asked about, or the
+    parent of that child run)."""
 
     namespace: str
     job: str
@@ -131,6 +133,48 @@ def _take(connection: Connection) -> Any:
     ).returning(ds.c.role)
 
 
+#: PostgreSQL's ``lock_not_available``: a ``NOWAIT`` lock found the row locked.
+_LOCK_NOT_AVAILABLE = "55P03"
+_KEYS = tuple_(ds.c.dataset_id, ds.c.lot).in_(bindparam("b_keys", expanding=True))
+#: The claim's own rows (its OUTPUT rows and INPUT read locks), to be written.
+_LOCK_OWN_ROWS = (
+    select(ds.c.role).where(ds.c.job_id == bindparam("b_job"), _KEYS).with_for_update(nowait=True)
+)
+#: The input lots' OUTPUT rows (their producers'), READY as the claim read them: shared with other readers.
+_LOCK_INPUT_ROWS = select(ds.c.role).where(_OUTPUT, _KEYS).with_for_update(read=True, nowait=True)
+
+
+def lock_claim_rows(
+    connection: Connection,
+    job_id: uuid.UUID,
+    own: Sequence[tuple[uuid.UUID, str]],
+    inputs: Sequence[tuple[uuid.UUID, str]],
+) -> bool:
+    """Lock, without waiting, the rows a claim depends on (PostgreSQL): its own rows (``own``: its
+    outputs and inputs, as ``take_claim`` writes them) for update, its input lots' OUTPUT rows for
+    share, so that they stay READY until the claim commits. False if another transaction is
+    changing one (the transaction is then aborted: the caller rolls back, a lost race).
+
+    A claim holds the work-list hints it took (``frontier.pop``/``drop``) while it takes the lot,
+    and a failure, a reap, an invalidation or a completion changes a lot's rows (and the version
+    counter) before it hints jobs again: a claim that waited for such a transaction would wait for
+    it while it waits for the claim's hint, a deadlock (issue 39.19). The claim loses the race
+    instead, as it would once the other committed: what it read of the lot is being changed.
+    Call it before the claim's run pins its inputs (which may lock an input's version counter).
+    """
+    if not locks_rows(connection):
+        return True  # SQLite: the write transaction already holds the whole database
+    try:
+        connection.execute(_LOCK_OWN_ROWS, {"b_job": job_id, "b_keys": list(own)})
+        if inputs:
+            connection.execute(_LOCK_INPUT_ROWS, {"b_keys": list(inputs)})
+    except DatabaseError as error:
+        if error.sqlstate == _LOCK_NOT_AVAILABLE:
+            return False
+        raise
+    return True
+
+
 def take_claim(
     connection: Connection,
     *,
@@ -149,7 +193,7 @@ def take_claim(
     This conditional upsert is the mutex: an OUTPUT row is taken only if it is absent, or ERROR /
     RESUBMIT at ``attempt - 1`` (what the caller saw); an INPUT row only if absent or ERROR
     (released). False, with some rows perhaps written, if any row was not takeable: the caller
-    must roll back.
+    must roll back. On PostgreSQL, ``lock_claim_rows`` first.
     """
     claim = {
         "job_id": job_id,
@@ -384,7 +428,7 @@ _parent_of_run = select(runs.c.parent_run_id).where(runs.c.id == bindparam("b_ru
 
 
 @per_dialect
-def _live_claim_of_run(connection: Connection) -> Any:
+def _claim_of_run(connection: Connection) -> Any:
     query = (
         select(
             namespaces.c.name,
@@ -401,26 +445,23 @@ def _live_claim_of_run(connection: Connection) -> Any:
             or_(ds.c.run_id == bindparam("b_run"), ds.c.run_id == _parent_of_run),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
-            ds.c.lease_expires_at > bindparam("b_now"),
         )
     )
     return query.with_for_update(of=ds) if locks_rows(connection) else query
 
 
-def live_claim_of_run(connection: Connection, run_id: uuid.UUID, now: datetime) -> LiveClaim | None:
-    """The live claim (OUTPUT RUNNING, lease not run out at ``now``) whose run this is, or whose run
-    is this child run's parent, its row
-    locked until commit on PostgreSQL (so that it cannot end meanwhile); None if there is none."""
-    row = connection.execute(_live_claim_of_run(connection), {"b_run": run_id, "b_now": now}).first()
-    return None if row is None else LiveClaim(*row)
+def claim_of_run(connection: Connection, run_id: uuid.UUID) -> OwningClaim | None:
+    """The claim (OUTPUT RUNNING, whether or not its lease ran out: until it is reaped) whose run
+    this is, or whose run is this child run's parent, its row locked until commit on PostgreSQL
+    (so that it cannot end meanwhile); None if there is none."""
+    row = connection.execute(_claim_of_run(connection), {"b_run": run_id}).first()
+    return None if row is None else OwningClaim(*row)
 
 
-def runs_with_live_claims(
-    connection: Connection, run_ids: Sequence[uuid.UUID], now: datetime
-) -> set[uuid.UUID]:
-    """Those of ``run_ids`` that ``live_claim_of_run`` would name a claim for (a run with a live
-    claim, or the child of one), in one statement for a projection group; their claims' rows locked
-    until commit on PostgreSQL, as ``live_claim_of_run`` locks them."""
+def runs_with_claims(connection: Connection, run_ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
+    """Those of ``run_ids`` that ``claim_of_run`` would name a claim for (a claimed run, or the
+    child of one), in one statement for a projection group; their claims' rows locked until commit
+    on PostgreSQL, as ``claim_of_run`` locks them."""
     if not run_ids:
         return set()
     query = (
@@ -430,7 +471,6 @@ def runs_with_live_claims(
             in_values(connection, runs.c.id, run_ids),
             _OUTPUT,
             ds.c.status == Status.RUNNING.value,
-            ds.c.lease_expires_at > now,
         )
     )
     if locks_rows(connection):
