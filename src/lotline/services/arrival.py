@@ -137,6 +137,7 @@ class ArrivalPass:
         self._store = store
         self._declare_empty = declare_empty
         self._clock = clock
+        self._warned: set[uuid.UUID] = set()
 
     def notice(self, now: datetime.datetime | None = None) -> Noticed:
         """One pass. ``absent=empty`` sources first: their due lots with nothing delivered are
@@ -163,7 +164,9 @@ class ArrivalPass:
             try:
                 declared = self._declare_empty(ref.namespace, ref.name, absent, watch.policy.declaration)
             except LotlineError as error:  # e.g. the dataset has another producer: the next pass retries
-                _log.warning("arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
+                level = logging.DEBUG if watch.dataset_id in self._warned else logging.WARNING
+                self._warned.add(watch.dataset_id)  # said once per process, not every pass
+                _log.log(level, "arrival pass: %s:%s: %s", ref.namespace, ref.name, error)
                 failed.add(watch.dataset_id)
                 continue
             done.declared_empty += [(ref.namespace, ref.name, lot) for lot in declared]
