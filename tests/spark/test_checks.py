@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lotline.api.app import create_app
+from lotline.domain.clock import ManualClock
 from lotline.domain.gaps import GapState
 from lotline.services import Lineage
 from lotline.services.config import Settings
@@ -75,8 +77,9 @@ def test_fail_warn_and_drop_on_one_run(
     assert custom["metadata"] == {"late": 1, "lot": LOT}
 
     # The version's facets, as the REST API serves them (the app's routes over this test's services).
+    # The pages count lots up to now: "now" is just after the lot's hour, as it is for its data.
     app = create_app(Settings(db_url=backend_url, warehouse=str(tmp_path / "warehouse"), api_token=None))
-    app.state.lineage = lineage
+    app.state.lineage = replace(lineage, clock=ManualClock(datetime(2023, 1, 1, 1, 5, tzinfo=UTC)))
     client = TestClient(app, base_url="http://127.0.0.1")
     answer = client.get(f"/api/v1/namespaces/{NS}/datasets/flights/versions")
     assert answer.status_code == 200, answer.text
@@ -102,7 +105,7 @@ def test_fail_warn_and_drop_on_one_run(
     # The start page counts it beside the job's lots, and its latest run is that run, linked.
     home = client.get(f"/?ns={NS}").text
     [clean_row] = re.findall(r'<tr data-job="clean".*?</tr>', home, flags=re.S)
-    assert 'data-warned="1"' in clean_row and "published with warnings <b>1</b>" in clean_row
+    assert 'data-warned="1"' in clean_row and "published with warnings <b>1</b>" in clean_row, clean_row
     assert f'href="/runs/{clean.run_id}" class="latest-run"' in clean_row
     strict_grid = client.get(f"/jobs/{NS}/strict/lots?from=2023-01-01&to=2023-01-02").text
     assert "data-warned" not in strict_grid
