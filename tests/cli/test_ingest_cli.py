@@ -239,7 +239,7 @@ def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path
     assert refused.exit_code == 2 and "not one of missing, empty" in refused.output
 
 
-def test_an_hour_never_sent_is_missing_in_gaps_and_pushed_by_overdue(cli: CliRunner, tmp_path: Path) -> None:
+def test_an_hour_never_sent_is_missing_in_gaps(cli: CliRunner, tmp_path: Path) -> None:
     """As a user meets it, with the real clock: hourly files of the last hours, one never sent."""
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -268,11 +268,11 @@ def test_an_hour_never_sent_is_missing_in_gaps_and_pushed_by_overdue(cli: CliRun
     assert gaps.exit_code == 0, gaps.output
     assert " .. now, " in gaps.output.splitlines()[0]  # counted up to now, and said so
     assert any(line.startswith("missing") and lot in line for line in gaps.output.splitlines()), gaps.output
+    # The source's watch began with this first ingest: lots due before it are reported, not pushed
+    # (tests/lots/test_absence.py moves the clock to see the pass push a lot that falls due later).
     pushed = cli.invoke(app, ["overdue", "--json"])
     assert pushed.exit_code == 0, pushed.output
-    assert {"namespace": "cli", "dataset": "raw", "lot": lot} in json.loads(pushed.output)["overdue"]
-    events = cli.invoke(app, ["events", "-n", "cli"])
-    assert f"OVERDUE   cli:raw  {lot}" in events.output, events.output
+    assert json.loads(pushed.output)["watched"] == 1
 
 
 def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner, tmp_path: Path) -> None:

@@ -66,10 +66,13 @@ def test_an_hour_never_sent_is_missing_everywhere_and_pushed_once(
     world: Lineage, clock: ManualClock, tmp_path: Path
 ) -> None:
     landing = tmp_path / "landing"
-    _land(landing, *[n for n in range(10) if n != NEVER_SENT])
+    early = ManualClock(DAY + timedelta(hours=3, minutes=15))  # the sender's first hours, ingested then
+    _land(landing, 0, 1, 2)
+    _ingest(world, landing, early)  # declares the source's policy: its watch starts at 03:00
+    _land(landing, *[n for n in range(3, 10) if n != NEVER_SENT])
     report = _ingest(world, landing, clock)
     assert (report.registered, report.empty, report.missing) == (  # type: ignore[attr-defined]
-        [hour(n) for n in range(10) if n != NEVER_SENT],
+        [hour(n) for n in range(3, 10) if n != NEVER_SENT],
         {},
         [hour(NEVER_SENT)],  # due with nothing delivered: nothing registered, reported missing
     )
@@ -134,7 +137,8 @@ def test_an_absent_empty_source_has_its_quiet_hours_declared_empty_by_the_pass(
 ) -> None:
     landing = tmp_path / "landing"
     _land(landing, 0, 1)
-    report = _ingest(world, landing, clock, absent=Absence.EMPTY)
+    early = ManualClock(DAY + timedelta(hours=2, minutes=15))  # the policy declared then: watched from 02:00
+    report = _ingest(world, landing, early, absent=Absence.EMPTY)
     assert report.empty == {}  # type: ignore[attr-defined]  # no quiet hour between the files
     LotWorld(world, NS).job("parse", output="hits", inputs=["raw"])
     waiting = world.gaps.report(NS, dataset="raw")
@@ -157,12 +161,13 @@ def test_passes_in_separate_processes_push_each_overdue_lot_once(backend_url: st
     """Three processes run five passes each, at the same instant, over eight sources whose sender
     stopped: every due lot nothing was delivered for gets exactly one OVERDUE event."""
     start = DAY
-    lineage = Lineage.over(Store(backend_url), clock=ManualClock(start))
+    lineage = Lineage.over(Store(backend_url), clock=ManualClock(start + timedelta(hours=1, minutes=5)))
     try:
         world = LotWorld(lineage, NS)
         for n in range(8):
             world.job(f"land{n}", output=f"src{n}")
             world.produce(f"land{n}", *[f"20260302PT5M{i:03d}" for i in range(12)])  # the first hour
+            # Declared at 01:05, after the first hour arrived: watched from the lot 01:00-01:05 on.
             lineage.arrival.declare(NS, f"src{n}", Interval.parse("PT5M"), declared_in="a test")
     finally:
         lineage.close()

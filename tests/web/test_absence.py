@@ -7,6 +7,7 @@ clock, and sorts first."""
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -46,7 +47,7 @@ def sender(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sender]:
     if request.param == "sqlite":
         db_url = f"sqlite:///{tmp_path / 'lotline.db'}"
     else:
-        db_url = request.getfixturevalue("pg_databases").create("absence")
+        db_url = request.getfixturevalue("pg_databases").create(f"absence_{uuid.uuid4().hex[:8]}")
     store = Store(db_url)
     store.upgrade()
     clock = ManualClock(DAY + timedelta(hours=10, minutes=15))

@@ -26,7 +26,7 @@ from lotline.cli.run import print_summary, run_with_progress
 from lotline.domain.errors import InvalidInput
 from lotline.domain.grid import HEALTH_ORDER
 from lotline.domain.ingress import TimeRule
-from lotline.domain.lots import Interval
+from lotline.domain.lots import Interval, lot_at
 from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.services.config import Settings, load_settings
@@ -46,6 +46,8 @@ MARKER = ".lotline-demo"
 PIPELINE_FILE = "weblogs.py"
 NAMESPACE = "weblogs"
 FIRST_HOUR, HOURS = 9, 3
+#: raw_logs' late_after (weblogs.py): the lots the demo's ingest looks at are those due when it runs.
+DEMO_LATENESS = timedelta(minutes=5)
 EMPTY_WINDOW, MALFORMED_WINDOW = 17, 32  # 10:25 and 11:40 of the busy hours
 TIME_PATTERN = r"(?P<year>\d{4})/(?P<month>\d\d)/(?P<day>\d\d)/(?P<hour>\d\d)(?P<minute>\d\d)\.log$"
 
@@ -61,6 +63,9 @@ def demo(
     console = Console(highlight=False)
     folder = _prepare(directory)
     day = (datetime.now(UTC) - timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    # The ingest looks at yesterday and today up to the lots due now: raw_logs' policy declares
+    # the quiet intervals empty, so every lot up to now is there (docs/lots.md "Absence").
+    upto = lot_at(datetime.now(UTC) - DEMO_LATENESS, Interval.parse("PT5M")).start
     settings = Settings(
         db_url=f"sqlite:///{folder / 'lotline.db'}",
         warehouse=str(folder / "warehouse"),
@@ -87,8 +92,8 @@ def demo(
     lineage = open_lineage(settings.db_url, Storage(settings.warehouse), consumer=consumer_for(settings))
     try:
         register(lineage, pipeline)
-        console.print("2. Ingest the day into five-minute lots of raw_logs:")
-        _ingest(lineage, console, pipeline, folder, day)
+        console.print("2. Ingest the day, and today up to now, into five-minute lots of raw_logs:")
+        _ingest(lineage, console, pipeline, folder, day, upto)
         with spark_session(settings, "lotline demo") as spark:
             spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
             runner = LotRunner(lineage, pipeline, spark)
@@ -103,7 +108,7 @@ def demo(
                 "and gives its lot a new version."
             )
             console.print("5. Ingest again:")
-            _ingest(lineage, console, pipeline, folder, day)
+            _ingest(lineage, console, pipeline, folder, day, upto)
             console.print(f"6. lotline run {PIPELINE_FILE} again: only what the failure held back runs")
             _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
             _show_report(console, lineage, pipeline, spark, day)
@@ -111,10 +116,10 @@ def demo(
     finally:
         lineage.close()
     console.rule(f"done in {time.monotonic() - started:.0f} s")
-    _print_next(console, folder, day)
+    _print_next(console, folder, day, upto)
 
 
-def _print_next(console: Console, folder: Path, day: datetime) -> None:
+def _print_next(console: Console, folder: Path, day: datetime, upto: datetime) -> None:
     """What to try next, each command as it can be typed: the folder to go to, lotline by the path
     that runs this one (unless ``lotline`` on the PATH is it), never wrapped at the terminal width."""
     me = _command()
@@ -124,7 +129,7 @@ def _print_next(console: Console, folder: Path, day: datetime) -> None:
         (f"{me} status --lots", "every lot of the namespace weblogs"),
         (f"{me} gaps --job parse", "parse's lots from the first up to now, by state"),
         (f"{me} events", "the lot availability log"),
-        (" ".join([me, *_ingest_args(day)]), "ingest again: nothing changed, nothing to do"),
+        (" ".join([me, *_ingest_args(day, upto)]), "ingest again: nothing changed, nothing to do"),
         (f"{me} run {PIPELINE_FILE}", "after editing a transform: a new job version"),
     ]
     console.print("Next, one command per line (copy as printed):", soft_wrap=True)
@@ -144,7 +149,7 @@ def _command() -> str:
     return f"{shlex.quote(sys.executable)} -m lotline"
 
 
-def _ingest_args(day: datetime) -> list[str]:
+def _ingest_args(day: datetime, upto: datetime) -> list[str]:
     """``lotline ingest`` as the demo runs it, every argument spelled out (run in the demo folder)."""
     return [
         "ingest",
@@ -161,7 +166,7 @@ def _ingest_args(day: datetime) -> list[str]:
         "--from",
         f"{day:%Y-%m-%d}",
         "--to",
-        f"{day + timedelta(days=1):%Y-%m-%d}",
+        f"{upto:%Y-%m-%dT%H:%M:%SZ}",
     ]
 
 
@@ -186,7 +191,9 @@ def _window(day: datetime, index: int) -> datetime:
     return day + timedelta(hours=FIRST_HOUR, minutes=5 * index)
 
 
-def _ingest(lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path, day: datetime) -> None:
+def _ingest(
+    lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path, day: datetime, upto: datetime
+) -> None:
     """``lotline ingest`` over the whole day: lots with files, the rest closed as empty."""
     request = IngestRequest(
         namespace=pipeline.namespace,
@@ -195,10 +202,10 @@ def _ingest(lineage: Lineage, console: Console, pipeline: Pipeline, folder: Path
         interval=Interval.parse("PT5M"),
         time_rule=TimeRule.parse("path:" + TIME_PATTERN),
         start=day,
-        end=day + timedelta(days=1),
+        end=upto,
     )
     report = lineage.ingest.ingest(request)
-    console.print("   lotline " + " ".join(_ingest_args(day)), soft_wrap=True, markup=False)
+    console.print("   lotline " + " ".join(_ingest_args(day, upto)), soft_wrap=True, markup=False)
     quiet = _window(day, EMPTY_WINDOW).strftime("%Y%m%d") + f"PT5M{(FIRST_HOUR * 12 + EMPTY_WINDOW):03d}"
     said = f" (the quiet {_window(day, EMPTY_WINDOW):%H:%M} among them)" if quiet in report.empty else ""
     console.print(

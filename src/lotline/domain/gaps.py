@@ -291,10 +291,19 @@ def settle(found: Sequence[Segment], stop: int) -> list[Segment]:
     return coalesce(pieces)
 
 
-def awaiting_declaration(found: Sequence[Segment]) -> list[Segment]:
-    """A source whose policy declares absence empty: its lots with nothing delivered are pending
-    until the arrival pass declares them (they are never missing)."""
-    return coalesce(replace(s, state=GapState.PENDING) if s.state is GapState.MISSING else s for s in found)
+def awaiting_declaration(found: Sequence[Segment], start: int) -> list[Segment]:
+    """A source whose policy declares absence empty: its lots from ``start`` on (those its arrival
+    pass watches) with nothing delivered are pending until the pass declares them; earlier ones
+    nobody declared (an ingest range or an operator does) are missing."""
+    pieces: list[Segment] = []
+    for seg in found:
+        if seg.state is GapState.MISSING and seg.stop > start:
+            if seg.start < start:
+                pieces.append(replace(seg, stop=start))
+            pieces.append(replace(seg, start=max(seg.start, start), state=GapState.PENDING))
+        else:
+            pieces.append(seg)
+    return coalesce(pieces)
 
 
 def counts(found: Sequence[Segment], total: int) -> dict[GapState, int]:

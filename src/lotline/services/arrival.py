@@ -22,17 +22,14 @@ from sqlalchemy import Connection
 from lotline.domain.arrival import DEFAULT_POLICY, Absence, ArrivalPolicy
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import LotlineError
-from lotline.domain.gaps import id_pattern
-from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
+from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index
 from lotline.domain.manifests import LotEventKind
 from lotline.services import _common
 from lotline.store.engine import Store
-from lotline.store.queries import arrival, datasets, gaps, lot_events
+from lotline.store.queries import arrival, datasets, lot_events
 
 #: The most lots of one source a pass notices (a week of five-minute lots); the next pass goes on.
 MAX_LOTS_PER_PASS = 2_016
-#: How far back the first pass of an ``absent=missing`` source pushes OVERDUE events.
-MISSING_LOOKBACK = datetime.timedelta(days=1)
 #: ``IngestService.declare_empty`` as the pass calls it (namespace, dataset, lots, declared by):
 #: the lots it declared.
 DeclareEmpty = Callable[[str, str, Sequence[str], str], list[str]]
@@ -69,8 +66,10 @@ class ArrivalPolicies:
         declared_in: str,
         now: datetime.datetime | None = None,
     ) -> ArrivalPolicy:
-        """Store the dataset's policy: the parts given replace the stored ones (or the defaults).
-        The pass starts a new watch at the dataset's first lot (``_watch_start``)."""
+        """Store the dataset's policy: the parts given replace the stored ones (or the defaults). A
+        new watch starts now: the pass applies the policy to the lots that fall due from now on;
+        the lots due before are an ingest range's (which applies the policy too) or an operator's
+        (``lotline ingest --empty``) to declare, and missing until then."""
         now = now or self._clock.now()
         with self._store.write() as connection:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
@@ -85,7 +84,8 @@ class ArrivalPolicies:
                 return policy
             given = late_after is not None or absent is not None or not found
             where = declared_in if given else found[0].declared_in
-            arrival.declare(connection, dataset_id, str(interval), policy, where, now)
+            start = lot_at(policy.due_until(now), interval).start
+            arrival.declare(connection, dataset_id, str(interval), policy, where, start, now)
         return policy
 
     def of(self, namespace: str, dataset: str) -> DeclaredPolicy | None:
@@ -94,22 +94,6 @@ class ArrivalPolicies:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             found = arrival.watches(connection, [dataset_id])
         return None if not found else DeclaredPolicy(found[0].policy, found[0].interval, found[0].declared_in)
-
-
-def _watch_start(
-    connection: Connection, watch: arrival.Watch, interval: Interval, now: datetime.datetime
-) -> datetime.datetime | None:
-    """Where the pass starts a watch (None: the dataset has no lots yet, nothing to start from). An
-    ``absent=empty`` source is declared from its first lot on, so that every interval of it is
-    settled; an ``absent=missing`` one pushes OVERDUE events from its first lot but at most
-    ``MISSING_LOOKBACK`` back (older missing lots are reported by gaps, not pushed one by one)."""
-    bounds = gaps.output_lot_bounds(connection, watch.dataset_id, id_pattern(interval))
-    first = None if bounds is None else parse_lot(bounds[0])
-    if not isinstance(first, IntervalLot):
-        return None
-    if watch.policy.absent is Absence.EMPTY:
-        return first.start
-    return max(first.start, watch.policy.due_until(now) - MISSING_LOOKBACK)
 
 
 @dataclass
@@ -150,7 +134,7 @@ class ArrivalPass:
         now = now or self._clock.now()
         with self._store.read() as connection:
             watches = arrival.watches(connection)
-            due = _due(connection, watches, now)
+            due = _due(watches, now)
             refs = datasets.dataset_refs(connection, [w.dataset_id for w in watches if w.dataset_id in due])
             empty = [w for w in watches if w.policy.absent is Absence.EMPTY and w.dataset_id in due]
             delivered = _delivered(connection, empty, due)
@@ -220,17 +204,13 @@ def _delivered(
     return found
 
 
-def _due(
-    connection: Connection, watches: Sequence[arrival.Watch], now: datetime.datetime
-) -> dict[uuid.UUID, _Due]:
-    """The watches that have lots due since they last noticed (a new watch: since its start),
-    each kind of watch (interval, lateness, last noticed) worked out once."""
+def _due(watches: Sequence[arrival.Watch], now: datetime.datetime) -> dict[uuid.UUID, _Due]:
+    """The watches that have lots due since they last noticed, each kind of watch (interval,
+    lateness, last noticed) worked out once."""
     found: dict[uuid.UUID, _Due] = {}
     alike: dict[tuple[str, datetime.timedelta, datetime.datetime | None], _Due | None] = {}
     for watch in watches:
         since = watch.noticed_through
-        if since is None:
-            since = _watch_start(connection, watch, Interval.parse(watch.interval), now)
         key = (watch.interval, watch.policy.late_after, since)
         if key not in alike:
             lots = _due_lots(watch, since, now)

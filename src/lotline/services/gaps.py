@@ -27,7 +27,7 @@ from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, Resolution
-from lotline.domain.lots import Interval, IntervalLot, lot_from_index, parse_lot
+from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
 from lotline.domain.model import DatasetRef
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
@@ -615,8 +615,8 @@ def _report(
     if lot_job is not None and lot_job.held:
         found = g.hold_all(found)
     arrival = _arrival_of(connection, target)
-    if arrival.source_empty:
-        found = g.awaiting_declaration(found)
+    if target.dataset_id in arrival.empty_sources:
+        found = g.awaiting_declaration(found, _watched_from(arrival, target.dataset_id, interval))
     waiting = any(s.state in (GapState.MISSING, GapState.FAILED) for s in found)
     if lot_job is not None and lot_job.inputs and waiting:
         found = g.block(found, _blockers(connection, lot_job, interval, first, stop, dust, arrival))
@@ -653,7 +653,7 @@ def _blockers(
     for dataset_id in lot_job.inputs:
         waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio, dust)
         if dataset_id in arrival.empty_sources:
-            waiting = g.awaiting_declaration(waiting)
+            waiting = g.awaiting_declaration(waiting, _watched_from(arrival, dataset_id, input_interval))
         found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)
     return found
 
@@ -661,12 +661,17 @@ def _blockers(
 @dataclass(frozen=True)
 class _Arrival:
     """What the arrival policies of a target's sources say of its lots: the longest lateness window
-    among them (a lot is due once its end plus it is past), whether the target itself is a source
-    that declares absence empty, and which of its sources do."""
+    among them (a lot is due once its end plus it is past), and the sources that declare absence
+    empty, each with where its arrival pass watches from."""
 
     late_after: datetime.timedelta
-    source_empty: bool
-    empty_sources: frozenset[uuid.UUID]
+    empty_sources: dict[uuid.UUID, datetime.datetime | None]
+
+
+def _watched_from(arrival: _Arrival, dataset_id: uuid.UUID, interval: Interval) -> int:
+    """The index of the first lot of an ``absent=empty`` source that its arrival pass declares."""
+    since = arrival.empty_sources[dataset_id]
+    return lot_index(lot_at(since, interval)) if since is not None else 0
 
 
 def _arrival_of(connection: Connection, target: _Target) -> _Arrival:
@@ -686,14 +691,10 @@ def _arrival_of(connection: Connection, target: _Target) -> _Arrival:
         for input_id in lot_job.inputs:
             producer = registry.producer_of(connection, input_id)
             todo.append((input_id, None if producer is None else find_lot_job(connection, producer)))
-    policies = {w.dataset_id: w.policy for w in arrival.watches(connection, sorted(sources))}
-    found = [policies.get(d, DEFAULT_POLICY) for d in sources]
-    empty = frozenset(d for d in sources if policies.get(d, DEFAULT_POLICY).absent is Absence.EMPTY)
-    return _Arrival(
-        max((p.late_after for p in found), default=DEFAULT_POLICY.late_after),
-        target.dataset_id in empty,
-        empty,
-    )
+    watches = {w.dataset_id: w for w in arrival.watches(connection, sorted(sources))}
+    policies = [watches[d].policy if d in watches else DEFAULT_POLICY for d in sources]
+    empty = {d: w.noticed_through for d, w in watches.items() if w.policy.absent is Absence.EMPTY}
+    return _Arrival(max((p.late_after for p in policies), default=DEFAULT_POLICY.late_after), empty)
 
 
 def _segments(

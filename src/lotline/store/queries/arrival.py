@@ -52,10 +52,11 @@ def declare(
     interval: str,
     policy: ArrivalPolicy,
     declared_in: str,
+    start: datetime.datetime,
     now: datetime.datetime,
 ) -> None:
-    """Store the dataset's policy; a watch that exists keeps how far it has noticed (a new one has
-    not started: the arrival pass starts it)."""
+    """Store the dataset's policy; a new watch starts at ``start`` (it has noticed every lot that
+    ends before), a watch that exists keeps how far it has noticed."""
     upsert_returning(
         connection,
         arrival_policies,
@@ -65,7 +66,7 @@ def declare(
             "late_after_seconds": int(policy.late_after.total_seconds()),
             "absent": policy.absent.value,
             "declared_in": declared_in,
-            "noticed_through": None,
+            "noticed_through": start,
             "created_at": now,
             "updated_at": now,
         },
