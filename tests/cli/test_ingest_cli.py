@@ -21,6 +21,29 @@ from support.processes import lotline
 PATTERN = r"path:(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)T(?P<hour>\d\d)(?P<minute>\d\d)"
 
 
+def _landing(
+    tmp_path: Path, *names: str, interval: str = "PT5M", namespace: str | None = "cli"
+) -> tuple[Path, tuple[str, ...]]:
+    """A landing folder holding ``names`` (a line each) and the ingest command that scans it."""
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for name in names:
+        (landing / name).write_text("a\n")
+    named = ("-n", namespace) if namespace else ()
+    return landing, (
+        "ingest",
+        *named,
+        "-d",
+        "raw",
+        "--landing",
+        str(landing),
+        "--interval",
+        interval,
+        "--time",
+        PATTERN,
+    )
+
+
 def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -56,23 +79,8 @@ def cli(backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Cl
 
 
 def test_empty_declarations_by_operator_marker_and_policy_say_who(cli: CliRunner, tmp_path: Path) -> None:
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    (landing / "20230101T0411.log").write_text("a\n")
+    landing, scan = _landing(tmp_path, "20230101T0411.log")
     (landing / "_EMPTY.20230101PT5M052").write_text("")
-    scan = (
-        "ingest",
-        "-n",
-        "cli",
-        "-d",
-        "raw",
-        "--landing",
-        str(landing),
-        "--interval",
-        "PT5M",
-        "--time",
-        PATTERN,
-    )
     window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:25:00")
     first = cli.invoke(app, [*scan, *window])
     assert first.exit_code == 0, first.output
@@ -102,22 +110,7 @@ def test_empty_declarations_by_operator_marker_and_policy_say_who(cli: CliRunner
 
 
 def test_bad_arrival_input_is_one_line_and_changes_nothing(cli: CliRunner, tmp_path: Path) -> None:
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    (landing / "20230101T0411.log").write_text("a\n")
-    scan = (
-        "ingest",
-        "-n",
-        "cli",
-        "-d",
-        "raw",
-        "--landing",
-        str(landing),
-        "--interval",
-        "PT5M",
-        "--time",
-        PATTERN,
-    )
+    landing, scan = _landing(tmp_path, "20230101T0411.log")
     for args, words in (
         ((*scan, "--late-after", "-PT5M"), "not a non-negative ISO-8601 duration"),
         ((*scan, "--late-after", "5 minutes"), "not a non-negative ISO-8601 duration"),
@@ -218,10 +211,7 @@ def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Pa
 
 def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "lotline.toml").write_text('namespace = "cli"\n\n[datasets.raw]\nabsent = "empty"\n')
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    (landing / "20230101T0411.log").write_text("a\n")
-    scan = ("ingest", "-d", "raw", "--landing", str(landing), "--interval", "PT5M", "--time", PATTERN)
+    _, scan = _landing(tmp_path, "20230101T0411.log", namespace=None)
     done = cli.invoke(app, [*scan, "--from", "2023-01-01T04:10", "--to", "2023-01-01T04:20"])
     assert done.exit_code == 0, done.output
     assert "1 empty, 0 missing" in done.output and "declared by arrival policy (absent=empty" in done.output
@@ -277,22 +267,7 @@ def test_an_hour_never_sent_is_missing_in_gaps(cli: CliRunner, tmp_path: Path) -
 
 def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner, tmp_path: Path) -> None:
     """Issue 39.5: invalidate's output, and `lotline run`'s hint when nothing is eligible."""
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    (landing / "20230101T0411.log").write_text("a\n")
-    scan = (
-        "ingest",
-        "-n",
-        "cli",
-        "-d",
-        "raw",
-        "--landing",
-        str(landing),
-        "--interval",
-        "PT5M",
-        "--time",
-        PATTERN,
-    )
+    _, scan = _landing(tmp_path, "20230101T0411.log")
     assert cli.invoke(app, list(scan)).exit_code == 0
     done = cli.invoke(app, ["invalidate", "-n", "cli", "raw", "20230101PT5M050"])
     assert done.exit_code == 0, done.output
