@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Connection
@@ -46,6 +47,7 @@ from lotline.services.recording import apply_transition
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, frontier, jobs, lot_events, lot_lineage, registry, reporting, runs
 from lotline.store.queries import manifests as manifest_rows
+from lotline.store.queries.claims import StatusRow
 from lotline.store.queries.events import JournalEntry
 
 log = logging.getLogger(__name__)
@@ -304,7 +306,8 @@ class LotService:
         is; the lot is released all the same. One lot's run that cannot be ended is logged and left:
         it never keeps the other lots, or the worker that reaps, from going on."""
         now = self._clock.now()
-        with self._store.write() as connection:
+
+        def release(connection: Connection) -> list[StatusRow]:
             reaped = claims.reap(connection, now, limit)  # one row per output of each claim
             ended = {row.run_id: row for row in reaped if row.run_id is not None}
             for run_id, row in ended.items():
@@ -317,6 +320,9 @@ class LotService:
                     lot_events.append(
                         connection, LotEventKind.FAILED, [entry], now, attempt=row.attempt, reason=reason
                     )
+            return reaped
+
+        reaped = self._store.transact(release)
         return len({(row.job_id, row.run_id, row.lot) for row in reaped})
 
     # -- the operator's side -------------------------------------------------------------------
@@ -340,18 +346,22 @@ class LotService:
         if dry_run:
             with self._store.rehearsal() as connection:
                 for batch in batches:
-                    found += self._invalidate_batch(connection, namespace, dataset, batch, self._clock.now())
+                    found += self._invalidate_batch(
+                        connection, namespace=namespace, dataset=dataset, batch=batch
+                    )
             return found
         for batch in batches:
-            with self._store.write() as connection:
-                made = self._invalidate_batch(connection, namespace, dataset, batch, self._clock.now())
+            made = self._store.transact(
+                partial(self._invalidate_batch, namespace=namespace, dataset=dataset, batch=batch)
+            )
             self._manifests.withdraw_copies_many([ref for ref in made if ref.lot])
             found += made
         return found
 
     def _invalidate_batch(
-        self, connection: Connection, namespace: str, dataset: str, batch: Sequence[str], now: datetime
+        self, connection: Connection, *, namespace: str, dataset: str, batch: Sequence[str]
     ) -> list[DatasetRef]:
+        now = self._clock.now()
         dataset_id = _common.require_dataset(connection, namespace, dataset)
         done = operator.invalidate_many(connection, dataset_id, batch, now, f"{namespace}:{dataset}")
         for run_id in done.revoked_runs:
@@ -374,7 +384,8 @@ class LotService:
     ) -> list[DatasetRef] | None:
         stored_lot = _common.lot_key(lot)
         now = self._clock.now()
-        with self._store.write() as connection:
+
+        def reopen(connection: Connection) -> list[DatasetRef] | None:
             dataset_id = _common.require_dataset(connection, namespace, dataset)
             if expected is not None:
                 datasets.lock_dataset(connection, dataset_id)  # serializes it with the lot's completion
@@ -389,7 +400,11 @@ class LotService:
             refs = datasets.dataset_refs(connection, [d for d, _ in done.reopened])
             reopened = [(d, lot_, None, None, None) for d, lot_ in done.reopened]
             lot_events.append(connection, LotEventKind.REOPENED, reopened, now)
-        found = [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+            return [DatasetRef(refs[d].namespace, refs[d].name, lot_) for d, lot_ in done.reopened]
+
+        found = self._store.transact(reopen)
+        if found is None:
+            return None
         for ref in found:
             if ref.lot:
                 self._manifests.withdraw_copies(ref.namespace, ref.name, ref.lot)

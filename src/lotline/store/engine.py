@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import random
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from sqlalchemy import Connection, create_engine
 
-from lotline.domain.errors import LotlineError, NoDatabase
+from lotline.domain.errors import DatabaseUnavailable, LotlineError, NoDatabase
 from lotline.domain.secrets import masked_url
 from lotline.store import errors, migrate
 from lotline.store.drivers import (
@@ -30,6 +33,13 @@ __all__ = [
     "shown_url",
     "sqlite_file",
 ]
+
+T = TypeVar("T")
+#: SQLSTATEs of a transaction PostgreSQL chose as a victim (a deadlock, a serialization failure):
+#: it changed nothing, and the same transaction again normally commits.
+VICTIM_SQLSTATES = frozenset({"40P01", "40001"})
+#: How often :meth:`Store.transact` tries a transaction that keeps being chosen as a victim.
+VICTIM_TRIES = 5
 
 
 class SchemaNotCurrent(LotlineError):
@@ -76,6 +86,22 @@ class Store:
             connection.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 yield connection
+
+    def transact(self, work: Callable[[Connection], T]) -> T:
+        """``work`` in one :meth:`write`, tried again (up to ``VICTIM_TRIES`` times, after a short
+        random pause) when the database ends it as a deadlock's or serialization's victim — a
+        multi-row change such as an invalidation's cascade locks rows in an order it discovers as
+        it goes, so two of them may each wait on the other; the victim changed nothing. ``work``
+        must have no effect outside the transaction. Any other failure is raised at once."""
+        for attempt in range(1, VICTIM_TRIES + 1):
+            try:
+                with self.write() as connection:
+                    return work(connection)
+            except DatabaseUnavailable as error:
+                if error.sqlstate not in VICTIM_SQLSTATES or attempt == VICTIM_TRIES:
+                    raise
+                time.sleep(random.uniform(0.01, 0.05 * attempt))
+        raise AssertionError("unreachable")
 
     @contextmanager
     def rehearsal(self) -> Iterator[Connection]:
