@@ -342,7 +342,7 @@ class EventLoopConnections:
     """asyncpg connections for code that runs in an event loop: the server's journal writer on
     PostgreSQL, which then needs no thread to wait on the database. A thread had to win the GIL
     back from the busy event loop after every statement: with it, the server accepted a third of
-    the single events per second (docs/benchmarks.md, "asyncpg A/B"). asyncpg rather than
+    the single events per second (docs/benchmarks.md, "bench.ingest"). asyncpg rather than
     psycopg's asyncio connections: 48-62 against 80-94 µs of the server's CPU per 4-event journal
     statement, on the path that every accepted event takes.
 
