@@ -80,10 +80,10 @@ class Lineage:
         ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing);
         ``clock``: where lot coordination takes the time from (tests pass one they advance);
         ``consumer``: where lotline's own runs are also sent as OpenLineage events."""
-        manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
-        catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
+        manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE), clock)
+        catalog, lots = CatalogService(store, clock), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
-        openlineage = OpenLineageService(store)
+        openlineage = OpenLineageService(store, clock)
         emission = EmissionService(openlineage, consumer)
         sources = SourceService(store)
         arrival = ArrivalPolicies(store, clock)
@@ -97,12 +97,12 @@ class Lineage:
             catalog,
             RunService(store, clock),
             VersionService(store),
-            TagService(store),
+            TagService(store, clock),
             GraphService(store),
             openlineage,
             emission,
             lots,
-            ChildWork(store, manifests, emission),
+            ChildWork(store, manifests, emission, clock),
             ProjectionService(store),
             manifests,
             lot_events,
