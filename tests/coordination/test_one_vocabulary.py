@@ -75,7 +75,8 @@ def test_every_surface_names_a_lot_with_the_gap_reports_word(
     listing = client.get(f"/datasets/{world.ns}/clean").text
     for lot, word in expected.items():
         assert re.search(rf"{lot}</a></td>\s*<td data-state=\"{word}\">", listing), lot
-    failed_only = client.get(f"/datasets/{world.ns}/clean?state=failed").text
+    failed_only = client.get(f"/datasets/{world.ns}/clean?lot_state=failed").text
+    failed_only = failed_only[failed_only.index('id="lot-list"') :]
     assert HOURS[1] in failed_only and HOURS[3] not in failed_only
-    refused = client.get(f"/datasets/{world.ns}/clean?state=blocked")
+    refused = client.get(f"/datasets/{world.ns}/clean?lot_state=blocked")
     assert refused.status_code == 400 and "blocked lots are missing or failed" in refused.text

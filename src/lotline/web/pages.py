@@ -168,10 +168,10 @@ async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLRe
         key = NodeKey(NodeType.DATASET, namespace, dataset)
         jobs = [n for n in lineage.graph.lineage(key.id, depth=1) if n.key.type is NodeType.JOB]
         lots_at = Pager.of(params, "lots")
-        chosen = choices(params, "state", GapState)
+        chosen = choices(params, "lot_state", GapState)
         if any(state not in STATUSES_OF for state in chosen):
             raise InvalidInput(
-                f"state must be among {', '.join(STATUSES_OF)}; blocked lots are missing or failed."
+                f"lot_state must be among {', '.join(STATUSES_OF)}; blocked lots are missing or failed."
             )
         lots = lineage.lots.status_page(
             namespace,
