@@ -23,7 +23,7 @@ from lotline.domain.model import (
     RunIoRole,
     Source,
 )
-from lotline.domain.names import validate_name
+from lotline.domain.names import close_names, validate_name
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
@@ -35,6 +35,8 @@ DATASET_TYPES = ("DB_TABLE", "STREAM")
 JOB_TYPES = ("BATCH", "STREAM", "SERVICE")
 #: How many namespaces an error about choosing one lists.
 NAMESPACE_CHOICES = 20
+#: The most names a refusal of an unknown one compares it with.
+MAX_SUGGESTED = 1000
 
 
 class CatalogService:
@@ -71,6 +73,18 @@ class CatalogService:
         _common.check_page(limit, offset)
         with self._store.read() as connection:
             return catalog.list_namespaces(connection, limit, offset)
+
+    def require_known(self, namespace: str, dataset: str, create: str) -> None:
+        """Refuse a namespace or dataset that does not exist, naming the close ones and ``create``,
+        the way to make it: a typo must not create a second namespace (issue 39.8)."""
+        with self._store.read() as connection:
+            if catalog.get_namespace(connection, validate_name("Namespace", namespace)) is None:
+                known = [n.name for n in catalog.list_namespaces(connection, MAX_SUGGESTED, 0).items]
+                raise InvalidInput(_unknown("namespace", namespace, close_names(namespace, known), create))
+            if datasets.get_dataset(connection, namespace, dataset) is None:
+                listed = datasets.list_datasets(connection, namespace, MAX_SUGGESTED, 0).items
+                close = close_names(dataset, [d.name for d in listed])
+                raise InvalidInput(_unknown(f"dataset of {namespace}", dataset, close, create))
 
     def resolve_namespace(self, given: str | None, configured: str | None) -> str:
         """The namespace a command works in (SPEC §8): the one it was given, else the configured
@@ -379,3 +393,8 @@ def _default_lot(
     return [
         (d, lot if ref.lot is not None else run_lot) for (d, lot), ref in zip(resolved, refs, strict=True)
     ]
+
+
+def _unknown(kind: str, name: str, close: list[str], create: str) -> str:
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"no {kind} {name!r}: {guess}{create} makes it."
