@@ -83,12 +83,9 @@ def reprocess(backend: str, days: int) -> dict[str, Any]:
             ],
             bounds,
         )
-        lineage = Lineage.over(Store(url))
-        try:
+        with Lineage.over(Store(url)) as lineage:
             dry, _ = _timed(lambda: lineage.gaps.backfill(NS, "j0", **_range(days), dry_run=True))
             taken, done = _timed(lambda: lineage.gaps.backfill(NS, "j0", **_range(days)))
-        finally:
-            lineage.close()
     reopened = sum(r.count for r in done.reopened)
     return {"lots": reopened, "all": reopened + done.cascaded, "dry": dry, "taken": taken, "bare": bare}
 
@@ -114,11 +111,8 @@ def missing(backend: str, days: int) -> dict[str, Any]:
             ],
             params,
         )
-        lineage = Lineage.over(Store(url))
-        try:
+        with Lineage.over(Store(url)) as lineage:
             taken, done = _timed(lambda: lineage.gaps.backfill(NS, "j1", **_range(days)))
-        finally:
-            lineage.close()
     return {"lots": sum(r.count for r in done.hinted), "taken": taken, "bare": bare}
 
 

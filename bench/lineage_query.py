@@ -57,8 +57,7 @@ def _chain(c: int) -> list[dict[str, object]]:
 
 
 def seed(db_url: str, chains: int) -> None:
-    lineage = open_lineage(db_url)
-    try:
+    with open_lineage(db_url) as lineage:
         pending: list[dict[str, object]] = []
         for c in range(chains):
             pending += _chain(c)
@@ -66,8 +65,6 @@ def seed(db_url: str, chains: int) -> None:
                 lineage.openlineage.accept_batch(pending)
                 lineage.projection.drain()
                 pending = []
-    finally:
-        lineage.close()
 
 
 def answers(db_url: str, chains: int) -> list[list[tuple[object, ...]]]:
@@ -79,8 +76,7 @@ def answers(db_url: str, chains: int) -> list[list[tuple[object, ...]]]:
         io = (data.inputs, data.outputs) if hasattr(data, "inputs") else (data.type, data.physical_name)
         return (str(node.key), io, sorted(map(str, node.in_edges)), sorted(map(str, node.out_edges)))
 
-    lineage = open_lineage(db_url)
-    try:
+    with open_lineage(db_url) as lineage:
         starts = [f"dataset:bench:c{c}/d{LENGTH // 2}" for c in range(chains)]
         starts += [f"job:bench:c{c}/job0" for c in range(chains)] + ["dataset:bench:hub0"]
         return [
@@ -88,8 +84,6 @@ def answers(db_url: str, chains: int) -> list[list[tuple[object, ...]]]:
             for start in starts
             for depth in (0, 1, 3, 20)
         ]
-    finally:
-        lineage.close()
 
 
 def check(chains: int) -> None:

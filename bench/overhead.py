@@ -93,16 +93,13 @@ def lotline_round(
     checks nothing."""
     pipeline = pipeline or with_parse_checks(())
     folder.mkdir(parents=True)
-    lineage = open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse")))
-    try:
+    with open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse"))) as lineage:
         register(lineage, pipeline)
         _publish_raw(lineage, files)
         runner = LotRunner(lineage, pipeline, spark)
         started = time.perf_counter()
         summary = run_pipeline(runner, pipeline.select(JOBS), worker="bench")
         elapsed = time.perf_counter() - started
-    finally:
-        lineage.close()
     if summary.failed or sum(t.done for t in summary.tallies.values()) != len(files) + len(files) // 12:
         raise SystemExit(f"lotline did not do every lot: {summary}")
     return elapsed

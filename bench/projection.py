@@ -76,8 +76,7 @@ def _bare_sqlite(path: Path, bodies: list[str]) -> float:
 
 def _drain(db_url: str, count: int) -> tuple[float, float]:
     """Events projected per second of wall time and ms of this process's CPU per event."""
-    lineage = Lineage.over(Store(db_url))
-    try:
+    with Lineage.over(Store(db_url)) as lineage:
         bodies = _bodies(count, 0)
         count = len(bodies)
         _journal(lineage, bodies)
@@ -86,8 +85,6 @@ def _drain(db_url: str, count: int) -> tuple[float, float]:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         assert not drained.failed and len(drained.applied) == count, drained.failed[:3]
         return count / wall, cpu * 1000 / count
-    finally:
-        lineage.close()
 
 
 def projection(backend: str, count: int) -> None:
@@ -147,41 +144,37 @@ def _reads(paths: dict[str, str], reads: int) -> tuple[dict[str, list[float]], l
 def reads_under_backlog(count: int, reads: int) -> None:
     """The same reads with no backlog (the baseline) then with ``count`` events journaled at once
     (through the service, as a burst of batch POSTs would), while the server's projector works on them."""
-    with fresh_database("reads") as db_url:
-        lineage = Lineage.over(Store(db_url))
-        try:
-            bodies = _bodies(count, 0)
-            _journal(lineage, bodies[:2])
-            lineage.projection.drain()
-            run_id, job = bodies[0]["run"]["runId"], bodies[0]["job"]["name"]
-            with serve(db_url, PORT) as (url, _):
-                paths = {
-                    "GET /api/v1/jobs/runs/{id}": f"{url}/api/v1/jobs/runs/{run_id}",
-                    "GET /api/v1/namespaces/bench/jobs/{job}/runs": (
-                        f"{url}/api/v1/namespaces/bench/jobs/{job}/runs"
-                    ),
-                    "GET /?ns=bench (web)": f"{url}/?ns=bench",
-                }
-                _up(url)
-                idle, _ = _reads(paths, reads)
-                _journal(lineage, bodies[2:])
-                under, backlogs = _reads(paths, reads)
-                before = int(requests.get(f"{url}/healthz", timeout=60).json()["pendingEvents"])
-                print(
-                    f"reads after {count - 2:,} events were journaled at once: backlog seen by the reads "
-                    f"{max(backlogs):,} .. {min(backlogs):,} (X-Lineage-Pending); then /healthz "
-                    f"pendingEvents {before:,}",
-                    flush=True,
-                )
-                waited, answer = _timed(paths["GET /api/v1/jobs/runs/{id}"], {"Prefer": "wait=60"})
-                left = int(answer.headers.get("X-Lineage-Pending", "0"))
-                print(
-                    f"  one read with Prefer: wait=60 (as every read waited before, for at most 5 s): "
-                    f"{waited:,.0f} ms, {before:,} pending before it, {left:,} after",
-                    flush=True,
-                )
-        finally:
-            lineage.close()
+    with fresh_database("reads") as db_url, Lineage.over(Store(db_url)) as lineage:
+        bodies = _bodies(count, 0)
+        _journal(lineage, bodies[:2])
+        lineage.projection.drain()
+        run_id, job = bodies[0]["run"]["runId"], bodies[0]["job"]["name"]
+        with serve(db_url, PORT) as (url, _):
+            paths = {
+                "GET /api/v1/jobs/runs/{id}": f"{url}/api/v1/jobs/runs/{run_id}",
+                "GET /api/v1/namespaces/bench/jobs/{job}/runs": (
+                    f"{url}/api/v1/namespaces/bench/jobs/{job}/runs"
+                ),
+                "GET /?ns=bench (web)": f"{url}/?ns=bench",
+            }
+            _up(url)
+            idle, _ = _reads(paths, reads)
+            _journal(lineage, bodies[2:])
+            under, backlogs = _reads(paths, reads)
+            before = int(requests.get(f"{url}/healthz", timeout=60).json()["pendingEvents"])
+            print(
+                f"reads after {count - 2:,} events were journaled at once: backlog seen by the reads "
+                f"{max(backlogs):,} .. {min(backlogs):,} (X-Lineage-Pending); then /healthz "
+                f"pendingEvents {before:,}",
+                flush=True,
+            )
+            waited, answer = _timed(paths["GET /api/v1/jobs/runs/{id}"], {"Prefer": "wait=60"})
+            left = int(answer.headers.get("X-Lineage-Pending", "0"))
+            print(
+                f"  one read with Prefer: wait=60 (as every read waited before, for at most 5 s): "
+                f"{waited:,.0f} ms, {before:,} pending before it, {left:,} after",
+                flush=True,
+            )
     print("| read | p50 / p95 under the backlog (ms) | p50 / p95 with no backlog (ms), same run |")
     print("|---|---|---|")
     for what in paths:

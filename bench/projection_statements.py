@@ -41,16 +41,13 @@ def counting(engine: sa.Engine) -> Iterator[collections.Counter[str]]:
 
 def statements_per_event(db_url: str, count: int) -> tuple[int, collections.Counter[str]]:
     """How many events ``drain()`` applied, and the statements it sent."""
-    lineage = Lineage.over(Store(db_url))
-    try:
+    with Lineage.over(Store(db_url)) as lineage:
         bodies = _bodies(count, 0)
         _journal(lineage, bodies)
         with counting(lineage.store.engine) as counted:
             drained = lineage.projection.drain()
         assert not drained.failed and len(drained.applied) == len(bodies), drained.failed[:3]
         return len(bodies), counted
-    finally:
-        lineage.close()
 
 
 def report(backend: str, count: int, top: int) -> None:

@@ -50,14 +50,11 @@ def _best_ms(lineage: Lineage, start: str | None, end: str | None) -> tuple[int,
 
 
 def measure(label: str, url: str, lots: int, folder: Path) -> None:
-    lineage = Lineage.over(Store(url), Storage(str(folder / "warehouse")))
-    try:
+    with Lineage.over(Store(url), Storage(str(folder / "warehouse"))) as lineage:
         _publish(lineage, lots)
         for what, start, end in (("every lot", None, None), ("one day", "2023-01-02", "2023-01-03")):
             count, ms = _best_ms(lineage, start, end)
             print(f"{label:<10} {what:<9} {count:>6} lots {ms:8.1f} ms  ({ms * 1000 / count:.0f} us a lot)")
-    finally:
-        lineage.close()
 
 
 def main() -> None:

@@ -54,12 +54,9 @@ def seed_lineage(db_url: str) -> None:
         for c in range(CHAINS)
         for k in range(LENGTH)
     ]
-    lineage = open_lineage(db_url)
-    try:
+    with open_lineage(db_url) as lineage:
         lineage.openlineage.accept_batch(events)
         lineage.projection.drain()
-    finally:
-        lineage.close()
 
 
 @dataclass

@@ -57,13 +57,10 @@ def test_facets_stored_too_deep_are_shown_cut(
     api_server: ApiServer, fresh_ns: str, http: requests.Session
 ) -> None:
     """A run whose facets were stored nested 252 deep (as an older lotline accepted them)."""
-    lineage = Lineage.over(Store(api_server.db_url))
-    try:
+    with Lineage.over(Store(api_server.db_url)) as lineage:
         lineage.catalog.upsert_namespace(fresh_ns, owner_name="tests")
         lineage.catalog.upsert_job(fresh_ns, "job")
         run = lineage.runs.create_run(fresh_ns, "job", facets={"p": _nested(252)})
-    finally:
-        lineage.close()
     for path in ("/jobs", f"/namespaces/{quote(fresh_ns, safe='')}/jobs", f"/jobs/runs/{run.id}"):
         answer = http.get(api_server.api(path), timeout=10)
         assert answer.status_code == 200, (path, answer.text)

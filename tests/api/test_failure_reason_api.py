@@ -24,15 +24,12 @@ def _raise() -> None:
 
 def _fail_a_lot(api_server: ApiServer, ns: str, error: BaseException | Failure, log: object) -> LotClaim:
     """A claim of a lot of job ``clean``, failed with ``error`` and the run log ``log``."""
-    lineage = Lineage.over(Store(api_server.db_url))
-    try:
+    with Lineage.over(Store(api_server.db_url)) as lineage:
         world = LotWorld(lineage, ns)
         world.job("clean", output="cleaned")
         claim = world.claim("clean", "2023-01-01")
         assert claim is not None
         world.lots.fail(claim, error=error, facets={LOG_FACET: log})
-    finally:
-        lineage.close()
     return claim
 
 

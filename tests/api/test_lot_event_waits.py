@@ -75,13 +75,10 @@ def test_waiters_hold_no_thread_and_the_cap_is_a_429(waiting_server: ApiServer, 
     assert answers == [None] * WAITERS
 
     # An event wakes them all, with it.
-    lineage = Lineage.over(Store(waiting_server.db_url))
-    try:
+    with Lineage.over(Store(waiting_server.db_url)) as lineage:
         world = LotWorld(lineage, fresh_ns)
         world.job("ingest", output="raw")
         world.produce("ingest", "woken")
-    finally:
-        lineage.close()
     for thread in threads:
         thread.join(timeout=120)
     for answer in answers:

@@ -23,8 +23,7 @@ def _events(http: requests.Session, server: ApiServer, **params: object) -> dict
 def test_events_from_a_position_filtered_by_dataset(
     api_server: ApiServer, fresh_ns: str, http: requests.Session
 ) -> None:
-    lineage = Lineage.over(Store(api_server.db_url))
-    try:
+    with Lineage.over(Store(api_server.db_url)) as lineage:
         world = LotWorld(lineage, fresh_ns)
         world.job("ingest", output="raw")
         world.job("clean", output="cleaned", inputs=["raw"])
@@ -41,8 +40,6 @@ def test_events_from_a_position_filtered_by_dataset(
         failing = world.claim("clean", "d2")
         assert failing is not None
         lineage.lots.fail(failing, error="ValueError: bad row 3")
-    finally:
-        lineage.close()
 
     # Issue 29.12: the namespace filter applies without a dataset too.
     body = _events(http, api_server, after=position, namespace=fresh_ns)
@@ -74,8 +71,7 @@ def test_events_from_a_position_filtered_by_dataset(
 def test_waiting_returns_when_an_event_arrives(
     api_server: ApiServer, fresh_ns: str, http: requests.Session
 ) -> None:
-    lineage = Lineage.over(Store(api_server.db_url))
-    try:
+    with Lineage.over(Store(api_server.db_url)) as lineage:
         world = LotWorld(lineage, fresh_ns)
         world.job("ingest", output="raw")
         last = _events(http, api_server, after=0, limit=1000)
@@ -86,8 +82,6 @@ def test_waiting_returns_when_an_event_arrives(
         started = time.monotonic()
         body = _events(http, api_server, after=last["lastPosition"], wait=20)
         later.join()
-    finally:
-        lineage.close()
     assert [e["lot"] for e in body["events"]] == ["w1"]  # type: ignore[union-attr, index]
     assert time.monotonic() - started < 20  # answered on arrival, not at the deadline
 

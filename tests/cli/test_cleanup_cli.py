@@ -22,8 +22,7 @@ def _cleanup(tmp_path: Path, db_url: str, *args: str) -> subprocess.CompletedPro
 def test_cleanup_deletes_an_old_unlisted_object_and_rewrites_a_missing_copy(
     backend_url: str, tmp_path: Path
 ) -> None:
-    lineage = Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse")))
-    try:
+    with Lineage.over(Store(backend_url), Storage(str(tmp_path / "warehouse"))) as lineage:
         world = LotWorld(lineage, "cli")
         world.job("ingest", output="raw")
         world.produce("ingest", "d1")  # published without a manifest: nothing to list or copy
@@ -37,5 +36,3 @@ def test_cleanup_deletes_an_old_unlisted_object_and_rewrites_a_missing_copy(
         done = _cleanup(tmp_path, backend_url, "--grace", "0")
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("deleted 1 unlisted objects") and not stray.exists()
-    finally:
-        lineage.close()

@@ -31,8 +31,7 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
     assert "malformed log line" in done.stdout + done.stderr
     assert (folder / "weblogs.py").is_file()
 
-    lineage = open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse")))
-    try:
+    with open_lineage(f"sqlite:///{folder / 'lotline.db'}", Storage(str(folder / "warehouse"))) as lineage:
         # Yesterday's day of lots, and today's up to the demo's time: raw_logs declares its quiet
         # intervals empty (absent="empty"), so every lot due is there and computed.
         ready = {job: lineage.lots.counts(NS, job) for job in ("parse", "hourly_counts", "daily_report")}
@@ -78,8 +77,6 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
         day = broken_raw[:8]
         report = lineage.manifests.current(NS, "daily_report", f"{day}P1D000")
         assert report is not None and report.state is ManifestState.COMPLETE and report.row_count == 12
-    finally:
-        lineage.close()
     _type_every_next_command(done.stdout, folder)
 
 

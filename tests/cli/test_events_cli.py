@@ -70,15 +70,12 @@ def test_follow_prints_events_as_lots_are_published(backend_url: str, tmp_path: 
 
 
 def test_a_failed_lot_is_printed_with_its_job_attempt_and_reason(backend_url: str, tmp_path: Path) -> None:
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         world = LotWorld(lineage, "ev")
         world.job("ingest", output="raw")
         claim = world.claim("ingest", "d1")
         assert claim is not None
         lineage.lots.fail(claim, error="[MALFORMED_RECORD_IN_PARSING] bad.csv")
-    finally:
-        lineage.close()
     once = lotline("events", cwd=tmp_path, db_url=backend_url)
     assert once.returncode == 0, once.stderr
     [line] = once.stdout.splitlines()

@@ -29,8 +29,7 @@ def _one_line_error(done: object, *words: str) -> None:
 def test_the_namespace_is_the_configured_one_else_the_only_one_else_the_one_with_lots(
     backend_url: str, tmp_path: Path
 ) -> None:
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         first = LotWorld(lineage, "alpha")
         first.job("ingest", output="raw")
         first.produce("ingest", "d1")
@@ -59,8 +58,6 @@ def test_the_namespace_is_the_configured_one_else_the_only_one_else_the_one_with
         assert json.loads(configured.stdout)["namespace"] == "beta"
         given = lotline("status", "--json", "-n", "alpha", cwd=tmp_path, db_url=backend_url)
         assert json.loads(given.stdout)["namespace"] == "alpha"
-    finally:
-        lineage.close()
 
 
 def test_an_empty_database_asks_for_a_namespace(backend_url: str, tmp_path: Path) -> None:

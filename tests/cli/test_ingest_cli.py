@@ -65,11 +65,8 @@ def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str
         ["20230101PT5M051"],
     )
 
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         assert len(lineage.lots.status("cli", dataset="raw")) == 1
-    finally:
-        lineage.close()
 
 
 @pytest.fixture
@@ -93,8 +90,7 @@ def test_empty_declarations_by_operator_marker_and_policy_say_who(cli: CliRunner
     assert refused.exit_code == 2 and "holds data" in refused.output and "--force" in refused.output
     declared = cli.invoke(app, ["ingest", "-n", "cli", "-d", "raw", "--empty", "--lot", "20230101PT5M051"])
     assert declared.exit_code == 0 and "1 lots declared empty" in declared.output, declared.output
-    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
-    try:
+    with Lineage.over(Store(os.environ["LOTLINE_DB_URL"])) as lineage:
         manifest = lineage.manifests.current("cli", "raw", "20230101PT5M051")
         assert manifest is not None and (manifest.declared_by or "").startswith("an operator (")
         kept = lineage.manifests.current("cli", "raw", "20230101PT5M050")
@@ -106,8 +102,6 @@ def test_empty_declarations_by_operator_marker_and_policy_say_who(cli: CliRunner
         replaced = lineage.manifests.current("cli", "raw", "20230101PT5M050")
         assert replaced is not None and replaced.objects == ()
         assert (replaced.version_number or 0) > (kept.version_number or 0)
-    finally:
-        lineage.close()
 
 
 def test_bad_arrival_input_is_one_line_and_changes_nothing(cli: CliRunner, tmp_path: Path) -> None:
@@ -174,11 +168,8 @@ def test_a_time_pattern_that_matches_nothing_is_one_line_and_exit_1(backend_url:
         and "none matched the --time pattern" in line
         and "nothing was registered" in line
     )
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         assert lineage.lots.status() == [] and lineage.catalog.list_namespaces().items == []
-    finally:
-        lineage.close()
 
 
 def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Path) -> None:
@@ -200,16 +191,13 @@ def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Pa
     )
     refused = lotline(*args, cwd=tmp_path, db_url=backend_url)
     assert refused.returncode == 2 and "no namespace exists yet" in refused.stderr, refused.stderr
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         lineage.catalog.upsert_namespace("only")
         done = lotline(*args, cwd=tmp_path, db_url=backend_url)
         assert done.returncode == 0, done.stderr
         assert [s.lot for s in lineage.lots.status("only", dataset="raw")] == ["20230101PT5M050"]
         manifest = lineage.manifests.current("only", "raw", "20230101PT5M050")
         assert manifest is not None and manifest.objects[0].format == "csv"
-    finally:
-        lineage.close()
 
 
 def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path: Path) -> None:
@@ -218,15 +206,12 @@ def test_lotline_toml_declares_a_sources_arrival_policy(cli: CliRunner, tmp_path
     done = cli.invoke(app, [*scan, "--from", "2023-01-01T04:10", "--to", "2023-01-01T04:20"])
     assert done.exit_code == 0, done.output
     assert "1 empty, 0 missing" in done.output and "declared by arrival policy (absent=empty" in done.output
-    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
-    try:
+    with Lineage.over(Store(os.environ["LOTLINE_DB_URL"])) as lineage:
         stored = lineage.arrival.of("cli", "raw")
         assert stored is not None and (stored.policy.absent.value, stored.declared_in) == (
             "empty",
             "lotline.toml",
         )
-    finally:
-        lineage.close()
     (tmp_path / "lotline.toml").write_text('[datasets.raw]\nabsent = "never"\n')
     refused = cli.invoke(app, list(scan))
     assert refused.exit_code == 2 and "not one of missing, empty" in refused.output
@@ -284,12 +269,9 @@ def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner
     def parse(raw: object) -> object:
         return raw
 
-    lineage = Lineage.over(Store(os.environ["LOTLINE_DB_URL"]))
-    try:
+    with Lineage.over(Store(os.environ["LOTLINE_DB_URL"])) as lineage:
         register(lineage, pipeline)
         hint = _nothing_eligible(lineage, pipeline, pipeline.ordered_jobs())
-    finally:
-        lineage.close()
     assert "1 reopened lots of the source raw wait for `lotline ingest -d raw …` to re-register them" in hint
     again = cli.invoke(app, list(scan))  # the ingest that remakes it
     assert again.exit_code == 0 and "1 lots registered" in again.output, again.output
@@ -303,8 +285,7 @@ def test_an_unknown_namespace_or_dataset_is_refused_with_the_close_names(
     _, args = _landing(tmp_path, "20230101T0411.log")
     made = cli.invoke(app, [*args, "--from", "2023-01-01T04:10", "--to", "2023-01-01T04:15"])
     assert made.exit_code == 0, made.output
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         before = (lineage.catalog.list_namespaces().items, lineage.catalog.list_datasets("cli").items)
         for wrong, words in (
             (["-n", "clj", "-d", "raw"], "no namespace 'clj': did you mean 'cli'? --create makes it."),
@@ -324,5 +305,3 @@ def test_an_unknown_namespace_or_dataset_is_refused_with_the_close_names(
         assert cli.invoke(app, ["delete", "-n", "nowhere"]).stderr == (
             "lotline: error: Namespace 'nowhere' not found.\n"
         )
-    finally:
-        lineage.close()

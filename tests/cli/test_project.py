@@ -15,8 +15,7 @@ from support.processes import lotline
 
 
 def test_project_drains_the_journal_and_exits(backend_url: str, tmp_path: Path) -> None:
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         run_id = str(uuid.uuid4())
         journal = run_history("cli", "job", run_id, steps=2)
         lineage.openlineage.accept_batch(journal)
@@ -39,8 +38,6 @@ def test_project_drains_the_journal_and_exits(backend_url: str, tmp_path: Path) 
             rest.stdout.strip() == f"applied {len(journal) - 2} events, 0 failed; 0 pending, 0 failed in all"
         )
         assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
-    finally:
-        lineage.close()
 
 
 def test_project_against_an_unreachable_database_says_so_in_one_line(tmp_path: Path) -> None:

@@ -62,8 +62,5 @@ def test_s3_that_cannot_be_used_says_why(backend_url: str, s3_endpoint: str, tmp
     missing = landing.replace(bucket, bucket + "-missing")
     code, line = _ingest(missing, tmp_path, backend_url, {**endpoint, **KEYS})
     assert (code, line) == (2, f"lotline: error: landing location {missing} does not exist.")
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         assert lineage.catalog.list_namespaces().items == []  # nothing was registered
-    finally:
-        lineage.close()

@@ -135,8 +135,7 @@ def _rows(store: Store) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _project(url: str, group_size: int, journal: list[dict[str, Any]]) -> dict[str, list[tuple[Any, ...]]]:
-    lineage = Lineage.over(Store(url))
-    try:
+    with Lineage.over(Store(url)) as lineage:
         accepted = lineage.openlineage.accept_batch(journal)
         assert accepted.refused == ()
         groups: list[int] = []
@@ -145,8 +144,6 @@ def _project(url: str, group_size: int, journal: list[dict[str, Any]]) -> dict[s
         )
         assert max(groups) == min(group_size, len(journal))
         return _rows(lineage.store)
-    finally:
-        lineage.close()
 
 
 @pytest.mark.parametrize("bad", [False, True], ids=["all-good", "bad-in-the-middle"])

@@ -201,8 +201,5 @@ def test_workers_process_every_lot_exactly_once(
     database: tuple[str, ThrowawayPostgres | None], tmp_path: Path
 ) -> None:
     url, server = database
-    lineage = Lineage.over(Store(url))
-    try:
+    with Lineage.over(Store(url)) as lineage:
         _run(lineage, url, tmp_path, LOTS, server)
-    finally:
-        lineage.close()

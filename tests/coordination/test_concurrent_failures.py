@@ -22,8 +22,7 @@ STEPS = 150
 def test_workers_failing_overlapping_lots_in_separate_processes_never_deadlock(
     backend_url: str, tmp_path: Path
 ) -> None:
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         world = LotWorld(lineage)
         world.job("land", output="raw")
         world.job("clean", output="cleaned", inputs=["raw"])
@@ -32,8 +31,6 @@ def test_workers_failing_overlapping_lots_in_separate_processes_never_deadlock(
             claim = world.claim("clean", lot)
             assert claim is not None
             world.lots.fail(claim, error="ValueError: bad line")
-    finally:
-        lineage.close()
     spawn = multiprocessing.get_context("spawn")
     workers = [
         spawn.Process(

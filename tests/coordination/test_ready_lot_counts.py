@@ -212,8 +212,7 @@ def test_compactions_racing_writers_in_separate_processes_lose_nothing(
     after they end): no process fails (a deadlock, a lock wait that errs), the compactors merged
     the writers' rows, and the sums equal a fresh count."""
     url = fresh_url(request, "postgresql")
-    lineage = Lineage.over(Store(url))
-    try:
+    with Lineage.over(Store(url)) as lineage:
         world = LotWorld(lineage)
         world.job("land", output="raw")
         world.job("clean", output="cleaned", inputs=["raw"])
@@ -249,5 +248,3 @@ def test_compactions_racing_writers_in_separate_processes_lose_nothing(
         counted, _ = _kept_counts(lineage.store)
         assert counted == _fresh_counts(lineage.store)
         assert sum(counted.values()) > 0
-    finally:
-        lineage.close()

@@ -161,16 +161,15 @@ def test_passes_in_separate_processes_push_each_overdue_lot_once(backend_url: st
     """Three processes run five passes each, at the same instant, over eight sources whose sender
     stopped: every due lot nothing was delivered for gets exactly one OVERDUE event."""
     start = DAY
-    lineage = Lineage.over(Store(backend_url), clock=ManualClock(start + timedelta(hours=1, minutes=5)))
-    try:
+    with Lineage.over(
+        Store(backend_url), clock=ManualClock(start + timedelta(hours=1, minutes=5))
+    ) as lineage:
         world = LotWorld(lineage, NS)
         for n in range(8):
             world.job(f"land{n}", output=f"src{n}")
             world.produce(f"land{n}", *[f"20260302PT5M{i:03d}" for i in range(12)])  # the first hour
             # Declared at 01:05, after the first hour arrived: watched from the lot 01:00-01:05 on.
             lineage.arrival.declare(NS, f"src{n}", Interval.parse("PT5M"), declared_in="a test")
-    finally:
-        lineage.close()
     at = (start + timedelta(hours=3)).isoformat()  # 01:00-02:55 due (PT5M late) and missing: 23 lots a source
     spawn = multiprocessing.get_context("spawn")
     outs = [tmp_path / f"pass{n}.json" for n in range(3)]
@@ -185,9 +184,6 @@ def test_passes_in_separate_processes_push_each_overdue_lot_once(backend_url: st
     pushed = [lot for out in outs for lot in json.loads(out.read_text())]
     expected = {f"src{n} 20260302PT5M{i:03d}" for n in range(8) for i in range(12, 35)}
     assert sorted(pushed) == sorted(expected)  # each once, whichever process pushed it
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         events = [e for e in lineage.lot_events.after(0, limit=1000) if e.kind is LotEventKind.OVERDUE]
-    finally:
-        lineage.close()
     assert sorted(f"{e.dataset} {e.lot}" for e in events) == sorted(expected)

@@ -60,8 +60,7 @@ def _ingest_at_once(landing: Path, cwd: Path, db_url: str) -> tuple[list[dict[st
 def _versions(db_url: str) -> tuple[Counter[str], Counter[str]]:
     """Versions registered per lot (each is one complete or empty manifest), and the times each
     lot was reopened (what makes downstream recompute)."""
-    lineage = Lineage.over(Store(db_url))
-    try:
+    with Lineage.over(Store(db_url)) as lineage:
         counts: Counter[str] = Counter()
         for status in lineage.lots.status(NS, dataset=DATASET):
             history = lineage.manifests.history(NS, DATASET, status.lot)
@@ -73,8 +72,6 @@ def _versions(db_url: str) -> tuple[Counter[str], Counter[str]]:
             reopened.update(e.lot for e in page if e.kind is LotEventKind.REOPENED)
             position = page[-1].position
         return counts, reopened
-    finally:
-        lineage.close()
 
 
 def test_concurrent_ingests_make_one_version_per_change(backend_url: str, tmp_path: Path) -> None:

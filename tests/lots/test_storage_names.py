@@ -123,11 +123,8 @@ def test_ingest_of_a_refused_name_is_one_line_and_leaves_nothing(backend_url: st
     cleanup = lotline("cleanup", "--json", cwd=tmp_path, db_url=backend_url)
     assert cleanup.returncode == 0, cleanup.stderr
     assert json.loads(cleanup.stdout)["unlistedObjectsDeleted"] == 0
-    lineage = Lineage.over(Store(backend_url))
-    try:
+    with Lineage.over(Store(backend_url)) as lineage:
         assert lineage.catalog.list_namespaces().items == []
-    finally:
-        lineage.close()
 
 
 def test_a_pipeline_whose_outputs_overlap_declares_nothing(lineage: Lineage) -> None:

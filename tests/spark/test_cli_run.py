@@ -52,12 +52,9 @@ def test_a_broken_pipeline_is_one_line_and_claims_nothing(
     assert result.exit_code == 2
     [line] = result.stderr.splitlines()
     assert line.startswith(f"lotline: error: pipeline {broken}: job hourly_counts: transform parameter hitz")
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         assert lineage.lots.status(role=None) == []
         assert lineage.catalog.list_namespaces().items == []
-    finally:
-        lineage.close()
 
 
 def test_bad_options_are_one_line(cli: CliRunner) -> None:
@@ -87,8 +84,7 @@ def test_run_prints_a_summary_and_fails_on_a_failed_lot(
 ) -> None:
     pipeline = tmp_path / "weblogs.py"
     shutil.copyfile(PIPELINES / "weblogs.py", pipeline)
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         # Nothing ingested yet: refused before anything is registered, saying what to run.
         refused = cli.invoke(app, ["run", str(pipeline), "--json"])
         assert refused.exit_code == 2 and "lotline ingest -n weblogs -d raw_logs" in refused.stderr
@@ -108,8 +104,6 @@ def test_run_prints_a_summary_and_fails_on_a_failed_lot(
         assert result.exit_code == 0, result.output
         jobs = {j["job"]: j["done"] for j in json.loads(result.stdout)["jobs"]}
         assert jobs == {"parse": 1, "hourly_counts": 1}
-    finally:
-        lineage.close()
 
 
 @pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
@@ -127,18 +121,14 @@ def test_a_master_spark_cannot_use_is_one_line(backend_url: str, tmp_path: Path)
     assert done.returncode == 2
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("lotline: error: LOTLINE_SPARK_MASTER 'nowhere://spark' is not a Spark master")
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         assert lineage.catalog.list_namespaces().items == []  # checked before anything was registered
-    finally:
-        lineage.close()
 
 
 def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
     cli: CliRunner, backend_url: str, tmp_path: Path
 ) -> None:
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         lineage.catalog.upsert_namespace("weblogs")
         for dataset in ("raw_logs", "hits"):
             lineage.catalog.upsert_dataset("weblogs", dataset)
@@ -150,8 +140,6 @@ def test_a_dataset_another_job_produces_is_one_line_and_claims_nothing(
         assert line.startswith("lotline: error: ")
         assert "legacy_parse" in line
         assert [r.job for r in lineage.lots.status("weblogs")] == ["ingest_raw_logs"]
-    finally:
-        lineage.close()
 
 
 def test_lotline_logs_prints_what_a_lot_logged(
@@ -162,15 +150,12 @@ def test_lotline_logs_prints_what_a_lot_logged(
     from lotline.spark.runner import LotRunner, register
     from support.spark import ingest_files
 
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         pipeline = load_pipeline(str(PIPELINES / "failing.py"))
         register(lineage, pipeline)
         ingest_files(lineage, "failing", "rows", "20230101PT1H000", {"rows.csv": ["1,2"]})
         run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.select(["parse"]), worker="test")
         [row] = lineage.lots.status("failing", job="parse")
-    finally:
-        lineage.close()
     result = cli.invoke(app, ["logs", str(row.run_id)])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
@@ -200,15 +185,12 @@ def test_lotline_logs_prints_what_a_lot_logged(
 def test_a_failed_lot_is_one_line_on_stderr_and_verbose_brings_spark_s_log_back(
     backend_url: str, tmp_path: Path
 ) -> None:
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         from lotline.spark.pipeline import load_pipeline
         from lotline.spark.runner import register
 
         register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:03:00 /x 599"]])
-    finally:
-        lineage.close()
     env = {
         **os.environ,
         "LOTLINE_DB_URL": backend_url,
@@ -253,8 +235,7 @@ def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
     worker's live claim holds is reported, not counted as nothing."""
     pipeline = str(PIPELINES / "weblogs.py")
     lots = ["20230101PT30M000", "20230101PT30M001"]
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         lineage.catalog.upsert_namespace("weblogs")  # a run with nothing ingested is refused (issue 27 §3)
         lineage.catalog.upsert_dataset("weblogs", "raw_logs")
         for lot in lots:
@@ -289,5 +270,3 @@ def test_run_reaps_a_killed_run_s_claims_and_reports_lots_another_worker_holds(
         result = cli.invoke(app, ["run", pipeline])  # the table says so too
         assert result.exit_code == 0, result.output
         assert "not taken: job parse: 1 lot held by a live claim of worker other-worker" in result.stdout
-    finally:
-        lineage.close()

@@ -24,12 +24,9 @@ LOT = "20230101PT1H000"
 
 def test_ctrl_c_fails_the_lot_in_progress_in_one_line_and_exits_130(backend_url: str, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    try:
+    with Lineage.over(Store(backend_url), Storage(str(warehouse))) as lineage:
         register(lineage, load_pipeline(str(PIPELINES / "waiting.py")))
         ingest(lineage, "waiting", "raw", LOT, [["a line"]])
-    finally:
-        lineage.close()
     wait = tmp_path / "wait"
     wait.mkdir()
     process = start_waiting(["run", str(PIPELINES / "waiting.py")], backend_url, warehouse, wait, tmp_path)
@@ -60,9 +57,6 @@ def test_ctrl_c_fails_the_lot_in_progress_in_one_line_and_exits_130(backend_url:
         " WARN ",
     ):
         assert noise not in out + err, (out, err)
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    try:
+    with Lineage.over(Store(backend_url), Storage(str(warehouse))) as lineage:
         [row] = lineage.lots.status("waiting", job="wait")
         assert (row.status.value, row.attempt, row.error) == ("ERROR", 1, INTERRUPTED)
-    finally:
-        lineage.close()

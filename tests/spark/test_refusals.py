@@ -88,14 +88,11 @@ def _registration(lineage: Lineage) -> tuple[list[str], list[str]]:
 def test_a_mismatch_is_refused_and_registers_nothing(
     backend_url: str, tmp_path: Path, replacements: list[tuple[str, str]], words: list[str]
 ) -> None:
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         _ingested(lineage)
         before = _registration(lineage)
         _refused(_run(_pipeline(tmp_path, *replacements), backend_url, tmp_path), *words)
         assert _registration(lineage) == before  # no ghost dataset, no job
-    finally:
-        lineage.close()
 
 
 def test_a_source_nothing_fills_says_what_to_run(backend_url: str, tmp_path: Path) -> None:
@@ -105,25 +102,19 @@ def test_a_source_nothing_fills_says_what_to_run(backend_url: str, tmp_path: Pat
         "has no lots yet",
         f"lotline ingest -n {NS} -d raw_logs --create --landing FOLDER --interval PT30M",
     )
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         assert lineage.catalog.list_namespaces().items == []
-    finally:
-        lineage.close()
 
 
 def _one_lot_parsed(backend_url: str, tmp_path: Path) -> Path:
     """Lot 000 ingested and parsed, lot 001 never arrived: nothing is eligible (the hour waits)."""
-    lineage = _lineage(backend_url, tmp_path)
-    try:
+    with _lineage(backend_url, tmp_path) as lineage:
         _ingested(lineage)
         pipeline = _pipeline(tmp_path)
         register(lineage, load_pipeline(str(pipeline)))
         claim = lineage.lots.claim("test", NS, "parse")
         assert claim is not None and claim.lot == "20230101PT30M000"
         lineage.lots.complete(claim)
-    finally:
-        lineage.close()
     return pipeline
 
 

@@ -190,8 +190,7 @@ def test_a_run_killed_between_the_two_writes_publishes_nothing_and_its_retry_bot
     backend_url: str, tmp_path: Path
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    try:
+    with Lineage.over(Store(backend_url), Storage(str(warehouse))) as lineage:
         register(lineage, load_pipeline(str(FILE)))
         ingest(lineage, NS, "numbers", LOT, [["1", "-2"]])
         env = {
@@ -231,8 +230,6 @@ def test_a_run_killed_between_the_two_writes_publishes_nothing_and_its_retry_bot
             assert manifest.attempt == 2 and manifest.row_count == rows
         runs = sorted(lineage.runs.list_runs(NS, "split").items, key=lambda r: r.created_at)
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
-    finally:
-        lineage.close()
 
 
 CHECKED = PIPELINES / "multichecked.py"

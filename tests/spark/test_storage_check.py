@@ -31,8 +31,7 @@ def test_an_s3_warehouse_without_hadoop_aws_is_refused_before_any_claim(
     backend_url: str, s3_endpoint: str, spark: SparkSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     root = new_s3_root(s3_endpoint)
-    lineage = Lineage.over(Store(backend_url), Storage(root, s3_options(s3_endpoint)))
-    try:
+    with Lineage.over(Store(backend_url), Storage(root, s3_options(s3_endpoint))) as lineage:
         weblogs = load_pipeline(str(PIPELINES / "weblogs.py"))
         register(lineage, weblogs)
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:01:00 /a 200"]])
@@ -54,5 +53,3 @@ def test_an_s3_warehouse_without_hadoop_aws_is_refused_before_any_claim(
         assert [(r.job, r.status.value) for r in lineage.lots.status("weblogs")] == [
             ("ingest_raw_logs", "READY")
         ]
-    finally:
-        lineage.close()

@@ -88,8 +88,7 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
     backend_url: str, tmp_path: Path
 ) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = Lineage.over(Store(backend_url), Storage(str(warehouse)))
-    try:
+    with Lineage.over(Store(backend_url), Storage(str(warehouse))) as lineage:
         register(lineage, load_pipeline(str(PIPELINES / "slow.py")))
         ingest(lineage, "slow", "events", HALF[0], [["a", "b", "c"]])
         first = _start_worker(tmp_path, backend_url, warehouse, "--lease", "3")
@@ -119,8 +118,6 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         assert all("/attempt=2/" in o.uri for o in manifest.objects) and manifest.row_count == 3
         runs = sorted(lineage.runs.list_runs("slow", "copy").items, key=lambda r: r.created_at)
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
-    finally:
-        lineage.close()
 
 
 def test_a_dead_workers_run_cannot_be_completed_through_the_api_until_a_worker_reaps_it(
@@ -169,8 +166,7 @@ def test_a_dead_workers_run_cannot_be_completed_through_the_api_until_a_worker_r
 @pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)
 def test_two_worker_processes_on_postgresql_never_run_a_lot_twice(backend_url: str, tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
-    lineage = eight_half_hours(backend_url, warehouse)
-    try:
+    with eight_half_hours(backend_url, warehouse) as lineage:
         workers = [
             _start_worker(tmp_path, backend_url, warehouse, "--idle-exit", "5", pipeline="weblogs.py")
             for _ in range(2)
@@ -184,8 +180,6 @@ def test_two_worker_processes_on_postgresql_never_run_a_lot_twice(backend_url: s
             assert {r.state for r in runs} == {RunState.COMPLETED}
         done = [out.count(": done") for out, _ in outputs]
         assert sum(done) == 12  # every lot done once, by one of the two
-    finally:
-        lineage.close()
 
 
 def test_the_worker_logs_a_failure_as_its_one_line_reason(capsys: pytest.CaptureFixture[str]) -> None:

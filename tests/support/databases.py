@@ -66,8 +66,5 @@ def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
 def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
     """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
     warehouse = request.getfixturevalue("tmp_path") / "warehouse"
-    lineage = Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse)))
-    try:
+    with Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse))) as lineage:
         yield lineage
-    finally:
-        lineage.close()

@@ -27,13 +27,10 @@ def cleanup(
     """Finish interrupted removals of failed attempts, delete objects no manifest lists (older than
     the longest lease plus the grace, never those of a claim in progress), and rewrite manifest
     copies that are missing or differ from the database."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         report = lineage.cleanup.cleanup(
             grace=timedelta(seconds=grace), max_lease=timedelta(seconds=max_lease), dry_run=dry_run
         )
-    finally:
-        lineage.close()
     if as_json:
         print(json.dumps(report.to_json()))
         return

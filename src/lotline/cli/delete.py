@@ -17,13 +17,10 @@ def delete(
     ] = None,
 ) -> None:
     """Delete a namespace (with its datasets and jobs) or one dataset of it."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         if dataset is None:
             lineage.catalog.delete_namespace(namespace)
             print(f"namespace {namespace} deleted")
         else:
             lineage.catalog.delete_dataset(namespace, dataset)
             print(f"dataset {namespace}:{dataset} deleted")
-    finally:
-        lineage.close()

@@ -89,8 +89,9 @@ def demo(
         f"{FIRST_HOUR:02d}:00-{FIRST_HOUR + HOURS:02d}:00 UTC: nothing for "
         f"{_window(day, EMPTY_WINDOW):%H:%M}, and a broken line in {broken.path.relative_to(folder)}."
     )
-    lineage = open_lineage(settings.db_url, Storage(settings.warehouse), consumer=consumer_for(settings))
-    try:
+    with open_lineage(
+        settings.db_url, Storage(settings.warehouse), consumer=consumer_for(settings)
+    ) as lineage:
         register(lineage, pipeline)
         console.print("2. Ingest the day, and today up to now, into five-minute lots of raw_logs:")
         _ingest(lineage, console, pipeline, folder, day, upto)
@@ -113,8 +114,6 @@ def demo(
             _report_run(console, pipeline, run_with_progress(runner, pipeline.ordered_jobs()))
             _show_report(console, lineage, pipeline, spark, day)
         _show_status(console, lineage, pipeline)
-    finally:
-        lineage.close()
     console.rule(f"done in {time.monotonic() - started:.0f} s")
     _print_next(console, folder, day, upto)
 

@@ -31,13 +31,10 @@ def files(
     ] = False,
 ) -> None:
     """The objects of the dataset's READY lots (of a range): one path per line, or JSON."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         found = lineage.reading.published(namespace, dataset, start, end)
         storage = lineage.storage
-    finally:
-        lineage.close()
     if as_json:
         print(json.dumps(files_json(found, storage), indent=2))
         return

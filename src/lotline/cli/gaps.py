@@ -69,14 +69,11 @@ def gaps(
 ) -> None:
     """Lots of a time range (by default up to now) by state, and the runs of lots missing, failed,
     running, held, blocked or pending (not due yet)."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         report, health = lineage.gaps.counted(
             namespace, job=job, dataset=dataset, start=start, end=end, interval=interval
         )
-    finally:
-        lineage.close()
     if as_json:
         print(json.dumps(counted_json(report, health), indent=2))
         return
@@ -124,8 +121,7 @@ def backfill(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Reopen the job's READY lots of the range (downstream too) and hint its missing and failed ones."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         done = lineage.gaps.backfill(
             namespace,
@@ -136,8 +132,6 @@ def backfill(
             dry_run=dry_run,
             interval=interval,
         )
-    finally:
-        lineage.close()
     print(json.dumps(backfill_json(done), indent=2) if as_json else _done(done))
 
 

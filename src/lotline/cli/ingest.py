@@ -134,11 +134,8 @@ def ingest(
     )
     settings = load_settings()
     # Without a namespace to name, there must be a database to take it from: none is created.
-    lineage = open_configured(settings, create=namespace is not None or settings.namespace is not None)
-    try:
+    with open_configured(settings, create=namespace is not None or settings.namespace is not None) as lineage:
         _scan(lineage, replace(request, namespace=namespace_in(lineage, namespace)), watch, every, as_json)
-    finally:
-        lineage.close()
 
 
 def _range(start: str | None, end: str | None) -> TimeRange:
@@ -159,8 +156,7 @@ def _declare_empty(
     """``--empty``: the lots named, or every interval of the range, declared empty by the operator."""
     if bool(lots) == (span is not None):
         raise InvalidInput("--empty needs either --lot (repeat it) or --from/--to, not both.")
-    lineage = open_configured(load_settings(), create=False)
-    try:
+    with open_configured(load_settings(), create=False) as lineage:
         chosen = namespace_in(lineage, namespace)
         if span is not None:
             kind = interval or lineage.sources.lot_kind(chosen, dataset)
@@ -169,8 +165,6 @@ def _declare_empty(
             lots = [str(lot) for lot in lots_between(span.start, span.end, Interval.parse(kind))]
         who = f"an operator ({getpass.getuser()}@{socket.gethostname()}, lotline ingest --empty)"
         done = lineage.ingest.declare_empty(chosen, dataset, lots, who, force=force)
-    finally:
-        lineage.close()
     if as_json:
         print(json.dumps(done.to_json()), flush=True)
         return

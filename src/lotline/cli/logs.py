@@ -20,8 +20,7 @@ def logs(
 ) -> None:
     """Print the lines a run's transform logged, oldest first, and its one-line error if it failed:
     `lotline logs RUN_ID`, or `lotline logs JOB LOT` for the latest run of that job on that lot."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         if lot is None:
             try:
                 parsed = uuid.UUID(first)
@@ -37,8 +36,6 @@ def logs(
                 raise InvalidInput(f"job {chosen}:{first} has no run on lot {lot}.")
             parsed = found[0].id
         run = lineage.runs.get_run(parsed)
-    finally:
-        lineage.close()
     kept = run.facets.get(LOG_FACET) or {}
     dropped = kept.get("dropped", 0)
     if dropped:

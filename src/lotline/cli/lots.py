@@ -76,8 +76,7 @@ def status(
     """Lots by state (the words of the gap report and the web UI): how many lots of each job's
     output are in each state (and, with --lots, which)."""
     wanted = _states(state)
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         rows = lineage.lots.status(namespace, job=job, dataset=dataset)
         told: dict[tuple[str, str], CellState] = {}
@@ -92,8 +91,6 @@ def status(
             and (job is None or h.job == job)
             and (dataset is None or h.dataset == dataset)
         ]
-    finally:
-        lineage.close()
     rows = [r for r in rows if told[(r.dataset, r.lot)] in wanted]
     counts: Counter[tuple[str, str, str]] = Counter(
         (r.job, r.dataset, told[(r.dataset, r.lot)]) for r in rows
@@ -163,15 +160,12 @@ def invalidate(
     namespace: Namespace = None,
 ) -> None:
     """Reopen a READY lot (RESUBMIT) and every lot made from it, transitively."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         reopened = lineage.lots.invalidate(namespace, dataset, lot)
         rows = lineage.lots.status_page(
             namespace, dataset=dataset, role=None, lot_from=lot, lot_to=lot, limit=10
         )
-    finally:
-        lineage.close()
     if not reopened:
         print(f"{dataset} {lot} was already reopened; nothing changed")
     for ref in reopened:
@@ -201,8 +195,7 @@ def hold(
 ) -> None:
     """Pause a lot (nobody produces or reads it) or a whole job (no new claims) until released."""
     target = _target(dataset, lot, job)
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         if isinstance(target, str):
             changed = lineage.lots.hold_job(namespace, target)
@@ -210,8 +203,6 @@ def hold(
         else:
             changed = lineage.lots.hold_lot(namespace, *target)
             print(f"{' '.join(target)} {'is now' if changed else 'was already'} on hold")
-    finally:
-        lineage.close()
 
 
 def release(
@@ -222,8 +213,7 @@ def release(
 ) -> None:
     """End a hold on a lot (back to the status it paused) or on a job."""
     target = _target(dataset, lot, job)
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         if isinstance(target, str):
             lineage.lots.release_job(namespace, target)
@@ -232,8 +222,6 @@ def release(
             restored = lineage.lots.release_lot(namespace, *target)
             word = lineage.gaps.lot_states(namespace, target[0], [target[1]])[target[1]].value
             print(f"{' '.join(target)} released ({word if restored else 'never produced'})")
-    finally:
-        lineage.close()
 
 
 def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:

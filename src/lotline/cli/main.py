@@ -131,13 +131,10 @@ def project(
     Progress goes to stderr: the backlog at the start, then a line a second.
     """
     settings = load_settings()
-    lineage = open_lineage(settings.db_url, create=False)
-    try:
+    with open_lineage(settings.db_url, create=False) as lineage:
         progress = Progress(lineage.projection.backlog())
         drained = lineage.projection.drain(wait=True, max_events=max_events or None, on_group=progress.group)
         status = lineage.projection.status()
-    finally:
-        lineage.close()
     if drained.stalled:
         print("lotline: error: the database failed while projecting; run it again", file=sys.stderr)
         raise typer.Exit(code=1)

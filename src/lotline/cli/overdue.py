@@ -17,11 +17,8 @@ def overdue(
     """Notice the source lots that became due: each one nothing was delivered for gets one OVERDUE
     lot event (absent=missing), or is declared empty by its policy (absent=empty). A running
     `lotline worker` or `lotline serve` does this every minute."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         done = lineage.arrival_pass.notice()
-    finally:
-        lineage.close()
     if as_json:
         print(json.dumps(done.to_json()))
         return

@@ -121,6 +121,13 @@ class Lineage:
     def close(self) -> None:
         self.store.dispose()
 
+    def __enter__(self) -> Lineage:
+        """``with open_configured(settings) as lineage:`` — closed (its store disposed) at the end."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
 
 def open_lineage(
     url: str,

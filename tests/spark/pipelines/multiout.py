@@ -42,15 +42,12 @@ def between_writes(value: int) -> int:
         from lotline.services import Lineage
         from lotline.store.engine import Store
 
-        lineage = Lineage.over(Store(PROBE["url"]))
-        try:
+        with Lineage.over(Store(PROBE["url"])) as lineage:
             [status] = lineage.lots.status("multiout", dataset="kept")
             seen = {
                 "readable": sorted(lineage.manifests.readable("multiout", "kept", [PROBE["lot"]])),
                 "status": status.status.value,
             }
-        finally:
-            lineage.close()
         with open(PROBE["out"], "w") as out:
             json.dump(seen, out)
         raise ValueError("rejected output refused between the writes")
