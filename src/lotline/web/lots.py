@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from lotline.domain import backfills
 from lotline.domain.coordination import Role
@@ -19,7 +20,7 @@ from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, 
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text, utc_time
-from lotline.web.render import page, templates
+from lotline.web.render import lineage_of, page, templates
 
 router = APIRouter(include_in_schema=False)
 
@@ -298,3 +299,11 @@ async def matrix_page(request: Request) -> HTMLResponse:
         }
 
     return await page(request, "matrix.html", build)
+
+
+@router.get("/lots/holds")
+async def holds(request: Request) -> JSONResponse:
+    """The namespace's held jobs (``?ns=``): a hold or a release is no lot event, so a live page
+    asks for these each time it polls, and refreshes its parts when they differ from its own."""
+    namespace = text(request.query_params, "ns") or ""
+    return JSONResponse({"held": await run_in_threadpool(lineage_of(request).lots.held_jobs, namespace)})

@@ -18,13 +18,33 @@ function toast(message, failed) {
   box._timer = setTimeout(() => { box.className = ""; }, 6000);
 }
 
-// Without a token on a server that requires one, action buttons are disabled and say why.
+const NO_TOKEN = "Set the API token (top right) to use this.";
+
+// Without a token on a server that requires one, action buttons are disabled and say why; so is a
+// button that does not apply (data-applies="false": releasing a job that is not held), with its
+// reason (data-why). The backfill's Preview needs the token too, and says so beside itself.
 function enableActions() {
   const missing = document.body.dataset.auth === "required" && !sessionStorage.getItem(TOKEN_KEY);
   document.querySelectorAll("button[data-action]").forEach((button) => {
-    button.disabled = missing;
-    button.title = missing ? "Set the API token (top right) to use this." : (button.dataset.explain || "");
+    const applies = button.dataset.applies !== "false";
+    button.disabled = missing || !applies;
+    button.title = missing ? NO_TOKEN : (applies ? (button.dataset.explain || "") : (button.dataset.why || ""));
   });
+  const preview = document.querySelector("button[data-backfill=preview]");
+  if (preview) {
+    preview.disabled = missing;
+    preview.title = missing ? NO_TOKEN : "";
+    const hint = document.getElementById("backfill-hint");
+    if (hint) hint.textContent = missing ? "Set the API token (top right) to preview: the server asks for it." : "";
+  }
+}
+
+// What a refused call says to a reader: a 401 in words, anything else with its status.
+function refusal(answer, body) {
+  if (answer.status === 401) {
+    return "the server refused the API token (401): set the right one (top right) and try again.";
+  }
+  return `${answer.status} ${body.message || answer.statusText}`;
 }
 
 // A token is checked against the server before it is kept: an empty OpenLineage batch is a
@@ -76,7 +96,7 @@ async function runAction(button) {
     const answer = await fetch(button.dataset.url, { method: button.dataset.action, headers });
     const body = await answer.json().catch(() => ({}));
     if (!answer.ok) {
-      const message = `${button.textContent}: ${answer.status} ${body.message || answer.statusText}`;
+      const message = `${button.textContent}: ${refusal(answer, body)}`;
       if (result) result.textContent = message;
       toast(message, true);
       return;
@@ -594,22 +614,28 @@ function setUpLive() {
   const body = document.body;
   if (!body.dataset.eventsAfter || !document.querySelector("[data-live][id]")) return;
   let after = Number(body.dataset.eventsAfter);
+  // A hold or a release is no lot event: the namespace's held jobs are asked for with each poll.
+  const heldNow = async () => {
+    const answer = await fetch("/lots/holds?" + new URLSearchParams({ ns: body.dataset.ns }));
+    return answer.ok ? (await answer.json()).held.join(",") : body.dataset.holds;
+  };
   const poll = async () => {
     try {
       const query = new URLSearchParams({ after: String(after), limit: "1000" });
       const answer = await fetch("/api/v1/lots/events?" + query, { headers: { Accept: "application/json" } });
-      if (answer.ok) {
-        const found = await answer.json();
-        if (found.events.length) {
-          after = found.lastPosition;
-          for (const part of document.querySelectorAll("[data-live][id]")) {
-            const id = "#" + part.id;
-            const source = part.dataset.liveSrc || window.location.href;  // a part from another page
-            await htmx.ajax("GET", source, { target: id, select: id, swap: "outerHTML" });
-          }
-          tabStopOfGrid();
-          body.dataset.refreshed = String(after);
+      const holds = await heldNow();
+      const found = answer.ok ? await answer.json() : { events: [] };
+      if (found.events.length || holds !== body.dataset.holds) {
+        if (found.events.length) after = found.lastPosition;
+        body.dataset.holds = holds;
+        for (const part of document.querySelectorAll("[data-live][id]")) {
+          const id = "#" + part.id;
+          const source = part.dataset.liveSrc || window.location.href;  // a part from another page
+          await htmx.ajax("GET", source, { target: id, select: id, swap: "outerHTML" });
         }
+        tabStopOfGrid();
+        enableActions();
+        body.dataset.refreshed = String(after);
       }
     } catch (error) {
       // the next poll tries again; a page that cannot reach the server says so when it acts
@@ -657,7 +683,7 @@ async function runBackfill(button) {
   const answer = await fetch(backfillUrl(form, dry), { method: "POST", headers }).catch(() => null);
   const body = answer ? await answer.json().catch(() => ({})) : {};
   if (!answer || !answer.ok) {
-    plan.textContent = `backfill: ${answer ? answer.status + " " + (body.message || "") : "could not reach the server"}`;
+    plan.textContent = `backfill: ${answer ? refusal(answer, body) : "could not reach the server"}`;
     return;
   }
   const reopened = lotCount(body.reopened), hinted = lotCount(body.hinted) + lotCount(body.unhinted);
