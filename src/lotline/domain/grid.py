@@ -3,9 +3,10 @@
 A year of five-minute lots is 105,120 lots. The grid is built from the report's runs of lots that
 are not complete (``domain.gaps``), never from one object per lot, and a page never draws more
 than ``MAX_CELLS`` cells: a coarser resolution aggregates lots into hours or days, each cell
-carrying its counts by state. An aggregated cell shows two things at once: how much of it is done
-(``Cell.done_share``: complete and empty lots) and the most urgent state of the rest
-(``Cell.mark``), so a day with one failed lot in 288 reads as mostly done *and* flagged.
+carrying its counts by state. An aggregated cell shows three things at once: how much of it is done
+(``Cell.done_share``: complete and empty lots), what most of the rest is (``Cell.dominant``, its
+body) and the most urgent state of the rest (``Cell.mark``, its corner), so a day with one failed
+lot in 288 reads as mostly done *and* flagged, and a day of 287 missing lots and 1 failed reads missing.
 """
 
 from __future__ import annotations
@@ -99,6 +100,15 @@ class Cell:
     def mark(self) -> CellState | None:
         """The most urgent state among the lots that are not done (None: every lot is done)."""
         return next((s for s in URGENCY if s not in DONE and self.counts.get(s)), None)
+
+    @property
+    def dominant(self) -> CellState | None:
+        """The state most of the lots that are not done are in, the more urgent among equals
+        (None: every lot is done): what an aggregated cell's body is tinted, while its corner
+        shows the ``mark`` — a day of 287 reopened lots and 1 failed one reads missing, flagged failed."""
+        found = [(self.counts.get(s, 0), -n, s) for n, s in enumerate(URGENCY) if s not in DONE]
+        count, _, state = max(found)
+        return state if count else None
 
     @property
     def state(self) -> CellState:
@@ -283,6 +293,21 @@ def due_range(
 
 
 @dataclass(frozen=True)
+class OutputHealth:
+    """One output of a job with several, over the job's range: its lots by state (each output has
+    its own: one may be reopened alone) and those published with warnings (a check is an output's)."""
+
+    dataset: str
+    totals: dict[CellState, int]
+    warned: int = 0
+
+    @property
+    def not_done(self) -> dict[CellState, int]:
+        """Its lots that are not done, by state, most urgent first."""
+        return {s: self.totals[s] for s in URGENCY if s not in DONE and self.totals.get(s)}
+
+
+@dataclass(frozen=True)
 class Health:
     """A job's (or dataset's) lots over the range due, by state: a health bar. ``totals`` are the
     grid's over the same range, so every page counts the same lots the same way."""
@@ -298,6 +323,9 @@ class Health:
     #: The newest complete (or empty) lot and when it ends (None: none yet, or named lots).
     newest: str | None = None
     newest_end: datetime.datetime | None = None
+    #: A job with several outputs: each one's lots (the totals above are its first output's, which
+    #: carries the claim, so a lot counts once); empty for one output.
+    outputs: tuple[OutputHealth, ...] = ()
 
     @property
     def total(self) -> int:

@@ -26,7 +26,7 @@ from lotline.domain.checks import published_with_warnings
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
-from lotline.domain.grid import Grid, Health, Matrix, Resolution
+from lotline.domain.grid import Grid, Health, Matrix, OutputHealth, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
 from lotline.domain.model import DatasetRef
 from lotline.services import _common
@@ -280,7 +280,9 @@ class GapService:
                 grid = _grid(connection, namespace, target, shown, common, dust, now, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
-                grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
+                outputs = _outputs(connection, namespace, target, shown, grid, dust, now)
+                health = Health(namespace, target.job, target.dataset, held, due, totals, outputs=outputs)
+                grids.append((health, grid))
         self._compact(dust)
         return Matrix(namespace, due, common, grids)
 
@@ -463,7 +465,35 @@ def _health(
         totals,
         warned,
         *_newest(connection, target, interval),
+        outputs=_outputs(connection, namespace, target, shown, grid, dust, now),
     )
+
+
+def _outputs(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    shown: TimeRange,
+    first: Grid,
+    dust: list[_Dust],
+    now: datetime.datetime,
+) -> tuple[OutputHealth, ...]:
+    """Each output of a job with several, over ``shown`` (``first``: the first output's grid,
+    already read); nothing for a job with one output or a dataset."""
+    lot_job = target.lot_job
+    if target.job is None or lot_job is None or len(lot_job.outputs) < 2:
+        return ()
+    names = {key: ref.name for key, ref in datasets.dataset_refs(connection, list(lot_job.outputs)).items()}
+    found = []
+    for dataset_id in lot_job.outputs:
+        grid = first
+        if dataset_id != target.dataset_id:
+            other = _Target(dataset_id, names[dataset_id], target.job, lot_job)
+            resolution, interval = first.resolution, first.interval
+            grid = _grid(connection, namespace, other, shown, resolution, dust, now, known=interval)
+        totals = {s: n for s, n in grid.totals().items() if n}
+        found.append(OutputHealth(names[dataset_id], totals, sum(cell.warned for cell in grid.cells)))
+    return tuple(found)
 
 
 def _newest(
