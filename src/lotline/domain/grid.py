@@ -427,47 +427,77 @@ def dependency_order(produces: Mapping[str, tuple[str, Sequence[str]]]) -> list[
 @dataclass(frozen=True)
 class Matrix:
     """A namespace's lots by jobs: one grid per job (rows in dependency order), all over ``range``
-    at ``resolution``, so their cells line up by time. No range: no job has lots yet."""
+    on one time axis of ``column_minutes`` columns (``resolution``: per lot, hour or day). Each row
+    keeps its own lots' resolution: a row of lots finer than a column aggregates them per column,
+    a row of lots as long as several columns draws each lot across them (a daily job's day spans 24
+    hour columns). No range: no job has lots yet."""
 
     namespace: str
     range: DueRange | None
     resolution: Resolution | None
     rows: list[tuple[Health, Grid]]
+    column_minutes: int = 0
 
 
-#: The most cells a row of the matrix aims under when no resolution is asked for (a year of days).
+#: The most columns the matrix aims under when no resolution is asked for (a year of days).
 MATRIX_COLUMNS = 400
 
 
-def common_resolution(
+def column_minutes(intervals: Sequence[Interval], resolution: Resolution) -> int:
+    """One column's length: an hour, a day, or (per lot) the finest of the rows' lots."""
+    if resolution is Resolution.LOT:
+        return min((i.minutes for i in intervals), default=60)
+    return _MINUTES[resolution]
+
+
+def row_resolution(interval: Interval, columns: int) -> Resolution:
+    """How a row of ``interval`` lots is drawn in columns of ``columns`` minutes: per lot when its
+    lots are as long as a column or longer (each spans a whole number of columns), else aggregated
+    per column (which must hold a whole number of its lots)."""
+    if interval.minutes >= columns:
+        if interval.minutes % columns:
+            raise InvalidInput(
+                f"{interval} lots do not fill whole columns of {columns} minutes: choose another."
+            )
+        return Resolution.LOT
+    if columns % interval.minutes:
+        raise InvalidInput(
+            f"{interval} lots do not fit whole in columns of {columns} minutes: choose another."
+        )
+    return Resolution.HOUR if columns == 60 else Resolution.DAY
+
+
+def matrix_resolution(
     intervals: Sequence[Interval], shown: TimeRange, wanted: Resolution | None
 ) -> Resolution:
-    """The finest resolution every interval can be drawn at (one cell per lot only if all lots are
-    alike) that keeps a row under ``MATRIX_COLUMNS`` cells; ``wanted`` if they all can and the
-    whole matrix stays under ``MAX_CELLS``."""
+    """The columns of a matrix: ``wanted`` if every row can be drawn in them and the whole matrix
+    stays under ``MAX_CELLS``; else the finest that every row can be drawn in and that keeps it
+    under ``MATRIX_COLUMNS`` columns (rows of different intervals side by side: a daily row spans
+    the hourly columns of its day)."""
     minutes = (shown.end - shown.start).total_seconds() / 60
 
     def columns(resolution: Resolution) -> float | None:
+        width = column_minutes(intervals, resolution)
         try:
-            return max(minutes / (i.minutes * lots_per_cell(i, resolution)) for i in intervals)
+            for interval in intervals:
+                row_resolution(interval, width)
         except InvalidInput:
             return None
-
-    def fits(resolution: Resolution) -> bool:
-        return resolution is not Resolution.LOT or len(set(intervals)) <= 1
+        return minutes / width
 
     if wanted is not None:
-        found = columns(wanted) if fits(wanted) else None
-        if found is None:
-            raise InvalidInput(f"These jobs' lots cannot all be shown per {wanted.value}: choose another.")
-        if found * max(len(intervals), 1) > MAX_CELLS:
+        width = column_minutes(intervals, wanted)
+        for interval in intervals:  # refused with the row's reason
+            row_resolution(interval, width)
+        cells = minutes / width
+        if cells * max(len(intervals), 1) > MAX_CELLS:
             raise TooManyCells(
-                f"{int(found) * len(intervals)} cells per {wanted.value} is more than the matrix's "
+                f"{int(cells) * len(intervals)} cells per {wanted.value} is more than the matrix's "
                 f"{MAX_CELLS}: choose a coarser resolution or a shorter range."
             )
         return wanted
     for resolution in Resolution:
-        found = columns(resolution) if fits(resolution) else None
+        found = columns(resolution)
         if found is not None and found <= MATRIX_COLUMNS:
             return resolution
     return Resolution.DAY

@@ -253,8 +253,8 @@ class GapService:
         limit: int = MAX_NAMESPACE_JOBS,
     ) -> Matrix:
         """The namespace's lots by jobs: each coordinated job of time lots (dependency order) as one
-        row of grid cells, all rows over the same range and at the same resolution, so a column is
-        one time. One read transaction."""
+        row of grid cells, all rows over the same range on one time axis, each at its own lots'
+        resolution (``domain.grid.row_resolution``), so a column is one time. One read transaction."""
         chosen = None if resolution is None else _resolution(resolution)
         dust: list[_Dust] = []
         with self._store.read() as connection:
@@ -274,17 +274,20 @@ class GapService:
             if due.empty:
                 return Matrix(namespace, due, None, [])
             shown = TimeRange(due.start, due.end)
-            common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
+            intervals = [interval for _, interval, _ in rows]
+            common = lot_grid.matrix_resolution(intervals, shown, chosen)
+            width = lot_grid.column_minutes(intervals, common)
             grids = []
             for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
-                grid = _grid(connection, namespace, target, shown, common, dust, now, known=interval)
+                own = lot_grid.row_resolution(interval, width)
+                grid = _grid(connection, namespace, target, shown, own, dust, now, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 outputs = _outputs(connection, namespace, target, shown, grid, dust, now)
                 health = Health(namespace, target.job, target.dataset, held, due, totals, outputs=outputs)
                 grids.append((health, grid))
         self._compact(dust)
-        return Matrix(namespace, due, common, grids)
+        return Matrix(namespace, due, common, grids, width)
 
     def backfill(
         self,

@@ -260,10 +260,34 @@ _MATRIX_AXIS = {
 }
 
 
+@dataclass(frozen=True)
+class Placed:
+    """A matrix cell on the time axis: ``gap`` blank columns before it, ``span`` columns wide."""
+
+    cell: Cell
+    gap: int
+    span: int
+
+
+def place(
+    grid: Grid, base: datetime.datetime, column: datetime.timedelta, end: datetime.datetime
+) -> list[Placed]:
+    """A row's cells on the matrix's columns (from ``base``, each ``column`` long, up to ``end``):
+    a cell of lots longer than a column spans the columns its lots cover, cut to the range."""
+    length = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
+    found, at = [], 0
+    for cell in grid.cells:
+        first = max(cell.start - base, datetime.timedelta(0)) // column
+        stop = -(-(min(cell.start + length, end) - base) // column)
+        found.append(Placed(cell, first - at, max(stop - first, 1)))
+        at = first + max(stop - first, 1)
+    return found
+
+
 @router.get("/lots", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> HTMLResponse:
     """A namespace's lots by jobs: a row of cells per job, producers above their consumers, so a
-    blocked chain reads down a column."""
+    blocked chain reads down a column; each row at its own lots' resolution on one time axis."""
     params = request.query_params
 
     def build(lineage: Lineage) -> dict[str, Any]:
@@ -273,29 +297,43 @@ async def matrix_page(request: Request) -> HTMLResponse:
         start, end, now = utc_time(params, "from"), utc_time(params, "to"), lineage.clock.now()
         resolution = text(params, "res")
         notes: list[str] = []
-        try:
-            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
-        except TooManyCells as error:
-            notes.append(error.message + " Shown with the automatic resolution.")
-            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
         context: dict[str, Any] = {
             "ns": namespace,
-            "matrix": found,
             "notes": notes,
             "resolutions": list(Resolution),
             "states": URGENCY,
             "meanings": MEANINGS,
         }
+        try:
+            try:
+                found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
+            except TooManyCells as error:
+                notes.append(error.message + " Shown with the automatic resolution.")
+                found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
+        except InvalidInput as error:  # the form stays as typed, with the reason
+            return {
+                **context,
+                "matrix": None,
+                "error": error.message,
+                "typed": (text(params, "from") or "", text(params, "to") or ""),
+                "http_status": error.http_status,
+            }
+        context["matrix"] = found
         if found.range is not None:
             notes.extend(found.range.notes)
-        if not found.rows or found.resolution is None:
+        if not found.rows or found.resolution is None or found.range is None:
             return context
+        column = datetime.timedelta(minutes=found.column_minutes)
+        midnight = found.range.start.replace(hour=0, minute=0, second=0, microsecond=0)
+        base = midnight + (found.range.start - midnight) // column * column
+        count = -(-(found.range.end - base) // column)
         every, pattern = _MATRIX_AXIS[found.resolution]
-        starts = [cell.start for cell in found.rows[0][1].cells]
+        starts = [base + n * column for n in range(count)]
         return {
             **context,
             "axis": [s.strftime(pattern) if n % every == 0 else "" for n, s in enumerate(starts)],
-            "finer": _FINER.get(found.resolution),
+            "placed": [place(grid, base, column, found.range.end) for _, grid in found.rows],
+            "finers": _FINER,
         }
 
     return await page(request, "matrix.html", build)

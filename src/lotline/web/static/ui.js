@@ -782,5 +782,20 @@ document.addEventListener("DOMContentLoaded", () => {
   document.body.addEventListener("htmx:afterSwap", enableActions);  // a lot panel's buttons
   setUpClicks();
   setUpGrid();
+  setUpMatrix();
   setUpGraph();
 });
+
+// A wide matrix (a year of days) opens where it matters: its latest trouble (the last cell not
+// done), else its newest columns — not on the quiet start of its range.
+function setUpMatrix() {
+  const wrap = document.getElementById("matrix-wrap");
+  if (!wrap || wrap.scrollWidth <= wrap.clientWidth) return;
+  const trouble = Array.from(wrap.querySelectorAll("a.c[data-state]")).filter(
+    (c) => !["complete", "empty", "pending"].includes(c.dataset.state),
+  );
+  const left = (c) => c.getBoundingClientRect().left - wrap.getBoundingClientRect().left + wrap.scrollLeft;
+  const cell = trouble.reduce((latest, c) => (!latest || left(c) > left(latest) ? c : latest), null);
+  wrap.scrollLeft = cell ? left(cell) - wrap.clientWidth / 2 : wrap.scrollWidth;
+  wrap.dataset.opened = cell ? cell.dataset.from : "end";
+}
