@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from lotline.domain import backfills
-from lotline.domain.coordination import Role
+from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
 from lotline.domain.gaps import STATES, GapState
 from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, Resolution, due_range
@@ -245,6 +245,8 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
             "lot": lot,
             "window": (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else None,
             "producer": producer,
+            # what its hold and release buttons can do: hold a lot that is not held, release a held one
+            "held": any(s.role is Role.OUTPUT and s.status is Status.HOLD for s in statuses),
             "runs": runs,
             **found,
         }
