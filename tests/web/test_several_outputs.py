@@ -4,12 +4,15 @@ on its second output are on the start page, the job page and the matrix."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from lotline.services.lots import OtherOutput
 from support.lots import LotWorld
 from web.conftest import Tab, UiServer
 from web.test_health import counts_of
+from web.test_interop import _shot
 
 MULTI_NS = "multi"
 LOTS = [f"20230101PT1H{n:03d}" for n in range(6)]
@@ -70,3 +73,41 @@ def test_a_job_with_two_outputs_counts_its_lots_once_and_shows_each_outputs_heal
     badge = page.locator("#matrix tr[data-job=split] th [data-output=side_out]")
     expect(badge).to_have_text("warned on 3 lots (output side_out)")
     expect(page.locator("#matrix tr[data-job=split] th [data-output=main_out]")).to_have_count(0)  # all done
+
+
+def test_the_grid_of_a_job_with_two_outputs_offers_each_output_and_draws_the_one_chosen(
+    tab: Tab, ui_server: UiServer
+) -> None:
+    """The grid page speaks of both outputs: its choice says side_out warned on 3 lots, and chosen,
+    the grid draws side_out's lots with their warning dots; an output the job lacks is refused."""
+    _seed(ui_server)
+    page = tab.page
+    grid = f"/jobs/{MULTI_NS}/split/lots"
+    window = "from=2023-01-01&to=2023-01-01T06:00:00Z"
+    page.goto(f"{grid}?{window}")
+    choice = page.locator("#outputs")
+    main, side = (choice.locator(f"a[data-output={name}]") for name in ("main_out", "side_out"))
+    expect(main).to_have_attribute("aria-current", "true")  # the first output, as every page counts
+    expect(main).to_contain_text("all done")
+    expect(side.locator("[data-warned]")).to_have_text("warned on 3 lots")
+    expect(page.locator("#grid")).to_have_attribute("data-dataset", "main_out")
+    expect(page.locator("#grid a.c[data-warned]")).to_have_count(0)
+
+    side.click()
+    expect(page).to_have_url(re.compile(r"output=side_out"))
+    expect(page.locator("#grid")).to_have_attribute("data-dataset", "side_out")
+    expect(page.locator("#outputs a[data-output=side_out]")).to_have_attribute("aria-current", "true")
+    warned = page.locator("#grid a.c[data-warned]")
+    expect(warned).to_have_count(len(WARNED))
+    assert {cell.get_attribute("data-lot") for cell in warned.all()} == WARNED
+    expect(page.locator("#totals b[data-state=complete]")).to_have_text(str(len(LOTS)))
+    _shot(tab, ui_server, "grid-outputs")
+    page.locator("#grid a.c[data-lot='20230101PT1H001']").click()  # its panel is side_out's lot
+    expect(page.locator("#lot-panel h2")).to_contain_text("of side_out")
+    page.locator("form.range button[type=submit], form.range input[type=submit]").first.click()
+    expect(page).to_have_url(re.compile(r"output=side_out"))  # a new range keeps the output chosen
+
+    answer = page.goto(f"{grid}?{window}&output=nope")
+    assert answer is not None and answer.status == 400
+    refused = "split has no output 'nope': its outputs are main_out, side_out."
+    expect(page.locator("#range-error")).to_contain_text(refused)

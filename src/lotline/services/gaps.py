@@ -158,6 +158,22 @@ class GapService:
         self._compact(dust)
         return grid
 
+    def outputs(self, namespace: str, job: str, *, start: str, end: str) -> tuple[OutputHealth, ...]:
+        """Each output of a job with several over ``[start, end)``, counted as its own grid counts
+        it (nothing for a job with one output): what the job's grid page offers to draw. One read
+        transaction."""
+        span = TimeRange.parse(start, end)
+        now = self._clock.now()
+        dust: list[_Dust] = []
+        with self._store.read() as connection:
+            target, lot_job = _job_target(connection, namespace, job)
+            if len(lot_job.outputs) < 2:
+                return ()
+            first = _grid(connection, namespace, target, span, None, dust, now, None)
+            found = _outputs(connection, namespace, target, span, first, dust, now)
+        self._compact(dust)
+        return found
+
     def lot_state(self, namespace: str, dataset: str, lot: IntervalLot) -> LotState:
         """One interval lot as every page names it (the grid's words: empty told apart), with when
         it is (or was) due and, for a missing, blocked or failed lot, why. One read transaction."""

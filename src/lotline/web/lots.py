@@ -15,7 +15,7 @@ from lotline.domain import backfills
 from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
 from lotline.domain.gaps import STATES, GapState
-from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, Resolution, due_range
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, OutputHealth, Resolution, due_range
 from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, lot_index, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
@@ -115,11 +115,13 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         if shown.empty:
             return {**context, "grid": None, "notes": shown.notes}
         asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
+        outputs = lineage.gaps.outputs(namespace, target["job"], **asked) if "job" in target else ()
+        drawn = _drawn(target, outputs, text(params, "output"))
         try:
-            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
+            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **drawn)
         except TooManyCells as error:  # offer what fits rather than an error page
             notes.append(error.message + " Shown with the automatic resolution.")
-            grid = lineage.gaps.grid(namespace, **asked, **target)
+            grid = lineage.gaps.grid(namespace, **asked, **drawn)
     except InvalidInput as error:  # the form stays as typed, with what is wrong
         return {
             **context,
@@ -134,6 +136,8 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
     return {
         **context,
         "grid": grid,
+        "outputs": outputs,
+        "output": text(params, "output"),
         "lattice": layout(grid),
         "notes": notes,
         "totals": grid.totals(),
@@ -146,6 +150,19 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         "finer": _FINER.get(grid.resolution),
         "resolutions": list(Resolution),
     }
+
+
+def _drawn(target: dict[str, str], outputs: tuple[OutputHealth, ...], output: str | None) -> dict[str, str]:
+    """What the grid draws: the job's first output (its lots, as every page counts them), or the
+    output asked for (``?output=``) of a job with several, as that dataset's grid."""
+    if output is None:
+        return target
+    names = [o.dataset for o in outputs]
+    if output not in names:
+        subject = target.get("job") or target.get("dataset")
+        choice = f"its outputs are {', '.join(names)}" if names else "only a job with several has a choice"
+        raise InvalidInput(f"{subject} has no output {output!r}: {choice}.")
+    return target if output == names[0] else {"dataset": output}
 
 
 @router.get(JOB + "/lots", response_class=HTMLResponse)
