@@ -14,19 +14,23 @@ from lotline.domain.grid import (
     AUTO_CELLS,
     MAX_CELLS,
     URGENCY,
+    Cell,
     CellState,
     Grid,
     Resolution,
     build,
     choose_resolution,
-    common_resolution,
+    column_minutes,
     dependency_order,
     lots_per_cell,
+    matrix_resolution,
+    row_resolution,
 )
 from lotline.domain.lots import Interval, lot_from_index
 
 UTC = datetime.UTC
 PT5M, PT1H, P1D = Interval(5), Interval(60), Interval(1440)
+PT30M, PT45M = Interval(30), Interval(45)
 JAN1 = datetime.datetime(2023, 1, 1, tzinfo=UTC)
 
 
@@ -352,10 +356,23 @@ def test_dependency_order_puts_producers_before_consumers_by_name_among_equals()
     assert dependency_order({"a": ("x", ["y"]), "b": ("y", ["x"])}) in (["a", "b"], ["b", "a"])  # a cycle
 
 
-def test_a_matrix_resolution_every_job_can_be_drawn_at() -> None:
-    day = TimeRange(at(0), at(days=1))
-    assert common_resolution([PT5M, PT5M], day, None) is Resolution.LOT
-    assert common_resolution([PT5M, PT1H], day, None) is Resolution.HOUR  # lots of two sizes
-    assert common_resolution([PT5M], TimeRange(at(0), at(days=365)), None) is Resolution.DAY
-    with pytest.raises(InvalidInput, match="cannot all be shown per lot"):
-        common_resolution([PT5M, PT1H], day, Resolution.LOT)
+def test_a_matrix_keeps_each_rows_own_resolution() -> None:
+    day, three_hours = TimeRange(at(0), at(days=1)), TimeRange(at(0), at(0) + datetime.timedelta(hours=3))
+    assert matrix_resolution([PT5M, PT5M], day, None) is Resolution.LOT
+    assert matrix_resolution([PT5M, PT1H], day, None) is Resolution.LOT  # columns of 5 min
+    assert matrix_resolution([PT5M], TimeRange(at(0), at(days=365)), None) is Resolution.DAY
+    # a daily job no longer forces a 3-hour range to one cell per day: its day spans the columns
+    assert matrix_resolution([PT1H, P1D], three_hours, None) is Resolution.LOT
+    assert matrix_resolution([PT1H, P1D], three_hours, Resolution.HOUR) is Resolution.HOUR
+    assert row_resolution(P1D, column_minutes([PT1H, P1D], Resolution.HOUR)) is Resolution.LOT
+    assert row_resolution(PT5M, 60) is Resolution.HOUR
+    with pytest.raises(InvalidInput, match="PT45M lots do not fill whole columns of 30 minutes"):
+        matrix_resolution([PT30M, PT45M], day, Resolution.LOT)
+
+
+def test_an_aggregated_cells_body_is_what_most_of_it_is_and_its_corner_the_most_urgent() -> None:
+    cell = Cell(at(0), 0, 288, {CellState.MISSING: 287, CellState.FAILED: 1}, None)
+    assert (cell.dominant, cell.mark, cell.state) == (CellState.MISSING, CellState.FAILED, CellState.FAILED)
+    tie = Cell(at(0), 0, 4, {CellState.MISSING: 1, CellState.BLOCKED: 1, CellState.COMPLETE: 2}, None)
+    assert tie.dominant is CellState.BLOCKED  # the more urgent among equals
+    assert Cell(at(0), 0, 2, {CellState.COMPLETE: 2}, None).dominant is None

@@ -3,9 +3,10 @@
 A year of five-minute lots is 105,120 lots. The grid is built from the report's runs of lots that
 are not complete (``domain.gaps``), never from one object per lot, and a page never draws more
 than ``MAX_CELLS`` cells: a coarser resolution aggregates lots into hours or days, each cell
-carrying its counts by state. An aggregated cell shows two things at once: how much of it is done
-(``Cell.done_share``: complete and empty lots) and the most urgent state of the rest
-(``Cell.mark``), so a day with one failed lot in 288 reads as mostly done *and* flagged.
+carrying its counts by state. An aggregated cell shows three things at once: how much of it is done
+(``Cell.done_share``: complete and empty lots), what most of the rest is (``Cell.dominant``, its
+body) and the most urgent state of the rest (``Cell.mark``, its corner), so a day with one failed
+lot in 288 reads as mostly done *and* flagged, and a day of 287 missing lots and 1 failed reads missing.
 """
 
 from __future__ import annotations
@@ -99,6 +100,15 @@ class Cell:
     def mark(self) -> CellState | None:
         """The most urgent state among the lots that are not done (None: every lot is done)."""
         return next((s for s in URGENCY if s not in DONE and self.counts.get(s)), None)
+
+    @property
+    def dominant(self) -> CellState | None:
+        """The state most of the lots that are not done are in, the more urgent among equals
+        (None: every lot is done): what an aggregated cell's body is tinted, while its corner
+        shows the ``mark`` — a day of 287 reopened lots and 1 failed one reads missing, flagged failed."""
+        found = [(self.counts.get(s, 0), -n, s) for n, s in enumerate(URGENCY) if s not in DONE]
+        count, _, state = max(found)
+        return state if count else None
 
     @property
     def state(self) -> CellState:
@@ -283,6 +293,21 @@ def due_range(
 
 
 @dataclass(frozen=True)
+class OutputHealth:
+    """One output of a job with several, over the job's range: its lots by state (each output has
+    its own: one may be reopened alone) and those published with warnings (a check is an output's)."""
+
+    dataset: str
+    totals: dict[CellState, int]
+    warned: int = 0
+
+    @property
+    def not_done(self) -> dict[CellState, int]:
+        """Its lots that are not done, by state, most urgent first."""
+        return {s: self.totals[s] for s in URGENCY if s not in DONE and self.totals.get(s)}
+
+
+@dataclass(frozen=True)
 class Health:
     """A job's (or dataset's) lots over the range due, by state: a health bar. ``totals`` are the
     grid's over the same range, so every page counts the same lots the same way."""
@@ -298,6 +323,9 @@ class Health:
     #: The newest complete (or empty) lot and when it ends (None: none yet, or named lots).
     newest: str | None = None
     newest_end: datetime.datetime | None = None
+    #: A job with several outputs: each one's lots (the totals above are its first output's, which
+    #: carries the claim, so a lot counts once); empty for one output.
+    outputs: tuple[OutputHealth, ...] = ()
 
     @property
     def total(self) -> int:
@@ -399,47 +427,77 @@ def dependency_order(produces: Mapping[str, tuple[str, Sequence[str]]]) -> list[
 @dataclass(frozen=True)
 class Matrix:
     """A namespace's lots by jobs: one grid per job (rows in dependency order), all over ``range``
-    at ``resolution``, so their cells line up by time. No range: no job has lots yet."""
+    on one time axis of ``column_minutes`` columns (``resolution``: per lot, hour or day). Each row
+    keeps its own lots' resolution: a row of lots finer than a column aggregates them per column,
+    a row of lots as long as several columns draws each lot across them (a daily job's day spans 24
+    hour columns). No range: no job has lots yet."""
 
     namespace: str
     range: DueRange | None
     resolution: Resolution | None
     rows: list[tuple[Health, Grid]]
+    column_minutes: int = 0
 
 
-#: The most cells a row of the matrix aims under when no resolution is asked for (a year of days).
+#: The most columns the matrix aims under when no resolution is asked for (a year of days).
 MATRIX_COLUMNS = 400
 
 
-def common_resolution(
+def column_minutes(intervals: Sequence[Interval], resolution: Resolution) -> int:
+    """One column's length: an hour, a day, or (per lot) the finest of the rows' lots."""
+    if resolution is Resolution.LOT:
+        return min((i.minutes for i in intervals), default=60)
+    return _MINUTES[resolution]
+
+
+def row_resolution(interval: Interval, columns: int) -> Resolution:
+    """How a row of ``interval`` lots is drawn in columns of ``columns`` minutes: per lot when its
+    lots are as long as a column or longer (each spans a whole number of columns), else aggregated
+    per column (which must hold a whole number of its lots)."""
+    if interval.minutes >= columns:
+        if interval.minutes % columns:
+            raise InvalidInput(
+                f"{interval} lots do not fill whole columns of {columns} minutes: choose another."
+            )
+        return Resolution.LOT
+    if columns % interval.minutes:
+        raise InvalidInput(
+            f"{interval} lots do not fit whole in columns of {columns} minutes: choose another."
+        )
+    return Resolution.HOUR if columns == 60 else Resolution.DAY
+
+
+def matrix_resolution(
     intervals: Sequence[Interval], shown: TimeRange, wanted: Resolution | None
 ) -> Resolution:
-    """The finest resolution every interval can be drawn at (one cell per lot only if all lots are
-    alike) that keeps a row under ``MATRIX_COLUMNS`` cells; ``wanted`` if they all can and the
-    whole matrix stays under ``MAX_CELLS``."""
+    """The columns of a matrix: ``wanted`` if every row can be drawn in them and the whole matrix
+    stays under ``MAX_CELLS``; else the finest that every row can be drawn in and that keeps it
+    under ``MATRIX_COLUMNS`` columns (rows of different intervals side by side: a daily row spans
+    the hourly columns of its day)."""
     minutes = (shown.end - shown.start).total_seconds() / 60
 
     def columns(resolution: Resolution) -> float | None:
+        width = column_minutes(intervals, resolution)
         try:
-            return max(minutes / (i.minutes * lots_per_cell(i, resolution)) for i in intervals)
+            for interval in intervals:
+                row_resolution(interval, width)
         except InvalidInput:
             return None
-
-    def fits(resolution: Resolution) -> bool:
-        return resolution is not Resolution.LOT or len(set(intervals)) <= 1
+        return minutes / width
 
     if wanted is not None:
-        found = columns(wanted) if fits(wanted) else None
-        if found is None:
-            raise InvalidInput(f"These jobs' lots cannot all be shown per {wanted.value}: choose another.")
-        if found * max(len(intervals), 1) > MAX_CELLS:
+        width = column_minutes(intervals, wanted)
+        for interval in intervals:  # refused with the row's reason
+            row_resolution(interval, width)
+        cells = minutes / width
+        if cells * max(len(intervals), 1) > MAX_CELLS:
             raise TooManyCells(
-                f"{int(found) * len(intervals)} cells per {wanted.value} is more than the matrix's "
+                f"{int(cells) * len(intervals)} cells per {wanted.value} is more than the matrix's "
                 f"{MAX_CELLS}: choose a coarser resolution or a shorter range."
             )
         return wanted
     for resolution in Resolution:
-        found = columns(resolution) if fits(resolution) else None
+        found = columns(resolution)
         if found is not None and found <= MATRIX_COLUMNS:
             return resolution
     return Resolution.DAY

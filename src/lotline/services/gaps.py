@@ -26,7 +26,7 @@ from lotline.domain.checks import published_with_warnings
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
-from lotline.domain.grid import Grid, Health, Matrix, Resolution
+from lotline.domain.grid import Grid, Health, Matrix, OutputHealth, Resolution
 from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
 from lotline.domain.model import DatasetRef
 from lotline.services import _common
@@ -158,6 +158,22 @@ class GapService:
         self._compact(dust)
         return grid
 
+    def outputs(self, namespace: str, job: str, *, start: str, end: str) -> tuple[OutputHealth, ...]:
+        """Each output of a job with several over ``[start, end)``, counted as its own grid counts
+        it (nothing for a job with one output): what the job's grid page offers to draw. One read
+        transaction."""
+        span = TimeRange.parse(start, end)
+        now = self._clock.now()
+        dust: list[_Dust] = []
+        with self._store.read() as connection:
+            target, lot_job = _job_target(connection, namespace, job)
+            if len(lot_job.outputs) < 2:
+                return ()
+            first = _grid(connection, namespace, target, span, None, dust, now, None)
+            found = _outputs(connection, namespace, target, span, first, dust, now)
+        self._compact(dust)
+        return found
+
     def lot_state(self, namespace: str, dataset: str, lot: IntervalLot) -> LotState:
         """One interval lot as every page names it (the grid's words: empty told apart), with when
         it is (or was) due and, for a missing, blocked or failed lot, why. One read transaction."""
@@ -259,8 +275,8 @@ class GapService:
         limit: int = MAX_NAMESPACE_JOBS,
     ) -> Matrix:
         """The namespace's lots by jobs: each coordinated job of time lots (dependency order) as one
-        row of grid cells, all rows over the same range and at the same resolution, so a column is
-        one time. One read transaction."""
+        row of grid cells, all rows over the same range on one time axis, each at its own lots'
+        resolution (``domain.grid.row_resolution``), so a column is one time. One read transaction."""
         chosen = None if resolution is None else _resolution(resolution)
         dust: list[_Dust] = []
         with self._store.read() as connection:
@@ -280,15 +296,20 @@ class GapService:
             if due.empty:
                 return Matrix(namespace, due, None, [])
             shown = TimeRange(due.start, due.end)
-            common = lot_grid.common_resolution([interval for _, interval, _ in rows], shown, chosen)
+            intervals = [interval for _, interval, _ in rows]
+            common = lot_grid.matrix_resolution(intervals, shown, chosen)
+            width = lot_grid.column_minutes(intervals, common)
             grids = []
             for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
-                grid = _grid(connection, namespace, target, shown, common, dust, now, known=interval)
+                own = lot_grid.row_resolution(interval, width)
+                grid = _grid(connection, namespace, target, shown, own, dust, now, known=interval)
                 held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
-                grids.append((Health(namespace, target.job, target.dataset, held, due, totals), grid))
+                outputs = _outputs(connection, namespace, target, shown, grid, dust, now)
+                health = Health(namespace, target.job, target.dataset, held, due, totals, outputs=outputs)
+                grids.append((health, grid))
         self._compact(dust)
-        return Matrix(namespace, due, common, grids)
+        return Matrix(namespace, due, common, grids, width)
 
     def backfill(
         self,
@@ -505,7 +526,35 @@ def _health(
         totals,
         warned,
         *_newest(connection, target, interval),
+        outputs=_outputs(connection, namespace, target, shown, grid, dust, now),
     )
+
+
+def _outputs(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    shown: TimeRange,
+    first: Grid,
+    dust: list[_Dust],
+    now: datetime.datetime,
+) -> tuple[OutputHealth, ...]:
+    """Each output of a job with several, over ``shown`` (``first``: the first output's grid,
+    already read); nothing for a job with one output or a dataset."""
+    lot_job = target.lot_job
+    if target.job is None or lot_job is None or len(lot_job.outputs) < 2:
+        return ()
+    names = {key: ref.name for key, ref in datasets.dataset_refs(connection, list(lot_job.outputs)).items()}
+    found = []
+    for dataset_id in lot_job.outputs:
+        grid = first
+        if dataset_id != target.dataset_id:
+            other = _Target(dataset_id, names[dataset_id], target.job, lot_job)
+            resolution, interval = first.resolution, first.interval
+            grid = _grid(connection, namespace, other, shown, resolution, dust, now, known=interval)
+        totals = {s: n for s, n in grid.totals().items() if n}
+        found.append(OutputHealth(names[dataset_id], totals, sum(cell.warned for cell in grid.cells)))
+    return tuple(found)
 
 
 def _newest(

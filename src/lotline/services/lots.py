@@ -458,6 +458,11 @@ class LotService:
             if not registry.set_job_held(connection, lot_job.job_id, False, self._clock.now()):
                 raise Conflict(f"Job {namespace}:{job} is not on hold.")
 
+    def held_jobs(self, namespace: str) -> list[str]:
+        """The namespace's held jobs by name (a hold is no lot event: live pages ask for these)."""
+        with self._store.read() as connection:
+            return registry.held_job_names(connection, namespace)
+
     def retry_now(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
         """Take the job's failed lots (``lots``, or all) off their back-off: the next claim may take
         them at once (``lotline run`` asks this of every lot it runs). Returns how many were waiting."""

@@ -8,18 +8,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from lotline.domain import backfills
-from lotline.domain.coordination import Role
+from lotline.domain.coordination import Role, Status
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
 from lotline.domain.gaps import READ_WORDS, STATES, GapState
-from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, Resolution, due_range
+from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, OutputHealth, Resolution, due_range
 from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, lot_index, parse_lot
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text, utc_time
-from lotline.web.render import page, templates
+from lotline.web.render import lineage_of, page, templates
 
 router = APIRouter(include_in_schema=False)
 
@@ -114,11 +115,13 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         if shown.empty:
             return {**context, "grid": None, "notes": shown.notes}
         asked, notes = {"start": shown.start.isoformat(), "end": shown.end.isoformat()}, list(shown.notes)
+        outputs = lineage.gaps.outputs(namespace, target["job"], **asked) if "job" in target else ()
+        drawn = _drawn(target, outputs, text(params, "output"))
         try:
-            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **target)
+            grid = lineage.gaps.grid(namespace, **asked, resolution=text(params, "res"), **drawn)
         except TooManyCells as error:  # offer what fits rather than an error page
             notes.append(error.message + " Shown with the automatic resolution.")
-            grid = lineage.gaps.grid(namespace, **asked, **target)
+            grid = lineage.gaps.grid(namespace, **asked, **drawn)
     except InvalidInput as error:  # the form stays as typed, with what is wrong
         return {
             **context,
@@ -133,6 +136,8 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
     return {
         **context,
         "grid": grid,
+        "outputs": outputs,
+        "output": text(params, "output"),
         "lattice": layout(grid),
         "notes": notes,
         "totals": grid.totals(),
@@ -145,6 +150,19 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         "finer": _FINER.get(grid.resolution),
         "resolutions": list(Resolution),
     }
+
+
+def _drawn(target: dict[str, str], outputs: tuple[OutputHealth, ...], output: str | None) -> dict[str, str]:
+    """What the grid draws: the job's first output (its lots, as every page counts them), or the
+    output asked for (``?output=``) of a job with several, as that dataset's grid."""
+    if output is None:
+        return target
+    names = [o.dataset for o in outputs]
+    if output not in names:
+        subject = target.get("job") or target.get("dataset")
+        choice = f"its outputs are {', '.join(names)}" if names else "only a job with several has a choice"
+        raise InvalidInput(f"{subject} has no output {output!r}: {choice}.")
+    return target if output == names[0] else {"dataset": output}
 
 
 @router.get(JOB + "/lots", response_class=HTMLResponse)
@@ -249,6 +267,8 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
             "lot": lot,
             "window": (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else None,
             "producer": producer,
+            # what its hold and release buttons can do: hold a lot that is not held, release a held one
+            "held": any(s.role is Role.OUTPUT and s.status is Status.HOLD for s in statuses),
             "runs": runs,
             **found,
         }
@@ -264,10 +284,34 @@ _MATRIX_AXIS = {
 }
 
 
+@dataclass(frozen=True)
+class Placed:
+    """A matrix cell on the time axis: ``gap`` blank columns before it, ``span`` columns wide."""
+
+    cell: Cell
+    gap: int
+    span: int
+
+
+def place(
+    grid: Grid, base: datetime.datetime, column: datetime.timedelta, end: datetime.datetime
+) -> list[Placed]:
+    """A row's cells on the matrix's columns (from ``base``, each ``column`` long, up to ``end``):
+    a cell of lots longer than a column spans the columns its lots cover, cut to the range."""
+    length = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
+    found, at = [], 0
+    for cell in grid.cells:
+        first = max(cell.start - base, datetime.timedelta(0)) // column
+        stop = -(-(min(cell.start + length, end) - base) // column)
+        found.append(Placed(cell, first - at, max(stop - first, 1)))
+        at = first + max(stop - first, 1)
+    return found
+
+
 @router.get("/lots", response_class=HTMLResponse)
 async def matrix_page(request: Request) -> HTMLResponse:
     """A namespace's lots by jobs: a row of cells per job, producers above their consumers, so a
-    blocked chain reads down a column."""
+    blocked chain reads down a column; each row at its own lots' resolution on one time axis."""
     params = request.query_params
 
     def build(lineage: Lineage) -> dict[str, Any]:
@@ -277,29 +321,51 @@ async def matrix_page(request: Request) -> HTMLResponse:
         start, end, now = utc_time(params, "from"), utc_time(params, "to"), lineage.clock.now()
         resolution = text(params, "res")
         notes: list[str] = []
-        try:
-            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
-        except TooManyCells as error:
-            notes.append(error.message + " Shown with the automatic resolution.")
-            found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
         context: dict[str, Any] = {
             "ns": namespace,
-            "matrix": found,
             "notes": notes,
             "resolutions": list(Resolution),
             "states": URGENCY,
             "meanings": MEANINGS,
         }
+        try:
+            try:
+                found = lineage.gaps.matrix(namespace, start=start, end=end, now=now, resolution=resolution)
+            except TooManyCells as error:
+                notes.append(error.message + " Shown with the automatic resolution.")
+                found = lineage.gaps.matrix(namespace, start=start, end=end, now=now)
+        except InvalidInput as error:  # the form stays as typed, with the reason
+            return {
+                **context,
+                "matrix": None,
+                "error": error.message,
+                "typed": (text(params, "from") or "", text(params, "to") or ""),
+                "http_status": error.http_status,
+            }
+        context["matrix"] = found
         if found.range is not None:
             notes.extend(found.range.notes)
-        if not found.rows or found.resolution is None:
+        if not found.rows or found.resolution is None or found.range is None:
             return context
+        column = datetime.timedelta(minutes=found.column_minutes)
+        midnight = found.range.start.replace(hour=0, minute=0, second=0, microsecond=0)
+        base = midnight + (found.range.start - midnight) // column * column
+        count = -(-(found.range.end - base) // column)
         every, pattern = _MATRIX_AXIS[found.resolution]
-        starts = [cell.start for cell in found.rows[0][1].cells]
+        starts = [base + n * column for n in range(count)]
         return {
             **context,
             "axis": [s.strftime(pattern) if n % every == 0 else "" for n, s in enumerate(starts)],
-            "finer": _FINER.get(found.resolution),
+            "placed": [place(grid, base, column, found.range.end) for _, grid in found.rows],
+            "finers": _FINER,
         }
 
     return await page(request, "matrix.html", build)
+
+
+@router.get("/lots/holds")
+async def holds(request: Request) -> JSONResponse:
+    """The namespace's held jobs (``?ns=``): a hold or a release is no lot event, so a live page
+    asks for these each time it polls, and refreshes its parts when they differ from its own."""
+    namespace = text(request.query_params, "ns") or ""
+    return JSONResponse({"held": await run_in_threadpool(lineage_of(request).lots.held_jobs, namespace)})

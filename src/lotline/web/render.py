@@ -159,6 +159,8 @@ async def page(
         if position is not None:  # the layout's namespace switcher, and where live parts follow from
             found["namespaces"] = [n.name for n in lineage.catalog.list_namespaces(limit=1000).items]
             found["events_after"] = position
+            if found.get("ns"):  # a hold is no lot event: the live parts compare these (ui.js setUpLive)
+                found["holds"] = ",".join(lineage.lots.held_jobs(found["ns"]))
         found["pending_events"] = pending
         found.setdefault("now", lineage.clock.now())  # what freshness ("last lot 3 h ago") counts from
         return found

@@ -197,6 +197,20 @@ _OUTPUTS_OF = (
 )
 
 
+_HELD_JOBS = (
+    select(jobs.c.name)
+    .join(lot_jobs, lot_jobs.c.job_id == jobs.c.id)
+    .join(namespaces, namespaces.c.id == jobs.c.namespace_id)
+    .where(namespaces.c.name == bindparam("b_namespace"), jobs.c.deleted_at.is_(None), lot_jobs.c.held)
+    .order_by(jobs.c.name)
+)
+
+
+def held_job_names(connection: Connection, namespace: str) -> list[str]:
+    """The namespace's held jobs by name: what a live page compares to the holds it shows."""
+    return list(connection.scalars(_HELD_JOBS, {"b_namespace": namespace}))
+
+
 def namespace_lot_jobs(connection: Connection, namespace: str, limit: int) -> list[NamespaceLotJob]:
     """The namespace's coordinated jobs by name (at most ``limit``), each with its inputs and
     outputs: what a page of lot health over a whole namespace reads, in three statements."""

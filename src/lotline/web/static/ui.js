@@ -18,13 +18,33 @@ function toast(message, failed) {
   box._timer = setTimeout(() => { box.className = ""; }, 6000);
 }
 
-// Without a token on a server that requires one, action buttons are disabled and say why.
+const NO_TOKEN = "Set the API token (top right) to use this.";
+
+// Without a token on a server that requires one, action buttons are disabled and say why; so is a
+// button that does not apply (data-applies="false": releasing a job that is not held), with its
+// reason (data-why). The backfill's Preview needs the token too, and says so beside itself.
 function enableActions() {
   const missing = document.body.dataset.auth === "required" && !sessionStorage.getItem(TOKEN_KEY);
   document.querySelectorAll("button[data-action]").forEach((button) => {
-    button.disabled = missing;
-    button.title = missing ? "Set the API token (top right) to use this." : (button.dataset.explain || "");
+    const applies = button.dataset.applies !== "false";
+    button.disabled = missing || !applies;
+    button.title = missing ? NO_TOKEN : (applies ? (button.dataset.explain || "") : (button.dataset.why || ""));
   });
+  const preview = document.querySelector("button[data-backfill=preview]");
+  if (preview) {
+    preview.disabled = missing;
+    preview.title = missing ? NO_TOKEN : "";
+    const hint = document.getElementById("backfill-hint");
+    if (hint) hint.textContent = missing ? "Set the API token (top right) to preview: the server asks for it." : "";
+  }
+}
+
+// What a refused call says to a reader: a 401 in words, anything else with its status.
+function refusal(answer, body) {
+  if (answer.status === 401) {
+    return "the server refused the API token (401): set the right one (top right) and try again.";
+  }
+  return `${answer.status} ${body.message || answer.statusText}`;
 }
 
 // A token is checked against the server before it is kept: an empty OpenLineage batch is a
@@ -76,7 +96,7 @@ async function runAction(button) {
     const answer = await fetch(button.dataset.url, { method: button.dataset.action, headers });
     const body = await answer.json().catch(() => ({}));
     if (!answer.ok) {
-      const message = `${button.textContent}: ${answer.status} ${body.message || answer.statusText}`;
+      const message = `${button.textContent}: ${refusal(answer, body)}`;
       if (result) result.textContent = message;
       toast(message, true);
       return;
@@ -213,8 +233,10 @@ function graphStyle(large) {
     { selector: ".faded", style: { opacity: 0.15 } },
     { selector: "edge.path", style: { "line-color": "#d69e2e", "target-arrow-color": "#d69e2e", width: 3 } },
     { selector: "node.found", style: { "border-width": 4, "border-color": "#805ad5" } },
-    { selector: "node.collapsed", style: { "border-width": 3, "border-style": "dashed", "border-color": "#1a202c" } },
-    { selector: "node[shown]", style: { label: "data(shown)" } },
+    // a collapsed node is tall enough for its name and "(+N hidden)" under it, inside its body
+    { selector: "node.collapsed", style: {
+      "border-width": 3, "border-style": "dashed", "border-color": "#1a202c", height: COLLAPSED_HEIGHT_PX,
+    } },
   ];
 }
 
@@ -231,6 +253,8 @@ function measureDrawn(name, since) {
 // Large graphs are laid out in layers by layeredPositions instead of dagre, whose ordering and
 // placement grow much faster than the graph (most of a second at 500 nodes, bench/ui_draw.py).
 const LAYERED_ABOVE_NODES = 200;
+// a collapsed node: three lines of 14 px labels (a lot's name and version, then "(+N hidden)")
+const COLLAPSED_HEIGHT_PX = 58;
 const NODE_SEP_PX = 12, RANK_SEP_PX = 60, NODE_WIDTH_PX = 170, ROW_PX = 42 + NODE_SEP_PX;
 
 // Left to right, as dagre draws: a node's layer is its longest path from a source (in the order
@@ -293,27 +317,28 @@ function layeredPositions(elements) {
   return (node) => positions[node.id()];
 }
 
+// How ``elements`` (JSON: the whole graph, or the part a view shows) are laid out: dagre, or in
+// layers past LAYERED_ABOVE_NODES nodes.
+function graphLayout(elements) {
+  return elements.filter((e) => e.group === "nodes").length > LAYERED_ABOVE_NODES
+    ? { name: "preset", positions: layeredPositions(elements), fit: false }
+    : { name: "dagre", rankDir: "LR", nodeSep: NODE_SEP_PX, rankSep: RANK_SEP_PX, animate: false, fit: false };
+}
+
 async function drawGraph(box) {
   const answer = await fetch(box.dataset.src, { headers: { Accept: "application/json" } });
-  const body = await answer.json();
-  performance.mark("lotline:graph:response");
-  if (!answer.ok) {
-    box.innerHTML = "";
-    const message = document.createElement("p");
-    message.className = "error message";
-    message.textContent = body.message || `${answer.status}`;
-    box.appendChild(message);
+  if (!answer.ok) {  // lotline's {code, message}, or a proxy's plain text: said with the status
+    showFailure(box, failureText(answer.status, await answer.text()));
     return null;
   }
+  const body = await answer.json();
+  performance.mark("lotline:graph:response");
   const large = body.elements.length > 600;
-  const layered = body.elements.filter((e) => e.group === "nodes").length > LAYERED_ABOVE_NODES;
   const cy = cytoscape({
     container: box,
     elements: body.elements,
     style: graphStyle(large),
-    layout: layered
-      ? { name: "preset", positions: layeredPositions(body.elements), fit: false }
-      : { name: "dagre", rankDir: "LR", nodeSep: NODE_SEP_PX, rankSep: RANK_SEP_PX, animate: false, fit: false },
+    layout: graphLayout(body.elements),
     minZoom: 0.02,
     maxZoom: 3,
     textureOnViewport: large,
@@ -437,13 +462,30 @@ function graphView(cy, box) {
         if (n.hasClass("collapsed") !== folded) n.toggleClass("collapsed", folded);
         const label = folded && n.data("hides") ? `${n.data("label")}\n(+${n.data("hides")} hidden)` : undefined;
         if (n.data("shown") !== label) {
-          if (label === undefined) n.removeData("shown"); else n.data("shown", label);
+          // set as the node's own label, not mapped from data(): a mapped label kept the size of the
+          // one it replaced, which cut "(+480 hidden)" to a few letters
+          if (label === undefined) {
+            n.removeData("shown");
+            n.removeStyle("label");
+          } else {
+            n.data("shown", label);
+            n.style("label", label);
+          }
         }
       });
     });
     box.dataset.visible = String(shown.size);
     box.dataset.direction = direction;
     refreshButton();
+    drawMinimap(cy, box);
+  };
+
+  // A side of the graph is laid out again on its own and fitted: in the whole graph's places its
+  // nodes lay far apart, each amid nodes now hidden, and the chain asked for ran off the screen.
+  const layOut = () => {
+    const shown = cy.elements(":visible");
+    shown.layout(graphLayout(shown.jsons())).run();
+    openView(cy, shown.nodes(), focus);
     drawMinimap(cy, box);
   };
 
@@ -469,11 +511,11 @@ function graphView(cy, box) {
       if (direction === "both") url.searchParams.delete("dir"); else url.searchParams.set("dir", direction);
       history.replaceState(null, "", url);  // a shared link opens the same view
       apply();
-      openView(cy, cy.nodes(":visible"), focus);
+      layOut();
     });
   }
   apply();
-  if (direction !== "both") openView(cy, cy.nodes(":visible"), focus);
+  if (direction !== "both") layOut();
 }
 
 // An overview of the whole graph in a corner: every shown node as a dot, the part on screen as a
@@ -553,21 +595,35 @@ function setUpGraph() {
 // success, and a request that never got an answer leaves a message in its target.
 function setUpPartialErrors() {
   document.body.addEventListener("htmx:beforeSwap", (event) => {
-    if (event.detail.xhr.status >= 400) {
-      event.detail.shouldSwap = true;
-      event.detail.isError = false;
-    }
+    const xhr = event.detail.xhr;
+    if (xhr.status < 400) return;
+    event.detail.isError = false;
+    // lotline's own error page is HTML that names status and message; anything else (a proxy's
+    // plain-text 502) would read as bare text: it is said with its status instead
+    const html = (xhr.getResponseHeader("Content-Type") || "").includes("text/html");
+    event.detail.shouldSwap = html;
+    if (!html && event.detail.target) showFailure(event.detail.target, failureText(xhr.status, xhr.responseText));
   });
   document.body.addEventListener("htmx:sendError", (event) => {
-    const target = event.detail.target;
-    if (!target) return;
-    target.textContent = "";
-    const message = document.createElement("p");
-    message.className = "error message partial-error";
-    message.setAttribute("role", "alert");
-    message.textContent = "Could not reach the server: this part was not loaded. Try again.";
-    target.appendChild(message);
+    if (event.detail.target) showFailure(event.detail.target, "Could not reach the server: this part was not loaded. Try again.");
   });
+}
+
+// What an answer that is not lotline's own says: "the server failed (502): <its text>".
+function failureText(status, text) {
+  let said = (text || "").trim();
+  try { said = JSON.parse(said).message || said; } catch (error) { /* plain text, as it is */ }
+  const what = status >= 500 ? "the server failed" : "the server refused the request";
+  return `${what} (${status}): ${said.slice(0, 300) || "no message"}`;
+}
+
+function showFailure(target, text) {
+  target.textContent = "";
+  const message = document.createElement("p");
+  message.className = "error message partial-error";
+  message.setAttribute("role", "alert");
+  message.textContent = text;
+  target.appendChild(message);
 }
 
 // Filters live in the URL: a filter that htmx applied is pushed to the history as the page's own
@@ -594,22 +650,28 @@ function setUpLive() {
   const body = document.body;
   if (!body.dataset.eventsAfter || !document.querySelector("[data-live][id]")) return;
   let after = Number(body.dataset.eventsAfter);
+  // A hold or a release is no lot event: the namespace's held jobs are asked for with each poll.
+  const heldNow = async () => {
+    const answer = await fetch("/lots/holds?" + new URLSearchParams({ ns: body.dataset.ns }));
+    return answer.ok ? (await answer.json()).held.join(",") : body.dataset.holds;
+  };
   const poll = async () => {
     try {
       const query = new URLSearchParams({ after: String(after), limit: "1000" });
       const answer = await fetch("/api/v1/lots/events?" + query, { headers: { Accept: "application/json" } });
-      if (answer.ok) {
-        const found = await answer.json();
-        if (found.events.length) {
-          after = found.lastPosition;
-          for (const part of document.querySelectorAll("[data-live][id]")) {
-            const id = "#" + part.id;
-            const source = part.dataset.liveSrc || window.location.href;  // a part from another page
-            await htmx.ajax("GET", source, { target: id, select: id, swap: "outerHTML" });
-          }
-          tabStopOfGrid();
-          body.dataset.refreshed = String(after);
+      const holds = await heldNow();
+      const found = answer.ok ? await answer.json() : { events: [] };
+      if (found.events.length || holds !== body.dataset.holds) {
+        if (found.events.length) after = found.lastPosition;
+        body.dataset.holds = holds;
+        for (const part of document.querySelectorAll("[data-live][id]")) {
+          const id = "#" + part.id;
+          const source = part.dataset.liveSrc || window.location.href;  // a part from another page
+          await htmx.ajax("GET", source, { target: id, select: id, swap: "outerHTML" });
         }
+        tabStopOfGrid();
+        enableActions();
+        body.dataset.refreshed = String(after);
       }
     } catch (error) {
       // the next poll tries again; a page that cannot reach the server says so when it acts
@@ -657,7 +719,7 @@ async function runBackfill(button) {
   const answer = await fetch(backfillUrl(form, dry), { method: "POST", headers }).catch(() => null);
   const body = answer ? await answer.json().catch(() => ({})) : {};
   if (!answer || !answer.ok) {
-    plan.textContent = `backfill: ${answer ? answer.status + " " + (body.message || "") : "could not reach the server"}`;
+    plan.textContent = `backfill: ${answer ? refusal(answer, body) : "could not reach the server"}`;
     return;
   }
   const reopened = lotCount(body.reopened), hinted = lotCount(body.hinted) + lotCount(body.unhinted);
@@ -756,5 +818,20 @@ document.addEventListener("DOMContentLoaded", () => {
   document.body.addEventListener("htmx:afterSwap", enableActions);  // a lot panel's buttons
   setUpClicks();
   setUpGrid();
+  setUpMatrix();
   setUpGraph();
 });
+
+// A wide matrix (a year of days) opens where it matters: its latest trouble (the last cell not
+// done), else its newest columns — not on the quiet start of its range.
+function setUpMatrix() {
+  const wrap = document.getElementById("matrix-wrap");
+  if (!wrap || wrap.scrollWidth <= wrap.clientWidth) return;
+  const trouble = Array.from(wrap.querySelectorAll("a.c[data-state]")).filter(
+    (c) => !["complete", "empty", "pending"].includes(c.dataset.state),
+  );
+  const left = (c) => c.getBoundingClientRect().left - wrap.getBoundingClientRect().left + wrap.scrollLeft;
+  const cell = trouble.reduce((latest, c) => (!latest || left(c) > left(latest) ? c : latest), null);
+  wrap.scrollLeft = cell ? left(cell) - wrap.clientWidth / 2 : wrap.scrollWidth;
+  wrap.dataset.opened = cell ? cell.dataset.from : "end";
+}

@@ -1,0 +1,74 @@
+"""The matrix keeps each job's own resolution (issue 39, point 11): a daily job beside hourly ones
+no longer turns a 3-hour range into one cell per day — its day spans the hour columns it covers;
+a resolution that cannot be drawn keeps the form with the reason; a wide matrix opens on its
+latest trouble, not on the quiet start of its range."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+from support.lots import LotWorld
+from web.conftest import Tab, UiServer
+
+MIXED_NS, ODD_NS = "mixed", "odd"
+THREE_HOURS = "from=2023-01-01T00:00:00Z&to=2023-01-01T03:00:00Z"
+#: The servers (one per database) whose namespaces of this file are seeded.
+_SEEDED: set[str] = set()
+
+
+def _seed(ui_server: UiServer) -> None:
+    if ui_server.url in _SEEDED:
+        return
+    mixed = LotWorld(ui_server.lineage, MIXED_NS)
+    mixed.job("hourly", output="hours")
+    mixed.job("daily", output="days")
+    mixed.produce("hourly", *(f"20230101PT1H{n:03d}" for n in range(6)))
+    mixed.produce("daily", "20230101P1D000")
+    odd = LotWorld(ui_server.lineage, ODD_NS)
+    odd.job("hourly", output="hours")
+    odd.job("quarters", output="threes")
+    odd.produce("hourly", "20230101PT1H000")
+    odd.produce("quarters", "20230101PT45M000")
+    _SEEDED.add(ui_server.url)
+    ui_server.lineage.catalog.upsert_namespace("ui", owner_name="tests")  # the start page's default
+
+
+def test_a_daily_row_spans_the_hour_columns_of_its_day(tab: Tab, ui_server: UiServer) -> None:
+    _seed(ui_server)
+    page = tab.page
+    for res in ("", "&res=lot", "&res=hour"):
+        answer = page.goto(f"/lots?ns={MIXED_NS}&{THREE_HOURS}{res}")
+        assert answer is not None and answer.status == 200, res
+        hours = page.locator("#matrix tr[data-job=hourly] a.c")
+        expect(hours).to_have_count(3)  # one cell per hour, not one per day
+        day = page.locator("#matrix tr[data-job=daily] a.c")
+        expect(day).to_have_count(1)
+        expect(day).to_have_attribute("data-columns", "3")
+        expect(day).to_have_attribute("data-lot", "20230101P1D000")
+        first, last, wide = hours.first.bounding_box(), hours.last.bounding_box(), day.bounding_box()
+        assert first and last and wide
+        assert wide["x"] == first["x"] and wide["x"] + wide["width"] == last["x"] + last["width"], res
+    said = page.locator(".muted").filter(has_text="a longer lot spans the columns it covers")
+    expect(said).to_have_count(1)
+
+
+def test_a_refused_resolution_keeps_the_form_with_the_reason(tab: Tab, ui_server: UiServer) -> None:
+    _seed(ui_server)
+    page = tab.page
+    answer = page.goto(f"/lots?ns={ODD_NS}&{THREE_HOURS}&res=lot")
+    assert answer is not None and answer.status == 400
+    expect(page.locator("#range-error")).to_contain_text("PT1H lots do not fill whole columns of 45 minutes")
+    expect(page.locator("form.range input[name=from]")).to_have_value("2023-01-01T00:00:00Z")
+    expect(page.locator("form.range select[name=res]")).to_have_value("lot")
+    page.locator("form.range select[name=res]").select_option("")
+    page.locator("form.range button[type=submit]").click()
+    expect(page.locator("#matrix tr[data-job=quarters] a.c")).not_to_have_count(0)
+
+
+def test_a_wide_matrix_opens_on_its_latest_trouble(tab: Tab, ui_server: UiServer) -> None:
+    _seed(ui_server)
+    page = tab.page
+    page.goto(f"/lots?ns={MIXED_NS}&from=2023-01-01&to=2023-01-08&res=lot")  # 168 columns, 6 hours made
+    wrap = page.locator("#matrix-wrap")
+    expect(wrap).to_have_attribute("data-opened", "2023-01-07T23:00:00+00:00")  # the last missing hour
+    assert page.evaluate("document.getElementById('matrix-wrap').scrollLeft") > 0
