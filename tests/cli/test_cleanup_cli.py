@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from lotline.domain.manifests import ManifestDraft
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.store.engine import Store
@@ -36,3 +37,49 @@ def test_cleanup_deletes_an_old_unlisted_object_and_rewrites_a_missing_copy(
         done = _cleanup(tmp_path, backend_url, "--grace", "0")
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("deleted 1 unlisted objects") and not stray.exists()
+
+
+def test_superseded_objects_go_after_the_configured_grace_and_a_bad_grace_changes_nothing(
+    backend_url: str, tmp_path: Path
+) -> None:
+    storage = Storage(str(tmp_path / "warehouse"))
+    with Lineage.over(Store(backend_url), storage) as lineage:
+        world = LotWorld(lineage, "cli")
+        world.job("ingest", output="raw")
+        attempts = []
+        for _ in range(2):
+            claim = world.claim("ingest", "d1")
+            assert claim is not None
+            location = storage.attempt_uri("cli", "raw", "d1", claim.attempt)
+            storage.write_bytes(f"{location}/part-0.txt", b"data\n")
+            lineage.lots.complete(
+                claim, manifest=ManifestDraft(location, storage.describe_written(location, format="text"))
+            )
+            attempts.append(f"{location}/part-0.txt")
+            if len(attempts) == 1:
+                lineage.lots.invalidate("cli", "raw", "d1")
+        for bad in (["--superseded-grace", "-P1D"], ["--superseded-grace", "7 days"]):
+            refused = _cleanup(tmp_path, backend_url, *bad)
+            assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+            assert "--superseded-grace" in refused.stderr
+        refused = lotline(
+            "cleanup",
+            cwd=tmp_path,
+            db_url=backend_url,
+            settings={"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), "LOTLINE_SUPERSEDED_GRACE": "soon"},
+        )
+        assert refused.returncode == 2 and "LOTLINE_SUPERSEDED_GRACE" in refused.stderr
+        kept = _cleanup(tmp_path, backend_url, "--json")  # the default grace, P7D: too young
+        assert kept.returncode == 0 and json.loads(kept.stdout)["supersededVersionsRemoved"] == []
+        assert all(storage.exists(uri) for uri in attempts)
+
+        zero = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), "LOTLINE_SUPERSEDED_GRACE": "PT0S"}
+        dry = lotline("cleanup", "--dry-run", "--json", cwd=tmp_path, db_url=backend_url, settings=zero)
+        report = json.loads(dry.stdout)
+        assert (report["supersededObjectsDeleted"], report["supersededBytesDeleted"]) == (1, 5)
+        assert all(storage.exists(uri) for uri in attempts)
+        done = lotline("cleanup", cwd=tmp_path, db_url=backend_url, settings=zero)
+        assert done.returncode == 0 and "deleted 1 objects (5 bytes) of 1 superseded versions" in done.stdout
+        assert not storage.exists(attempts[0]) and storage.exists(attempts[1])
+        gone = [m for m in lineage.manifests.history("cli", "raw", "d1") if m.objects_removed_at is not None]
+        assert [m.attempt for m in gone] == [1]

@@ -18,6 +18,7 @@ from lotline.domain.coordination import ArcState, Status
 from lotline.domain.manifests import ManifestDraft, ManifestState
 from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.services.cleanup import CleanupReport
 from lotline.store.engine import Store
 from lotline.store.types import utcnow
 from support import crash
@@ -205,3 +206,84 @@ def test_what_spark_leaves_beside_a_published_attempt_is_not_garbage(crash_linea
     report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=60), now=later)
     assert report.unlisted_deleted == 1 and not storage.exists(stray)
     assert len(list(storage.objects_under(location))) == 4
+
+
+def test_a_superseded_version_s_objects_go_after_the_grace_and_nothing_else(crash_lineage: Lineage) -> None:
+    """A lot published, reopened and published again: after the superseded grace cleanup deletes
+    attempt 1's objects (Spark's leftovers too) and marks its manifest; before it, in a dry run,
+    and while the lot is reopened and not remade, it deletes nothing. The current version's objects
+    and a live claim's folder are never touched."""
+    lineage = crash_lineage
+    clock = _CLOCKS[id(lineage)]
+    storage = lineage.storage
+    world = _world(lineage)
+    first = _publish(world, "part-0.txt")
+    storage.write_bytes(f"{first.location}/_SUCCESS", b"")  # what a Spark write leaves beside it
+    old = [o.uri for o in storage.objects_under(first.location)]
+    assert len(old) == 2
+    week, lease = timedelta(days=7), timedelta(seconds=60)
+
+    def cleanup(days: int, *, dry_run: bool = False) -> CleanupReport:
+        return lineage.cleanup.cleanup(
+            grace=timedelta(0),
+            max_lease=lease,
+            superseded_grace=week,
+            dry_run=dry_run,
+            now=clock.now() + timedelta(days=days),
+        )
+
+    lineage.lots.invalidate(NS, "raw", LOT)
+    failed = world.claim("ingest", LOT)
+    assert failed is not None
+    lineage.lots.fail(failed, error="the remake failed")  # a newer version, but a failed one
+    reopened = cleanup(30)  # no current version replaced it: kept, whatever the grace
+    assert reopened.superseded_removed == [] and all(storage.exists(uri) for uri in old)
+
+    second = _publish(world, "part-0.txt")
+    assert second.location.endswith("/attempt=3")
+    claim = world.claim("ingest", "2023-01-02")  # a live claim beside them
+    assert claim is not None
+    in_progress = f"{storage.attempt_uri(NS, 'raw', '2023-01-02', claim.attempt)}/in-progress.txt"
+    storage.write_bytes(in_progress, b"x")
+
+    young = cleanup(6)
+    assert young.superseded_removed == [] and all(storage.exists(uri) for uri in old)
+    dry = cleanup(8, dry_run=True)
+    assert dry.superseded_removed == [f"{NS}:raw lot {LOT} v1 attempt 1"]
+    assert (dry.superseded_deleted, dry.superseded_bytes) == (2, len(b"good\n"))
+    assert dry.to_json()["supersededObjectsDeleted"] == 2 and all(storage.exists(uri) for uri in old)
+    assert all(m.objects_removed_at is None for m in lineage.manifests.history(NS, "raw", LOT))
+
+    done = cleanup(8)
+    assert done.superseded_removed == dry.superseded_removed and done.superseded_deleted == 2
+    assert not any(storage.exists(uri) for uri in old) and list(storage.objects_under(first.location)) == []
+    current = lineage.manifests.current(NS, "raw", LOT)
+    assert current is not None and current.location == second.location and current.objects_removed_at is None
+    assert all(storage.exists(o.uri) for o in current.objects)
+    assert storage.exists(in_progress)
+    history = {m.attempt: m for m in lineage.manifests.history(NS, "raw", LOT)}
+    gone, kept = history[1], history[3]
+    assert gone.objects_removed_at == clock.now() + timedelta(days=8)
+    assert [o.uri for o in gone.objects] == [o.uri for o in first.objects]  # history still lists them
+    assert kept.objects_removed_at is None
+    assert cleanup(9).superseded_removed == []  # done once
+
+
+def test_a_bad_superseded_grace_is_refused_and_changes_nothing(crash_lineage: Lineage) -> None:
+    from lotline.domain.errors import InvalidInput
+
+    lineage = crash_lineage
+    world = _world(lineage)
+    first = _publish(world, "part-0.txt")
+    lineage.lots.invalidate(NS, "raw", LOT)
+    _publish(world, "part-0.txt")
+    later = _CLOCKS[id(lineage)].now() + timedelta(days=30)
+    with pytest.raises(InvalidInput, match="superseded grace"):
+        lineage.cleanup.cleanup(
+            grace=timedelta(0),
+            max_lease=timedelta(seconds=60),
+            superseded_grace=-timedelta(days=1),
+            now=later,
+        )
+    assert all(lineage.storage.exists(o.uri) for o in first.objects)
+    assert all(m.objects_removed_at is None for m in lineage.manifests.history(NS, "raw", LOT))

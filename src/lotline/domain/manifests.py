@@ -180,6 +180,9 @@ class Manifest:
     #: An empty lot: who declared it empty (None: a lot with objects, or one registered before
     #: lotline recorded it).
     declared_by: str | None = None
+    #: When cleanup deleted the objects of this superseded version (None: they are kept). The
+    #: manifest still lists them, as history; nothing may read them.
+    objects_removed_at: datetime | None = None
 
     @property
     def total_bytes(self) -> int:

@@ -12,6 +12,12 @@ they can leave is garbage and missing copies, which this repairs:
    where Spark's ``_SUCCESS`` and ``.crc`` files sit beside the listed objects, whatever their age;
 3. manifest copies that are missing or differ from the database (the authority), and complete or
    empty copies of lots that have no readable manifest any more (reopened lots).
+
+It also applies the retention of history: the objects of a superseded version (``attempt=1``
+beside the current ``attempt=2``) are never read, and are deleted once a newer current version
+of the lot replaced them longer ago than the superseded grace; the manifest stays, marked
+``objects_removed_at`` (docs/lots.md). A lot reopened and not remade yet keeps its last version's
+objects: no current version replaced it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,9 @@ from lotline.store.queries import manifests as q
 from lotline.store.types import utcnow
 
 _PAGE = 500
+#: How long a superseded version's objects are kept after a newer current version replaced them
+#: (``LOTLINE_SUPERSEDED_GRACE``, ``lotline cleanup --superseded-grace``).
+DEFAULT_SUPERSEDED_GRACE = timedelta(days=7)
 
 
 @dataclass
@@ -44,11 +53,18 @@ class CleanupReport:
     unlisted_kept_young: int = 0
     copies_written: list[str] = field(default_factory=list)
     copies_deleted: list[str] = field(default_factory=list)
+    #: The superseded versions whose objects went (``ns:dataset lot L vN attempt A``).
+    superseded_removed: list[str] = field(default_factory=list)
+    superseded_deleted: int = 0
+    superseded_bytes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
             "dryRun": self.dry_run,
             "partialManifestsRemoved": self.partial_removed,
+            "supersededVersionsRemoved": self.superseded_removed,
+            "supersededObjectsDeleted": self.superseded_deleted,
+            "supersededBytesDeleted": self.superseded_bytes,
             "unlistedObjectsDeleted": self.unlisted_deleted,
             "unlistedBytesDeleted": self.unlisted_bytes,
             "unlistedObjectsTooYoung": self.unlisted_kept_young,
@@ -67,14 +83,18 @@ class CleanupService:
         *,
         grace: timedelta,
         max_lease: timedelta,
+        superseded_grace: timedelta = DEFAULT_SUPERSEDED_GRACE,
         dry_run: bool = False,
         now: datetime | None = None,
     ) -> CleanupReport:
         if grace < timedelta(0) or max_lease <= timedelta(0):
             raise InvalidInput("grace must not be negative and the longest lease must be positive.")
-        now = now or utcnow()
+        if superseded_grace < timedelta(0):
+            raise InvalidInput("the superseded grace must not be negative.")
+        now = now or utcnow()  # the wall clock: the object store's modification times are on it
         report = CleanupReport(dry_run)
         self._finish_removals(now - grace, report)
+        self._remove_superseded(now - superseded_grace, now, report)
         self._delete_unlisted(now - max_lease - grace, report)
         self._repair_copies(report)
         return report
@@ -87,11 +107,49 @@ class CleanupService:
             if not report.dry_run:
                 self._manifests.remove_partial(manifest.id)
 
+    def _remove_superseded(self, before: datetime, now: datetime, report: CleanupReport) -> None:
+        """Delete the objects of versions superseded by a current one before ``before`` (their own
+        attempt folders, Spark's leftovers included, and their parts'), then mark their manifests.
+        Deleting again is harmless, so a crash between the two is repaired by the next run. Objects
+        another manifest still lists and a live claim's folder are never touched."""
+        storage = self._manifests.storage
+        prefix = storage.root.rstrip("/") + "/"
+        with self._store.read() as connection:
+            versions = q.superseded_before(connection, prefix, before, 10_000)
+            if not versions:
+                return
+            parts = q.superseded_parts(connection, prefix, before)
+            going = [*versions, *parts]
+            ids = {m.id for m in going}
+            kept = q.listed_uris(connection, prefix, ids)
+            live = {
+                uri for uri in (_placed(storage.attempt_uri, *a) for a in q.live_attempts(connection)) if uri
+            }
+        sizes: dict[str, int] = {}
+        for manifest in going:
+            sizes.update((o.uri, o.size) for o in manifest.objects if o.uri.startswith(prefix))
+            if manifest.location.startswith(prefix) and "/attempt=" in manifest.location:
+                sizes.update((o.uri, o.size) for o in storage.objects_under(manifest.location))
+        doomed = {uri: size for uri, size in sizes.items() if uri not in kept and not _in_any(uri, live)}
+        report.superseded_removed = [
+            f"{m.namespace}:{m.dataset} lot {m.lot} v{m.version_number} attempt {m.attempt}" for m in versions
+        ]
+        report.superseded_deleted = len(doomed)
+        report.superseded_bytes = sum(doomed.values())
+        if report.dry_run:
+            return
+        storage.delete(doomed)
+        for manifest in going:
+            if manifest.location.startswith(prefix):
+                storage.delete_empty_folders(manifest.location)
+        with self._store.write() as connection:
+            q.mark_objects_removed(connection, [m.id for m in going], now)
+
     def _delete_unlisted(self, older_than: datetime, report: CleanupReport) -> None:
         storage = self._manifests.storage
         prefix = storage.root.rstrip("/") + "/"
         with self._store.read() as connection:
-            listed = q.listed_uris(connection, prefix)
+            listed = q.listed_uris(connection, prefix, frozenset())
             attempts = [_placed(storage.attempt_uri, *attempt) for attempt in q.live_attempts(connection)]
             # A claim's folder (in progress) and a published attempt's folder are never garbage.
             kept = {uri for uri in attempts if uri is not None} | q.published_locations(connection, prefix)

@@ -12,10 +12,13 @@ import math
 import os
 import tomllib
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 
+from lotline.domain.arrival import format_duration, parse_duration
 from lotline.domain.errors import InvalidInput
 from lotline.domain.names import validate_name
+from lotline.services.cleanup import DEFAULT_SUPERSEDED_GRACE
 
 DEFAULT_DB_URL = "sqlite:///./lotline.db"
 DEFAULT_WAREHOUSE = "./warehouse"
@@ -36,6 +39,7 @@ KEYS = (
     "LOTLINE_MAX_EVENT_WAITERS",
     "LOTLINE_NAMESPACE",
     "LOTLINE_LOG_LEVEL",
+    "LOTLINE_SUPERSEDED_GRACE",
 )
 #: The ``lotline.toml`` table of per-dataset declarations (arrival policies: docs/lots.md).
 DATASETS_TABLE = "datasets"
@@ -86,6 +90,9 @@ class Settings:
     log_level: str = DEFAULT_LOG_LEVEL
     #: The namespace of commands run without ``-n`` (None: the only one in the database).
     namespace: str | None = None
+    #: How long ``lotline cleanup`` keeps a superseded version's objects once a newer current
+    #: version of its lot replaced it (``LOTLINE_SUPERSEDED_GRACE``, ISO-8601, default P7D).
+    superseded_grace: timedelta = DEFAULT_SUPERSEDED_GRACE
 
     def serving_on(self, host: str) -> Settings:
         """These settings for a server bound to ``host``: that address is a name it answers to."""
@@ -183,6 +190,7 @@ def load_settings(directory: Path | None = None) -> Settings:
         max_event_waiters=parse_max_event_waiters(values["LOTLINE_MAX_EVENT_WAITERS"]),
         namespace=validate_name("Namespace", namespace) if namespace else None,
         log_level=parse_log_level(values["LOTLINE_LOG_LEVEL"]),
+        superseded_grace=parse_superseded_grace(values["LOTLINE_SUPERSEDED_GRACE"]),
     )
 
 
@@ -195,7 +203,16 @@ DEFAULTS = {
     "LOTLINE_MAX_EVENT_WAITERS": str(DEFAULT_MAX_EVENT_WAITERS),
     "LOTLINE_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
     "LOTLINE_LOG_LEVEL": DEFAULT_LOG_LEVEL,
+    "LOTLINE_SUPERSEDED_GRACE": format_duration(DEFAULT_SUPERSEDED_GRACE),
 }
+
+
+def parse_superseded_grace(text: str | None, label: str = "LOTLINE_SUPERSEDED_GRACE") -> timedelta:
+    """``LOTLINE_SUPERSEDED_GRACE``: an ISO-8601 duration (``P7D``, ``PT12H``, ``PT0S``), read by the
+    parser of arrival policies' lateness windows (so at most 366 days); default P7D."""
+    if text is None or not text.strip():
+        return DEFAULT_SUPERSEDED_GRACE
+    return parse_duration(label, text.strip())
 
 
 def parse_max_event_waiters(text: str | None) -> int:

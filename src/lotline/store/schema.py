@@ -467,6 +467,9 @@ manifests = Table(
     # An empty lot's manifest: who declared the lot empty (the sender's marker, an operator, the
     # source's arrival policy: domain/arrival.py); NULL for every other manifest.
     Column("declared_by", Text),
+    # When ``lotline cleanup`` deleted the objects of a superseded version's manifest (its grace
+    # over, docs/lots.md "Crash safety and cleanup"); NULL while they are kept (migration 0024).
+    Column("objects_removed_at", UtcDateTime),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),
     # The lot grid's empty lots of a range (``store/queries/gaps.empty_lots``): the dataset's EMPTY

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, and_, bindparam, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    FromClause,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    exists,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from lotline.domain.coordination import Role, Status
 from lotline.domain.manifests import (
@@ -188,24 +201,107 @@ def partial_before(connection: Connection, before: datetime, limit: int) -> list
     return [_manifest(r) for r in rows]
 
 
-def listed_uris(connection: Connection, location_prefix: str) -> set[str]:
+def listed_uris(connection: Connection, location_prefix: str, excluding: Set[uuid.UUID]) -> set[str]:
     """Every object uri listed by a complete, empty or partial manifest whose location starts with
-    the prefix: objects that cleanup must keep (superseded versions' objects included: history)."""
+    the prefix and whose objects were not removed, but those of the manifests ``excluding``:
+    objects that cleanup must keep."""
     rows = connection.execute(
-        select(manifests.c.objects).where(
+        select(manifests.c.id, manifests.c.objects).where(
             manifests.c.state != ManifestState.REMOVED.value,
+            manifests.c.objects_removed_at.is_(None),
             manifests.c.location.startswith(location_prefix, autoescape=True),
         )
     )
-    return {o["uri"] for (objects,) in rows for o in objects}
+    return {o["uri"] for (manifest_id, objects) in rows if manifest_id not in excluding for o in objects}
+
+
+def _superseded(
+    lot_manifest: FromClause, version: FromClause, before: datetime, location_prefix: str
+) -> ColumnElement[bool]:
+    """Whether ``lot_manifest`` (joined to its ``version``) is a complete lot manifest under the
+    prefix whose objects are still there and whose version was superseded by a newer *current*
+    version of its lot, made before ``before``. A lot reopened and not remade yet has no current
+    version: its last version is not this kind of superseded (a backfill's dry run, lineage and
+    an operator still look at it)."""
+    newer = dataset_versions.alias("newer")
+    return and_(
+        lot_manifest.c.part.is_(None),
+        lot_manifest.c.state == ManifestState.COMPLETE.value,
+        lot_manifest.c.objects_removed_at.is_(None),
+        lot_manifest.c.location.startswith(location_prefix, autoescape=True),
+        version.c.id == lot_manifest.c.version_id,
+        version.c.state == VersionState.SUPERSEDED.value,
+        exists().where(
+            newer.c.dataset_id == version.c.dataset_id,
+            newer.c.lot == version.c.lot,
+            newer.c.state == VersionState.CURRENT.value,
+            newer.c.version_number > version.c.version_number,
+            newer.c.created_at < before,
+        ),
+    )
+
+
+def superseded_before(
+    connection: Connection, location_prefix: str, before: datetime, limit: int
+) -> list[Manifest]:
+    """Complete lot manifests whose version a newer current one of the lot replaced before
+    ``before`` (``_superseded``), their objects not yet removed: what cleanup deletes after the
+    grace. Oldest first."""
+    query = (
+        _selected()
+        .where(_superseded(manifests, dataset_versions, before, location_prefix))
+        .order_by(manifests.c.created_at)
+        .limit(limit)
+    )
+    return [_manifest(r) for r in connection.execute(query)]
+
+
+def superseded_parts(connection: Connection, location_prefix: str, before: datetime) -> list[Manifest]:
+    """The complete or empty child manifests of those lots, of the superseded manifest's attempt or
+    an earlier one (the parts it lists; a later attempt never reuses them: it keeps only parts of
+    attempts that failed since the lot's last success)."""
+    lot_manifest, version = manifests.alias("lot_manifest"), dataset_versions.alias("lot_version")
+    covered = (
+        select(lot_manifest.c.id)
+        .select_from(lot_manifest.join(version, version.c.id == lot_manifest.c.version_id))
+        .where(
+            _superseded(lot_manifest, version, before, location_prefix),
+            lot_manifest.c.dataset_id == manifests.c.dataset_id,
+            lot_manifest.c.lot == manifests.c.lot,
+            lot_manifest.c.attempt >= manifests.c.attempt,
+        )
+        .exists()
+    )
+    query = _selected().where(
+        manifests.c.part.is_not(None),
+        manifests.c.state.in_([ManifestState.COMPLETE.value, ManifestState.EMPTY.value]),
+        manifests.c.objects_removed_at.is_(None),
+        covered,
+    )
+    return [_manifest(r) for r in connection.execute(query)]
+
+
+def mark_objects_removed(connection: Connection, manifest_ids: Sequence[uuid.UUID], now: datetime) -> None:
+    """Record that these manifests' objects were deleted (a thousand ids a statement)."""
+    for start in range(0, len(manifest_ids), 1000):
+        connection.execute(
+            update(manifests)
+            .where(
+                manifests.c.id.in_(list(manifest_ids[start : start + 1000])),
+                manifests.c.objects_removed_at.is_(None),
+            )
+            .values(objects_removed_at=now, updated_at=now)
+        )
 
 
 def published_locations(connection: Connection, location_prefix: str) -> set[str]:
-    """The folders of complete and empty manifests under the prefix: what else a published
-    attempt's writer left there (Spark's ``_SUCCESS`` and ``.crc`` files) is part of it, not garbage."""
+    """The folders of complete and empty manifests under the prefix whose objects were not removed:
+    what else a published attempt's writer left there (Spark's ``_SUCCESS`` and ``.crc`` files) is
+    part of it, not garbage."""
     rows = connection.execute(
         select(manifests.c.location).where(
             manifests.c.state.in_([ManifestState.COMPLETE.value, ManifestState.EMPTY.value]),
+            manifests.c.objects_removed_at.is_(None),
             manifests.c.location.startswith(location_prefix, autoescape=True),
         )
     )
@@ -257,6 +353,7 @@ def _manifest(r: Row[Any]) -> Manifest:
         updated_at=r.updated_at,
         part=r.part,
         declared_by=r.declared_by,
+        objects_removed_at=r.objects_removed_at,
     )
 
 
