@@ -81,7 +81,7 @@ class Lineage:
         ``clock``: where lot coordination takes the time from (tests pass one they advance);
         ``consumer``: where lotline's own runs are also sent as OpenLineage events."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE), clock)
-        catalog, lots = CatalogService(store, clock), LotService(store, manifests, clock=clock)
+        catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
         lot_events = LotEventService(store)
         openlineage = OpenLineageService(store, clock)
         emission = EmissionService(openlineage, consumer)

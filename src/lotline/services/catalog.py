@@ -9,7 +9,6 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import (
     Dataset,
@@ -30,6 +29,7 @@ from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, jobs, runs
 from lotline.store.queries import tags as tag_rows
+from lotline.store.types import utcnow
 
 DATASET_TYPES = ("DB_TABLE", "STREAM")
 JOB_TYPES = ("BATCH", "STREAM", "SERVICE")
@@ -40,9 +40,8 @@ MAX_SUGGESTED = 1000
 
 
 class CatalogService:
-    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
+    def __init__(self, store: Store) -> None:
         self._store = store
-        self._clock = clock
 
     # -- namespaces -------------------------------------------------------------------------
     def upsert_namespace(
@@ -50,7 +49,7 @@ class CatalogService:
     ) -> Namespace:
         validate_name("Namespace", name)
         with self._store.write() as connection:
-            return catalog.upsert_namespace(connection, name, owner_name, description, self._clock.now())
+            return catalog.upsert_namespace(connection, name, owner_name, description, utcnow())
 
     def get_namespace(self, name: str) -> Namespace:
         with self._store.read() as connection:
@@ -66,7 +65,7 @@ class CatalogService:
             found = catalog.get_namespace(connection, validate_name("Namespace", name))
             if found is None:
                 raise NotFound("Namespace", name)
-            catalog.hide_namespace(connection, _common.require_namespace(connection, name), self._clock.now())
+            catalog.hide_namespace(connection, _common.require_namespace(connection, name), utcnow())
         return found
 
     def list_namespaces(self, limit: int = 100, offset: int = 0) -> Page[Namespace]:
@@ -117,9 +116,7 @@ class CatalogService:
         if not type or not type.strip():
             raise InvalidInput("Source type must not be empty.")
         with self._store.write() as connection:
-            source_id = catalog.write_source(
-                connection, name, type, connection_url, description, self._clock.now()
-            )
+            source_id = catalog.write_source(connection, name, type, connection_url, description, utcnow())
             return catalog.source_by_id(connection, source_id)
 
     def get_source(self, name: str) -> Source:
@@ -177,7 +174,7 @@ class CatalogService:
                 if source_id is None:
                     raise NotFound("Source", source)
             run = _common.require_run(connection, run_id) if run_id is not None else None
-            now = self._clock.now()
+            now = utcnow()
             dataset_id = datasets.upsert_dataset(
                 connection,
                 namespace_id,
@@ -232,9 +229,7 @@ class CatalogService:
             found = datasets.get_dataset(connection, namespace, name)
             if found is None:
                 raise NotFound("Dataset", f"{namespace}:{name}")
-            datasets.soft_delete(
-                connection, _common.require_dataset(connection, namespace, name), self._clock.now()
-            )
+            datasets.soft_delete(connection, _common.require_dataset(connection, namespace, name), utcnow())
         return found
 
     def list_datasets(self, namespace: str, limit: int = 100, offset: int = 0) -> Page[Dataset]:
@@ -272,7 +267,7 @@ class CatalogService:
             input_ids = _common.require_datasets(connection, inputs)
             output_ids = _common.require_datasets(connection, outputs)
             run = _common.require_run(connection, run_id) if run_id is not None else None
-            now = self._clock.now()
+            now = utcnow()
             job_id = jobs.upsert_job(
                 connection, namespace_id, name, type_=type, description=description, now=now
             ).id
@@ -322,7 +317,7 @@ class CatalogService:
             validate_name("Dataset", read.dataset.name)
         with self._store.write() as connection:
             run = _common.require_run(connection, run_id)
-            now = self._clock.now()
+            now = utcnow()
             dataset_ids = []
             for read in reads:
                 ref = read.dataset
@@ -354,9 +349,7 @@ class CatalogService:
             found = jobs.get_job(connection, namespace, validate_name("Job", name))
             if found is None:
                 raise NotFound("Job", f"{namespace}:{name}")
-            jobs.hide_job(
-                connection, _common.require_live_job(connection, namespace, name), self._clock.now()
-            )
+            jobs.hide_job(connection, _common.require_live_job(connection, namespace, name), utcnow())
         return found
 
     def get_job(self, namespace: str, name: str) -> Job:

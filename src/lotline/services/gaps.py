@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -95,12 +95,10 @@ class GapService:
         over ``[start, end)`` (RFC 3339 instants or dates; by default from the first lot, at most
         ``DEFAULT_SPAN`` back, to now)."""
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _target(connection, namespace, job, dataset)
             span, wanted = _range_of(connection, namespace, target, start, end, interval, now)
             report = _report(connection, namespace, target, span, wanted, dust, now)[0]
-        self._compact(dust)
         return report
 
     def counted(
@@ -117,8 +115,7 @@ class GapService:
         counts them (the grid's states: empty lots apart from complete ones, and those published
         with warnings), so that the command line says what the web UI says. One read transaction."""
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _target(connection, namespace, job, dataset)
             span, wanted = _range_of(connection, namespace, target, start, end, interval, now)
             held = target.lot_job is not None and target.lot_job.held
@@ -129,7 +126,6 @@ class GapService:
                 return report, Health(namespace, target.job, target.dataset, held, due, _named_totals(report))
             grid = _grid(connection, namespace, target, span, None, dust, now, wanted, known=looked_up)
             newest = _newest(connection, target, looked_up)
-        self._compact(dust)
         warned = sum(cell.warned for cell in grid.cells)
         health = Health(namespace, target.job, target.dataset, held, due, grid.totals(), warned, *newest)
         return grid.report, health
@@ -151,11 +147,9 @@ class GapService:
         chosen = None if resolution is None else _resolution(resolution)
         span, wanted = _arguments(start, end, interval)
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _target(connection, namespace, job, dataset)
             grid = _grid(connection, namespace, target, span, chosen, dust, now, wanted)
-        self._compact(dust)
         return grid
 
     def outputs(self, namespace: str, job: str, *, start: str, end: str) -> tuple[OutputHealth, ...]:
@@ -164,22 +158,19 @@ class GapService:
         transaction."""
         span = TimeRange.parse(start, end)
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target, lot_job = _job_target(connection, namespace, job)
             if len(lot_job.outputs) < 2:
                 return ()
             first = _grid(connection, namespace, target, span, None, dust, now, None)
             found = _outputs(connection, namespace, target, span, first, dust, now)
-        self._compact(dust)
         return found
 
     def lot_state(self, namespace: str, dataset: str, lot: IntervalLot) -> LotState:
         """One interval lot as every page names it (the grid's words: empty told apart), with when
         it is (or was) due and, for a missing, blocked or failed lot, why. One read transaction."""
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _dataset_target(connection, namespace, dataset)
             report, states = _told(connection, namespace, target, [str(lot)], lot.interval, dust, now)
             due_at = lot.end + _arrival_of(connection, target).late_after
@@ -187,7 +178,6 @@ class GapService:
             declared = None
             if state is lot_grid.CellState.EMPTY:
                 declared = gaps.declared_empty_by(connection, target.dataset_id, str(lot))
-        self._compact(dust)
         run = report.runs[0] if report.runs else None
         return LotState(state, due_at, due_at <= now, run, declared)
 
@@ -197,11 +187,9 @@ class GapService:
         if not lots:
             return {}
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _dataset_target(connection, namespace, dataset)
             states = _told(connection, namespace, target, lots, None, dust, now)[1]
-        self._compact(dust)
         return states
 
     def span(
@@ -227,11 +215,9 @@ class GapService:
     ) -> Health:
         """The job's or dataset's lots due in ``[start, end)`` (by default the grid's default
         range) by state, counted as its grid counts them. One read transaction."""
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target = _target(connection, namespace, job, dataset)
             health = _health(connection, namespace, target, start, end, now, dust)
-        self._compact(dust)
         return health
 
     def freshness(
@@ -257,11 +243,9 @@ class GapService:
     ) -> list[Health]:
         """The health of every coordinated job of the namespace (the first ``limit`` by name), in
         dependency order. One read transaction."""
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             found = _namespace_targets(connection, namespace, limit)
             healths = [_health(connection, namespace, target, start, end, now, dust) for target in found]
-        self._compact(dust)
         return healths
 
     def matrix(
@@ -278,8 +262,7 @@ class GapService:
         row of grid cells, all rows over the same range on one time axis, each at its own lots'
         resolution (``domain.grid.row_resolution``), so a column is one time. One read transaction."""
         chosen = None if resolution is None else _resolution(resolution)
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             rows: list[tuple[_Target, Interval, tuple[datetime.datetime, datetime.datetime] | None]] = []
             for target in _namespace_targets(connection, namespace, limit):
                 try:
@@ -308,7 +291,6 @@ class GapService:
                 outputs = _outputs(connection, namespace, target, shown, grid, dust, now)
                 health = Health(namespace, target.job, target.dataset, held, due, totals, outputs=outputs)
                 grids.append((health, grid))
-        self._compact(dust)
         return Matrix(namespace, due, common, grids, width)
 
     def backfill(
@@ -328,8 +310,7 @@ class GapService:
         taken = g.parse_only(only)
         span, wanted = _arguments(start, end, interval)
         now = self._clock.now()
-        dust: list[_Dust] = []
-        with self._store.read() as connection:
+        with self._reading() as (connection, dust):
             target, lot_job = _job_target(connection, namespace, job)
             report, found = _report(connection, namespace, target, span, wanted, dust, now)
             if report.interval is None:
@@ -348,7 +329,6 @@ class GapService:
                     str(lot_from_index(stop - 1, lots_of)),
                     g.id_pattern(lots_of),
                 )
-        self._compact(dust)
         chosen = [s for s in found if s.state in taken]
         left = [s for s in found if s.state not in taken]
         hintable = bool(lot_job.inputs)
@@ -384,6 +364,15 @@ class GapService:
                 )
         reached = {(producers[(r.namespace, r.name)], r.lot) for r in made}
         return len({(job, lot) for job, lot in reached if not (job == job_id and lot in asked)})
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[tuple[Connection, list[_Dust]]]:
+        """One read transaction, and the counts it found worth compacting (``_Dust``), compacted
+        after it ends (``_compact``): every read of this service takes this shape."""
+        dust: list[_Dust] = []
+        with self._store.read() as connection:
+            yield connection, dust
+        self._compact(dust)
 
     def _compact(self, dust: Sequence[_Dust]) -> None:
         """Merge the delta rows of the counts a read found dusty, each range in a transaction of its
