@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from lotline.domain.errors import Conflict, InvalidInput
@@ -179,6 +179,23 @@ MAX_OWNER = 200
 #: retried 10 s after its first failure in a row, twice as long after each next one, at most 10 minutes.
 FIRST_RETRY = timedelta(seconds=10)
 MAX_RETRY = timedelta(minutes=10)
+
+
+#: How many failed attempts in a row, on unchanged inputs and job version, before lotline gives up on a
+#: lot (``LOTLINE_MAX_ATTEMPTS``): it then stays failed until an input lot gets a new version, the job
+#: version changes, or an operator retries it.
+DEFAULT_MAX_ATTEMPTS = 3
+#: The ``not_before`` of a lot given up on: its retry hint is never due by itself (any other hint
+#: raised for the lot replaces it, as it replaces a back-off).
+GAVE_UP = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def check_max_attempts(value: object, source: str = "LOTLINE_MAX_ATTEMPTS") -> int:
+    """A count of attempts, at least 1 (``"3"`` read from the environment is 3)."""
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if text is None or not text.isdigit() or int(text) < 1:
+        raise InvalidInput(f"{source} must be a whole number of attempts, at least 1, got {value!r}.")
+    return int(text)
 
 
 def retry_delay(failures: int) -> timedelta:
