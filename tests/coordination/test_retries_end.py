@@ -5,16 +5,22 @@ new version, the job version changes, or an operator retries it (``LotService.re
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
+from lotline.api.app import create_app
+from lotline.cli.main import app
 from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage
-from lotline.services.config import load_settings
+from lotline.services.config import Settings, load_settings
 from support.lots import LotWorld
 
 LOT = "20230101PT5M050"
@@ -124,3 +130,71 @@ def test_max_attempts_is_read_from_the_environment_or_lotline_toml(
     assert load_settings(tmp_path).max_attempts == 5
     monkeypatch.setenv("LOTLINE_MAX_ATTEMPTS", "7")
     assert load_settings(tmp_path).max_attempts == 7
+
+
+def test_every_interface_says_a_lot_was_given_up_on(
+    lineage: Lineage, backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`lotline status`, `lotline gaps`, the REST gap report, the lot page and the grid's tooltip
+    say "gave up after N attempts"; `lotline retry` brings the lot back, and a lot that is not
+    failed is refused in one line, changing nothing."""
+    world = _world(lineage, max_attempts=1)
+    claim = _next(world)
+    assert claim is not None
+    world.lots.fail(claim, error="ValueError: bad line")
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner()
+    ns = ["-n", world.ns]
+
+    status = cli.invoke(app, ["status", *ns, "--job", "parse", "--lots"])
+    assert status.exit_code == 0, status.output
+    assert "job parse: 1 failed lot given up on (`lotline retry parse` retries them)" in status.output
+    assert status.output.splitlines()[-1].split()[-8:] == [
+        "gave", "up", "after", "1", "attempt;", "ValueError:", "bad", "line",
+    ]  # fmt: skip
+    listed = json.loads(cli.invoke(app, ["status", *ns, "--job", "parse", "--json"]).stdout)
+    assert [(r["lot"], r["gaveUpAfter"]) for r in listed["lots"]] == [(LOT, 1)]
+
+    span = ["--from", "2023-01-01T04:00:00Z", "--to", "2023-01-01T05:00:00Z"]
+    gaps = cli.invoke(app, ["gaps", *ns, "--job", "parse", *span])
+    assert gaps.exit_code == 0, gaps.output
+    assert "attempt 1, gave up after 1 attempt: ValueError: bad line" in gaps.output
+
+    app_ = create_app(Settings(db_url=backend_url, warehouse=str(tmp_path / "w"), api_token=None))
+    app_.state.lineage = world.lineage  # the app's routes over this test's services
+    client = TestClient(app_, base_url="http://127.0.0.1")
+    answer = client.get(
+        f"/api/v1/namespaces/{world.ns}/jobs/parse/gaps",
+        params={"from": "2023-01-01T04:00:00Z", "to": "2023-01-01T05:00:00Z"},
+    )
+    assert answer.status_code == 200, answer.text
+    [failed] = [r for r in answer.json()["runs"] if r["state"] == "failed"]
+    assert (failed["from"], failed["attempt"], failed["gaveUpAfter"]) == (LOT, 1, 1)
+    page = client.get(f"/datasets/{world.ns}/hits/lots/{LOT}").text
+    assert 'data-gave-up="1">gave up after 1 attempt</span>' in page
+    grid = client.get(f"/jobs/{world.ns}/parse/lots?from=2023-01-01T04:00:00Z&to=2023-01-01T05:00:00Z").text
+    [cell] = re.findall(rf'<a [^>]*data-lot="{LOT}"[^>]*>', grid)
+    assert "failed, gave up after 1 attempt" in cell and 'data-gave-up="1"' in cell
+
+    # Bad input: a lot that is not failed, an unknown job, a bad setting: one line, nothing changed.
+    refused = cli.invoke(app, ["retry", "parse", LOT, "20230101PT5M051", *ns])
+    assert refused.exit_code == 2
+    assert refused.stderr.strip().splitlines() == [
+        f"lotline: error: Job {world.ns}:parse has no failed lot 20230101PT5M051 waiting to be retried; "
+        "nothing was retried."
+    ]
+    assert cli.invoke(app, ["retry", "nosuchjob", *ns]).exit_code == 2
+    monkeypatch.setenv("LOTLINE_MAX_ATTEMPTS", "abc")
+    bad = cli.invoke(app, ["retry", "parse", *ns])
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "LOTLINE_MAX_ATTEMPTS must be a whole number of attempts, at least 1, got 'abc'." in bad.stderr
+    assert world.lots.given_up(world.ns, "parse") == {LOT: 1}
+    monkeypatch.delenv("LOTLINE_MAX_ATTEMPTS")
+
+    retried = cli.invoke(app, ["retry", "parse", *ns])
+    assert retried.exit_code == 0, retried.output
+    assert retried.stdout.strip() == "job parse: 1 failed lot to be retried"
+    assert world.lots.given_up(world.ns, "parse") == {}
+    again = _next(world)
+    assert again is not None and (again.lot, again.attempt, again.failures) == (LOT, 2, 0)

@@ -198,6 +198,11 @@ def check_max_attempts(value: object, source: str = "LOTLINE_MAX_ATTEMPTS") -> i
     return int(text)
 
 
+def gave_up_line(attempts: int) -> str:
+    """How every interface says that a lot was given up on."""
+    return f"gave up after {attempts} attempt{'' if attempts == 1 else 's'}"
+
+
 def retry_delay(failures: int) -> timedelta:
     """How long a lot waits before it is retried after failing ``failures`` (>= 1) times in a row."""
     doublings = min(max(failures, 1) - 1, 32)
@@ -258,3 +263,10 @@ class LotStatus:
     lock: str
     #: Why the row's run failed, in one line (``runs.error``): set for ERROR lots.
     error: str | None = None
+    #: An ERROR lot given up on: after this many failed attempts in a row (None: it is retried).
+    gave_up_after: int | None = None
+
+    @property
+    def gave_up(self) -> str | None:
+        """``gave up after 3 attempts`` for a lot given up on."""
+        return None if self.gave_up_after is None else gave_up_line(self.gave_up_after)

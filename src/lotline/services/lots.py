@@ -471,15 +471,23 @@ class LotService:
         wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
         with self._store.write() as connection:
             lot_job = lot_job_named(connection, namespace, job)
-            return frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now())
+            return len(frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now()))
 
     def retry(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
         """An operator's retry: the job's failed lots (``lots``, or all), given up on or waiting for
-        their back-off, are due at once with their count of failures back to 0. Returns how many."""
+        their back-off, are due at once with their count of failures back to 0. Returns how many.
+        A named lot that is not failed (nothing to retry) is a Conflict, and nothing changes."""
         wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
         with self._store.write() as connection:
             lot_job = lot_job_named(connection, namespace, job)
-            return frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now(), afresh=True)
+            made = frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now(), afresh=True)
+            missing = sorted(set(wanted or ()) - set(made))
+            if missing:  # raised inside the transaction: it is rolled back
+                raise Conflict(
+                    f"Job {namespace}:{job} has no failed lot {', '.join(missing)} waiting to be retried; "
+                    "nothing was retried."
+                )
+            return len(made)
 
     def given_up(self, namespace: str, job: str) -> dict[str, int]:
         """The job's lots given up on, each with the failed attempts in a row it gave up after."""
@@ -628,6 +636,7 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
         arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
         lock=lock_of(row_role, status),
         error=named.error if status is Status.ERROR else None,
+        gave_up_after=named.gave_up_after if status is Status.ERROR and row_role is Role.OUTPUT else None,
     )
 
 

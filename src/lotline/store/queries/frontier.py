@@ -251,6 +251,26 @@ def refill(
 _GIVEN_UP = select(ft.c.lot, ft.c.failures).where(ft.c.job_id == _job(), ft.c.not_before == GAVE_UP)
 
 
+_GIVEN_UP_IN = (
+    select(ft.c.lot, ft.c.failures)
+    .join(data_status, (data_status.c.job_id == ft.c.job_id) & (data_status.c.lot == ft.c.lot))
+    .where(
+        data_status.c.dataset_id == bindparam("b_dataset"),
+        data_status.c.role == Role.OUTPUT.value,
+        data_status.c.lot.in_(bindparam("b_lots", expanding=True)),
+        ft.c.not_before == GAVE_UP,
+    )
+)
+
+
+def given_up_in(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, int]:
+    """Which of the dataset's ``lots`` its producer gave up on, each with its failures in a row."""
+    if not lots:
+        return {}
+    found = connection.execute(_GIVEN_UP_IN, {"b_dataset": dataset_id, "b_lots": list(lots)})
+    return dict(found.tuples().all())
+
+
 def given_up(connection: Connection, job_id: uuid.UUID, lots: Sequence[str] | None = None) -> dict[str, int]:
     """The job's lots given up on (of ``lots``, or all), each with its failures in a row."""
     query = _GIVEN_UP if lots is None else _GIVEN_UP.where(ft.c.lot.in_(list(lots)))
@@ -291,8 +311,8 @@ def make_due(
     now: datetime,
     *,
     afresh: bool = False,
-) -> int:
-    """Retry hints of the job (of ``lots``, or all) due at once; how many (built per call: an
+) -> list[str]:
+    """Retry hints of the job (of ``lots``, or all) due at once; their lots (built per call: an
     operator's or ``lotline run``'s move, not a worker's). By default they keep their count of
     failures in a row and lots given up on stay so; ``afresh`` (an operator's retry): those too,
     every count back to 0."""
@@ -304,4 +324,4 @@ def make_due(
     values: dict[str, Any] = {"not_before": None, "touched_at": now}
     if afresh:
         values["failures"] = 0
-    return connection.execute(query.values(**values)).rowcount
+    return list(connection.execute(query.values(**values).returning(ft.c.lot)).scalars())
