@@ -87,6 +87,24 @@ def test_a_new_job_version_brings_a_given_up_lot_back(lineage: Lineage, clock: M
     assert fixed is not None and (fixed.attempt, fixed.failures) == (4, 0)
 
 
+def test_a_mapped_job_registered_again_does_not_take_an_hour_given_up_on(
+    lineage: Lineage, clock: ManualClock
+) -> None:
+    """Registering hints a mapped job's input lots (five-minute lots), not its hours: the hints of
+    an hour given up on are left out."""
+    world = LotWorld(Lineage.over(lineage.store, lineage.storage, clock=clock, max_attempts=1))
+    world.job("ingest", output="raw")
+    world.job("hourly", output="hours", inputs=["raw"], mapping="PT5M->PT1H")
+    world.produce("ingest", *[f"20230101PT5M{i:03d}" for i in range(12)])
+    claim = world.lots.claim("worker-1", world.ns, "hourly")
+    assert claim is not None and claim.lot == "20230101PT1H000"
+    world.lots.fail(claim, error="boom")
+    clock.advance(timedelta(days=1))
+    world.job("hourly", output="hours", inputs=["raw"], mapping="PT5M->PT1H")
+    assert world.lots.claim("worker-1", world.ns, "hourly") is None
+    assert world.lots.given_up(world.ns, "hourly") == {"20230101PT1H000": 1}
+
+
 def test_the_count_is_configurable(lineage: Lineage, clock: ManualClock) -> None:
     world = _world(lineage, clock, max_attempts=5)
     _fail_until_given_up(world, clock, attempts=5)

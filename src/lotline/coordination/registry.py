@@ -83,7 +83,9 @@ def register(
     # rows here means a lot that becomes READY meanwhile is either in the refill or hints this job.
     for dataset_id in sorted(inputs):
         datasets.lock_dataset(connection, dataset_id)
-    frontier.refill(connection, job_id, inputs, now, keep_given_up=keep_given_up)
+    kept = frontier.refill(connection, job_id, inputs, now, keep_given_up=keep_given_up)
+    if kept and mapping is not None:  # the refill hinted the input lots of hours given up on: not those
+        frontier.drop(connection, job_id, [i for lot in kept for i in mapping.input_lots(lot)])
 
 
 def check_storage(connection: Connection, namespace: str, dataset: str) -> None:

@@ -232,13 +232,14 @@ def refill(
     now: datetime,
     *,
     keep_given_up: bool = False,
-) -> None:
+) -> dict[str, int]:
     """(Re)build a job's hints: every READY lot of its inputs that it holds no read lock on (the
     delete is built per call: registering is rare). ``keep_given_up``: lots given up on stay so
     (the job version did not change).
 
     Run when a job is registered (or its inputs or mapping change); the caller holds the input
     datasets' row locks, so a lot becoming READY meanwhile is either seen here or hints the job itself.
+    Returns the lots kept given up on, with their failures in a row.
     """
     kept = given_up(connection, job_id) if keep_given_up else {}
     connection.execute(delete(ft).where(ft.c.job_id == job_id))
@@ -246,6 +247,7 @@ def refill(
         connection.execute(_backfill(connection), {"b_job": job_id, "b_inputs": list(inputs), "b_now": now})
     if kept:
         raise_for_job(connection, job_id, kept, now, not_before=GAVE_UP)
+    return kept
 
 
 _GIVEN_UP = select(ft.c.lot, ft.c.failures).where(ft.c.job_id == _job(), ft.c.not_before == GAVE_UP)
