@@ -189,6 +189,8 @@ def test_every_interface_says_a_lot_was_given_up_on(
     assert answer.status_code == 200, answer.text
     [failed] = [r for r in answer.json()["runs"] if r["state"] == "failed"]
     assert (failed["from"], failed["attempt"], failed["gaveUpAfter"]) == (LOT, 1, 1)
+    lots = client.get(f"/api/v1/namespaces/{world.ns}/jobs/parse/lots").json()["lots"]
+    assert [(r["lot"], r["status"], r["gaveUpAfter"]) for r in lots] == [(LOT, "ERROR", 1)]
     page = client.get(f"/datasets/{world.ns}/hits/lots/{LOT}").text
     assert 'data-gave-up="1">gave up after 1 attempt</span>' in page
     grid = client.get(f"/jobs/{world.ns}/parse/lots?from=2023-01-01T04:00:00Z&to=2023-01-01T05:00:00Z").text
@@ -207,6 +209,10 @@ def test_every_interface_says_a_lot_was_given_up_on(
     bad = cli.invoke(app, ["retry", "parse", *ns])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
     assert "LOTLINE_MAX_ATTEMPTS must be a whole number of attempts, at least 1, got 'abc'." in bad.stderr
+    refused_api = client.post(
+        f"/api/v1/namespaces/{world.ns}/jobs/parse/retry", params={"lot": "20230101PT5M051"}
+    )
+    assert refused_api.status_code == 409, refused_api.text
     assert world.lots.given_up(world.ns, "parse") == {LOT: 1}
     monkeypatch.delenv("LOTLINE_MAX_ATTEMPTS")
 
@@ -216,3 +222,9 @@ def test_every_interface_says_a_lot_was_given_up_on(
     assert world.lots.given_up(world.ns, "parse") == {}
     again = _next(world)
     assert again is not None and (again.lot, again.attempt, again.failures) == (LOT, 2, 0)
+
+    # The REST API's retry is the same service method.
+    world.lots.fail(again, error="ValueError: bad line")
+    answer = client.post(f"/api/v1/namespaces/{world.ns}/jobs/parse/retry", params={"lot": LOT})
+    assert (answer.status_code, answer.json()) == (200, {"retried": 1})
+    assert _next(world) is not None
