@@ -193,6 +193,8 @@ def test_every_interface_says_a_lot_was_given_up_on(
     assert [(r["lot"], r["status"], r["gaveUpAfter"]) for r in lots] == [(LOT, "ERROR", 1)]
     page = client.get(f"/datasets/{world.ns}/hits/lots/{LOT}").text
     assert 'data-gave-up="1">gave up after 1 attempt</span>' in page
+    [retry_url] = re.findall(r'<button id="retry" data-action="POST" data-url="([^"]+)"', page)
+    assert retry_url == f"/api/v1/namespaces/{world.ns}/jobs/parse/retry?lot={LOT}"
     grid = client.get(f"/jobs/{world.ns}/parse/lots?from=2023-01-01T04:00:00Z&to=2023-01-01T05:00:00Z").text
     [cell] = re.findall(rf'<a [^>]*data-lot="{LOT}"[^>]*>', grid)
     assert "failed, gave up after 1 attempt" in cell and 'data-gave-up="1"' in cell
@@ -223,8 +225,8 @@ def test_every_interface_says_a_lot_was_given_up_on(
     again = _next(world)
     assert again is not None and (again.lot, again.attempt, again.failures) == (LOT, 2, 0)
 
-    # The REST API's retry is the same service method.
+    # The REST API's retry (the lot page's button) is the same service method.
     world.lots.fail(again, error="ValueError: bad line")
-    answer = client.post(f"/api/v1/namespaces/{world.ns}/jobs/parse/retry", params={"lot": LOT})
+    answer = client.post(retry_url)  # the lot page's retry button
     assert (answer.status_code, answer.json()) == (200, {"retried": 1})
     assert _next(world) is not None
