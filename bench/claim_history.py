@@ -33,7 +33,7 @@ from bench._server import fresh_database
 from lotline.services import Lineage
 from lotline.store import schema
 from lotline.store.engine import Store
-from lotline.store.schema import data_status, dataset_versions, datasets
+from lotline.store.schema import data_status, dataset_version_counters, dataset_versions, datasets
 
 NS = "bench"
 DAY0 = dt.date(2023, 1, 1)
@@ -79,8 +79,12 @@ def _seed_history(url: str, history: int) -> None:
             connection.execute(sa.insert(data_status), [{**common, **r} for r in rows[start : start + 5000]])
         for start in range(0, len(versions), 5000):
             connection.execute(sa.insert(dataset_versions), versions[start : start + 5000])
+        # The version counters, which live in a table of their own (not in the dataset row).
+        counters = dataset_version_counters
+        connection.execute(sa.delete(counters).where(counters.c.dataset_id.in_([source, out])))
         connection.execute(
-            sa.update(datasets).where(datasets.c.id.in_([source, out])).values(last_version_number=history)
+            sa.insert(counters),
+            [{"dataset_id": d, "last_version_number": history} for d in (source, out)],
         )
     if store.backend == "postgresql":
         with store.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:

@@ -32,6 +32,7 @@ def _landing(
     named = ("-n", namespace) if namespace else ()
     return landing, (
         "ingest",
+        "--create",
         *named,
         "-d",
         "raw",
@@ -48,7 +49,7 @@ def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str
     landing = tmp_path / "landing"
     landing.mkdir()
     (landing / "20230101T0411.log").write_text("a\n")
-    args = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(landing), "--interval", "PT5M")
+    args = ("ingest", "--create", "-n", "cli", "-d", "raw", "--landing", str(landing), "--interval", "PT5M")
     window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:20:00", "--time", PATTERN, "--json")
     first = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
     assert first.returncode == 0, first.stderr
@@ -132,8 +133,8 @@ def test_bad_arrival_input_is_one_line_and_changes_nothing(cli: CliRunner, tmp_p
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     (tmp_path / "landing").mkdir()
-    base = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "landing"))
-    nowhere = ("ingest", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "none"))
+    base = ("ingest", "--create", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "landing"))
+    nowhere = ("ingest", "--create", "-n", "cli", "-d", "raw", "--landing", str(tmp_path / "none"))
     for args, words in (
         ((*base, "--interval", "PT7M"), "duration"),
         ((*base, "--interval", "PT5M", "--time", "path:(oops"), "--time"),
@@ -153,6 +154,7 @@ def test_a_time_pattern_that_matches_nothing_is_one_line_and_exit_1(backend_url:
         (landing / name).write_text("a,b\n")
     args = (
         "ingest",
+        "--create",
         "-n",
         "cli",
         "-d",
@@ -185,6 +187,7 @@ def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Pa
     (landing / "20230101T0411.csv").write_text("a\n")
     args = (
         "ingest",
+        "--create",
         "-d",
         "raw",
         "--landing",
@@ -241,6 +244,7 @@ def test_an_hour_never_sent_is_missing_in_gaps(cli: CliRunner, tmp_path: Path) -
             (landing / f"{at:%Y%m%dT%H}00.log").write_text("a\n")
     scan = (
         "ingest",
+        "--create",
         "-n",
         "cli",
         "-d",
@@ -289,3 +293,36 @@ def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner
     assert "1 reopened lots of the source raw wait for `lotline ingest -d raw …` to re-register them" in hint
     again = cli.invoke(app, list(scan))  # the ingest that remakes it
     assert again.exit_code == 0 and "1 lots registered" in again.output, again.output
+
+
+def test_an_unknown_namespace_or_dataset_is_refused_with_the_close_names(
+    cli: CliRunner, tmp_path: Path, backend_url: str
+) -> None:
+    """A typo in -n or -d creates nothing (issue 39.8): refused in one line naming the close names
+    and --create; ``lotline delete`` removes one made by mistake."""
+    _, args = _landing(tmp_path, "20230101T0411.log")
+    made = cli.invoke(app, [*args, "--from", "2023-01-01T04:10", "--to", "2023-01-01T04:15"])
+    assert made.exit_code == 0, made.output
+    lineage = Lineage.over(Store(backend_url))
+    try:
+        before = (lineage.catalog.list_namespaces().items, lineage.catalog.list_datasets("cli").items)
+        for wrong, words in (
+            (["-n", "clj", "-d", "raw"], "no namespace 'clj': did you mean 'cli'? --create makes it."),
+            (["-n", "cli", "-d", "rav"], "no dataset of cli 'rav': did you mean 'raw'? --create makes it."),
+        ):
+            scan = [a for a in args if a not in ("-n", "cli", "-d", "raw", "--create")]
+            refused = cli.invoke(app, [scan[0], *wrong, *scan[1:]])
+            assert refused.exit_code == 2 and refused.stdout == ""
+            assert refused.stderr.splitlines() == [f"lotline: error: {words}"]
+        assert (lineage.catalog.list_namespaces().items, lineage.catalog.list_datasets("cli").items) == before
+        assert "raw" in cli.invoke(app, ["status"]).output  # still the only namespace: the default
+        other = cli.invoke(app, [scan[0], "-n", "other", "-d", "raw", *scan[1:], "--create"])
+        assert other.exit_code == 0, other.output
+        gone = cli.invoke(app, ["delete", "-n", "other"])
+        assert gone.output == "namespace other deleted\n"
+        assert [n.name for n in lineage.catalog.list_namespaces().items] == ["cli"]
+        assert cli.invoke(app, ["delete", "-n", "nowhere"]).stderr == (
+            "lotline: error: Namespace 'nowhere' not found.\n"
+        )
+    finally:
+        lineage.close()

@@ -35,7 +35,7 @@ def _closed_port() -> int:
 
 
 def _ingest(landing: str, cwd: Path, db_url: str, settings: dict[str, str]) -> tuple[int, str]:
-    args = ("ingest", "-n", "s3", "-d", "raw", "--landing", landing, "--interval", "PT5M")
+    args = ("ingest", "--create", "-n", "s3", "-d", "raw", "--landing", landing, "--interval", "PT5M")
     done = lotline(*args, cwd=cwd, db_url=db_url, settings=settings)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

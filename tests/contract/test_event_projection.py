@@ -5,8 +5,6 @@ what cannot be applied, and several projecting processes never apply an event tw
 from __future__ import annotations
 
 import multiprocessing
-import threading
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -21,6 +19,7 @@ from lotline.services import Lineage
 from lotline.services.projection import Drained, ProjectionService
 from lotline.store.queries import events
 from support.ol import run_event, run_history, step_facet
+from support.polling import wait_until
 from support.workers import drain_journal
 
 NS = "journal"
@@ -152,30 +151,43 @@ def test_stopping_the_background_projector_leaves_the_backlog_for_the_next_start
     assert lineage.runs.get_run(run_uuid(run_id)).state is RunState.COMPLETED
 
 
-def _pending_after(lineage: Lineage, seconds: float) -> int:
-    """The backlog once it is 0, or once ``seconds`` have passed."""
-    deadline = time.monotonic() + seconds
-    while (pending := lineage.projection.status().pending) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return pending
+class _BusyServer:
+    """The projector's ``server_busy``: answers ``busy`` and counts how often it was asked (each
+    question is a decision to stand aside or to project), so a test waits for decisions, not time."""
+
+    def __init__(self) -> None:
+        self.busy = True
+        self.asked = 0
+
+    def __call__(self) -> bool:
+        self.asked += 1
+        return self.busy
+
+    def wait_for_decisions(self, count: int) -> None:
+        """Until the projector has asked ``count`` more times from now."""
+        target = self.asked + count
+        wait_until(lambda: self.asked >= target, timeout=30, what=f"{count} looks at the server")
+
+
+def _wait_until_projected(lineage: Lineage) -> None:
+    wait_until(lambda: lineage.projection.status().pending == 0, timeout=30, what="the backlog projected")
 
 
 def test_the_projector_stands_aside_while_the_server_is_busy_and_resumes_when_it_is_not(
     lineage: Lineage,
 ) -> None:
-    server_busy = threading.Event()
-    server_busy.set()
+    server = _BusyServer()
     projector = BackgroundProjector(
-        lineage.store, lineage.projection, 0.05, server_busy=server_busy.is_set, max_defer_seconds=600
+        lineage.store, lineage.projection, 0.05, server_busy=server, max_defer_seconds=600
     )
     projector.start()
     try:
         lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
         projector.wake()
-        time.sleep(0.5)
+        server.wait_for_decisions(5)
         assert lineage.projection.status().pending == 3  # woken, but standing aside
-        server_busy.clear()
-        assert _pending_after(lineage, 30) == 0  # the server has room: projected long before 600 s
+        server.busy = False
+        _wait_until_projected(lineage)  # the server has room: projected long before 600 s
     finally:
         projector.stop()
 
@@ -185,25 +197,26 @@ def test_a_projector_standing_aside_still_projects_once_its_limit_has_passed(lin
     (injected here, advanced by the test), it stands aside until ``max_defer_seconds`` passed."""
     lineage.openlineage.accept_batch(run_history(NS, "job", str(uuid.uuid4()), steps=0))
     clock = ManualClock()
+    server = _BusyServer()
     projector = BackgroundProjector(
         lineage.store,
         lineage.projection,
         0.05,
-        server_busy=lambda: True,
+        server_busy=server,
         max_defer_seconds=60.0,
         clock=clock,
     )
     projector.start()
     try:
         projector.wake()
-        time.sleep(0.5)  # many looks at the busy server (every 0.05 s), none long enough
+        server.wait_for_decisions(5)  # many looks at the busy server, none long enough
         assert lineage.projection.status().pending == 3  # standing aside: 59 s of its clock left
         clock.advance(timedelta(seconds=59))
         projector.wake()
-        time.sleep(0.3)
+        server.wait_for_decisions(3)
         assert lineage.projection.status().pending == 3
         clock.advance(timedelta(seconds=1))  # the limit has passed
-        assert _pending_after(lineage, 30) == 0
+        _wait_until_projected(lineage)
     finally:
         projector.stop()
 

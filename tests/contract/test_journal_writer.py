@@ -72,9 +72,9 @@ def test_requests_waiting_together_are_journaled_in_one_group_each_with_its_own_
 def test_on_postgresql_a_group_goes_out_on_the_event_loop_connections_not_the_thread(
     backend_url: str,
 ) -> None:
-    """The writer's thread, which costs each group a GIL hand-over (docs/benchmarks.md "asyncpg
-    A/B"), is for SQLite and for groups with a refused value only: on PostgreSQL an ordinary group
-    never starts it."""
+    """The writer's thread, which costs each group a GIL hand-over (docs/benchmarks.md
+    "bench.ingest"), is for SQLite and for groups with a refused value only: on PostgreSQL an
+    ordinary group never starts it."""
     store = Store(backend_url)
     writer = JournalWriter(store)
     assert _journal_together(writer, [[_entry("one")], [_entry("two")]]) == [[True], [True]]

@@ -39,36 +39,55 @@ def test_status_counts_lots_by_state(cli: CliRunner, chain: LotWorld) -> None:
     assert lines[0].split() == [
         "JOB",
         "DATASET",
+        "COMPLETE",
+        "EMPTY",
         "RUNNING",
-        "READY",
-        "DONE",
-        "ERROR",
-        "RESUBMIT",
         "PENDING",
-        "HOLD",
+        "FAILED",
+        "BLOCKED",
+        "MISSING",
+        "HELD",
         "TOTAL",
     ]
-    assert lines[1].split() == ["JobA", "DataA", "0", "3", "0", "0", "0", "0", "0", "3"]
-    assert lines[2].split() == ["JobB", "DataB", "0", "1", "0", "1", "0", "0", "0", "2"]
+    assert lines[1].split() == ["JobA", "DataA", "3", "0", "0", "0", "0", "0", "0", "0", "3"]
+    assert lines[2].split() == ["JobB", "DataB", "1", "0", "0", "0", "1", "0", "0", "0", "2"]
     listed = cli.invoke(app, ["status", "-n", chain.ns, "--job", "JobB", "--lots"])
     assert [line.split() for line in listed.output.splitlines()[-3:]] == [
-        ["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER", "ERROR"],
-        ["DataB", "1", "JobB", "READY", "complete", "1", "worker-1"],
-        # An ERROR lot says why, in one line: its run's recorded reason.
-        ["DataB", "2", "JobB", "ERROR", "partial", "1", "worker-1", "ValueError:", "bad", "row", "17"],
+        ["DATASET", "LOT", "JOB", "STATE", "ATTEMPT", "OWNER", "REASON"],
+        ["DataB", "1", "JobB", "complete", "1", "worker-1"],
+        # A failed lot says why, in one line: its run's recorded reason.
+        ["DataB", "2", "JobB", "failed", "1", "worker-1", "ValueError:", "bad", "row", "17"],
     ]
+
+
+def test_status_lists_only_the_states_asked_for(cli: CliRunner, chain: LotWorld) -> None:
+    """``--state failed,missing``: the lots in trouble, not every lot (issue 39.9)."""
+    listed = cli.invoke(app, ["status", "-n", chain.ns, "--lots", "--state", "failed,missing"])
+    assert listed.exit_code == 0, listed.output
+    assert [line.split()[:4] for line in listed.output.splitlines()[-2:]] == [
+        ["DATASET", "LOT", "JOB", "STATE"],
+        ["DataB", "2", "JobB", "failed"],
+    ]
+    assert "COMPLETE" in listed.output.splitlines()[0] and "JobA" not in listed.output
+    document = json.loads(cli.invoke(app, ["status", "-n", chain.ns, "--state", "complete", "--json"]).output)
+    assert {(lot["dataset"], lot["lot"], lot["state"]) for lot in document["lots"]} == {
+        ("DataA", "1", "complete"),
+        ("DataA", "2", "complete"),
+        ("DataA", "3", "complete"),
+        ("DataB", "1", "complete"),
+    }
 
 
 def test_status_json(cli: CliRunner, chain: LotWorld) -> None:
     result = cli.invoke(app, ["status", "-n", chain.ns, "--dataset", "DataB", "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
-    assert document["jobs"] == [{"job": "JobB", "dataset": "DataB", "counts": {"READY": 1, "ERROR": 1}}]
+    assert document["jobs"] == [{"job": "JobB", "dataset": "DataB", "counts": {"complete": 1, "failed": 1}}]
     assert [
-        (lot["lot"], lot["status"], lot["arc"], lot["attempt"], lot["error"]) for lot in document["lots"]
+        (lot["lot"], lot["state"], lot["status"], lot["attempt"], lot["error"]) for lot in document["lots"]
     ] == [
-        ("1", "READY", "complete", 1, None),
-        ("2", "ERROR", "partial", 1, "ValueError: bad row 17"),
+        ("1", "complete", "READY", 1, None),
+        ("2", "failed", "ERROR", 1, "ValueError: bad row 17"),
     ]
 
 
@@ -79,7 +98,8 @@ def test_invalidate_hold_and_release(cli: CliRunner, chain: LotWorld) -> None:
     assert chain.status("DataB", "1", "JobB") == "RESUBMIT"
     assert cli.invoke(app, ["hold", "-n", chain.ns, "DataA", "3"]).output == "DataA 3 is now on hold\n"
     assert chain.status("DataA", "3", "JobA") == "HOLD"
-    assert cli.invoke(app, ["release", "-n", chain.ns, "DataA", "3"]).output == "DataA 3 released (READY)\n"
+    released = cli.invoke(app, ["release", "-n", chain.ns, "DataA", "3"]).output
+    assert released == "DataA 3 released (complete)\n"
     assert cli.invoke(app, ["hold", "-n", chain.ns, "--job", "JobB"]).output == "job JobB is now on hold\n"
     assert chain.claim("JobB") is None
     assert cli.invoke(app, ["release", "-n", chain.ns, "--job", "JobB"]).exit_code == 0
@@ -97,6 +117,7 @@ def test_invalidate_hold_and_release(cli: CliRunner, chain: LotWorld) -> None:
         (["hold", "-n", "lots", "DataA", "1", "--job", "JobA"], "Name either DATASET LOT, or --job JOB."),
         (["release", "-n", "lots", "DataA", "1"], "is not on hold"),
         (["release", "-n", "lots", "--job", "JobB"], "is not on hold"),
+        (["status", "-n", "lots", "--state", "failed,broken"], "--state 'broken' is not one of complete,"),
     ],
 )
 def test_errors_are_one_line_and_change_nothing(

@@ -72,7 +72,8 @@ def test_a_link_inside_the_landing_is_data(lineage: Lineage, tmp_path: Path, cop
 def test_the_cli_says_it_in_one_line(backend_url: str, tmp_path: Path) -> None:
     landing = _landing(tmp_path)
     (landing / "2023" / "20230101T0412.log").symlink_to(tmp_path / "outside" / "hostname")
-    args = ("ingest", "-n", NS, "-d", "raw", "--landing", str(landing), "--interval", "PT5M", "--copy")
+    args = ("ingest", "--create", "-n", NS, "-d", "raw", "--landing", str(landing))
+    args = (*args, "--interval", "PT5M", "--copy")
     window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:20:00", "--time", PATTERN)
     done = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
     assert done.returncode == 2, (done.stdout, done.stderr)

@@ -113,7 +113,8 @@ def test_ingest_of_a_refused_name_is_one_line_and_leaves_nothing(backend_url: st
     (landing / "20230101T0411.log").write_text("a\n")
     pattern = r"path:(?P<year>\d{4})(?P<month>\d\d)(?P<day>\d\d)T(?P<hour>\d\d)(?P<minute>\d\d)"
     for dataset, copy in (("d" * 300, ("--copy",)), ("raw/_manifests", ("--copy",)), ("raw/attempt=1", ())):
-        args = ("ingest", "-n", "cli", "-d", dataset, "--landing", str(landing), "--interval", "PT5M")
+        args = ("ingest", "--create", "-n", "cli", "-d", dataset, "--landing", str(landing))
+        args = (*args, "--interval", "PT5M")
         window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:20:00", "--time", pattern)
         done = lotline(*args, *window, *copy, cwd=tmp_path, db_url=backend_url)
         assert done.returncode == 2, (dataset, done.stdout, done.stderr)

@@ -98,7 +98,7 @@ def test_a_dataset_s_filters_are_in_the_url(tab: Tab) -> None:
     expect(page.locator("#version-list tbody tr")).to_have_count(everything)
 
     page.locator("#lot-list").scroll_into_view_if_needed()
-    page.locator("input[name=status][value=HOLD]").check()  # the lots' filter: a plain link
-    expect(page).to_have_url(re.compile(r"/datasets/ui/cleaned\?status=HOLD$"))
+    page.locator("input[name=lot_state][value=held]").check()  # the lots' filter: a plain link
+    expect(page).to_have_url(re.compile(r"/datasets/ui/cleaned\?lot_state=held$"))
     expect(page.locator("#lot-list tbody tr")).to_have_count(1)
     expect(page.locator("#lot-list tbody")).to_contain_text("20230101PT1H013")

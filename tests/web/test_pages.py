@@ -153,8 +153,8 @@ def test_a_lot_panel_and_actions_with_the_token(tab: Tab, ui_server: UiServer) -
     page.locator(f"#grid a.c[data-lot='{lot}']").click()
     panel = page.locator("#lot-panel")
     expect(panel.locator("h2")).to_contain_text(lot)
-    expect(panel.locator("#lot-status tr[data-role=OUTPUT]")).to_contain_text("ready")
-    expect(panel.locator("#lot-status tr[data-role=INPUT]")).to_contain_text("done")
+    expect(panel.locator("#lot-status tr[data-role=OUTPUT]")).to_contain_text("complete")
+    expect(panel.locator("#lot-status tr[data-role=INPUT]")).to_contain_text("read")
     expect(panel.locator("#lot-events")).to_contain_text("ready")
 
     hold = panel.get_by_role("button", name="hold")
@@ -174,7 +174,7 @@ def test_a_lot_panel_and_actions_with_the_token(tab: Tab, ui_server: UiServer) -
     expect(page.locator("#toast")).to_contain_text("hold: done")
     expect(page.locator(f"#grid a.c[data-lot='{lot}']")).to_have_attribute("data-state", "held")
     assert _status(ui_server, "raw", lot) == "HOLD"
-    expect(panel.locator("#lot-status tr[data-role=OUTPUT]")).to_contain_text("hold")
+    expect(panel.locator("#lot-status tr[data-role=OUTPUT]")).to_contain_text("held")
 
     panel.get_by_role("button", name="release").click()
     expect(page.locator(f"#grid a.c[data-lot='{lot}']")).to_have_attribute("data-state", "complete")

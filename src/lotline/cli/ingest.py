@@ -88,6 +88,12 @@ def ingest(
     late: Annotated[
         str, typer.Option(help="A file for a lot already READY: 'reprocess' (new version) or 'reject'.")
     ] = "reprocess",
+    create: Annotated[
+        bool,
+        typer.Option(
+            "--create", help="Create the namespace and dataset if they do not exist (else: refused)."
+        ),
+    ] = False,
     watch: Annotated[bool, typer.Option(help="Keep scanning until stopped (SIGINT/SIGTERM).")] = False,
     every: Annotated[float, typer.Option(min=0.1, help="Seconds between scans with --watch.")] = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print each scan's report as JSON.")] = False,
@@ -124,6 +130,7 @@ def ingest(
         absent=None if absent_text is None else given.absent,
         policy_source=policy_source,
         reject_late=late == "reject",
+        create=create,
     )
     settings = load_settings()
     # Without a namespace to name, there must be a database to take it from: none is created.

@@ -12,11 +12,13 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.clock import SYSTEM_CLOCK
-from lotline.domain.coordination import LotStatus, Role, Status
+from lotline.domain.coordination import LotStatus, Role
 from lotline.domain.errors import InvalidInput
+from lotline.domain.grid import HEALTH_ORDER, CellState
 from lotline.services.ingest import ingest_job
 
-STATUS_ORDER = [s.value for s in Status]
+#: The words of ``lotline status``: every page's (the gap report's states, empty told apart).
+STATE_ORDER = [s.value for s in HEALTH_ORDER]
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
@@ -27,12 +29,13 @@ def table(header: list[str], rows: list[list[str]]) -> str:
     )
 
 
-def _as_json(row: LotStatus) -> dict[str, Any]:
+def _as_json(row: LotStatus, state: CellState) -> dict[str, Any]:
     return {
         "namespace": row.namespace,
         "dataset": row.dataset,
         "lot": row.lot,
         "job": row.job,
+        "state": state.value,
         "status": row.status.value,
         "heldStatus": row.held_status.value if row.held_status else None,
         "arc": row.arc.value if row.arc else None,
@@ -46,18 +49,43 @@ def _as_json(row: LotStatus) -> dict[str, Any]:
     }
 
 
+def _states(text: str | None) -> frozenset[CellState]:
+    """``--state failed,missing``: the words of every page; empty: all."""
+    if text is None:
+        return frozenset(CellState)
+    chosen = set()
+    for word in (w.strip() for w in text.split(",")):
+        try:
+            chosen.add(CellState(word))
+        except ValueError:
+            raise InvalidInput(f"--state {word!r} is not one of {', '.join(STATE_ORDER)}.") from None
+    return frozenset(chosen)
+
+
 def status(
     namespace: Namespace = None,
     job: Annotated[str | None, typer.Option(help="Only the lots this job produces.")] = None,
     dataset: Annotated[str | None, typer.Option(help="Only the lots of this dataset.")] = None,
     lots: Annotated[bool, typer.Option("--lots", help="List every lot, not only the counts.")] = False,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state", help=f"Only lots in these states, comma-separated ({', '.join(STATE_ORDER)})."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every lot).")] = False,
 ) -> None:
-    """Lots by state: how many lots of each job are in each status (and, with --lots, which)."""
+    """Lots by state (the words of the gap report and the web UI): how many lots of each job's
+    output are in each state (and, with --lots, which)."""
+    wanted = _states(state)
     lineage = open_existing()
     try:
         namespace = namespace_in(lineage, namespace)
         rows = lineage.lots.status(namespace, job=job, dataset=dataset)
+        told: dict[tuple[str, str], CellState] = {}
+        for name in sorted({r.dataset for r in rows}):
+            found = lineage.gaps.lot_states(namespace, name, [r.lot for r in rows if r.dataset == name])
+            told.update({(name, lot): word for lot, word in found.items()})
         now = SYSTEM_CLOCK.now()
         healths = [
             h
@@ -68,14 +96,17 @@ def status(
         ]
     finally:
         lineage.close()
-    counts: Counter[tuple[str, str, str]] = Counter((r.job, r.dataset, r.status.value) for r in rows)
+    rows = [r for r in rows if told[(r.dataset, r.lot)] in wanted]
+    counts: Counter[tuple[str, str, str]] = Counter(
+        (r.job, r.dataset, told[(r.dataset, r.lot)]) for r in rows
+    )
     pairs = sorted({(r.job, r.dataset) for r in rows})
     if as_json:
         summary = [
             {
                 "job": j,
                 "dataset": d,
-                "counts": {s: counts[(j, d, s)] for s in STATUS_ORDER if counts[(j, d, s)]},
+                "counts": {s: counts[(j, d, s)] for s in STATE_ORDER if counts[(j, d, s)]},
             }
             for j, d in pairs
         ]
@@ -84,20 +115,20 @@ def status(
             "namespace": namespace,
             "jobs": summary,
             "freshness": freshness,
-            "lots": [_as_json(r) for r in rows],
+            "lots": [_as_json(r, told[(r.dataset, r.lot)]) for r in rows],
         }
         print(json.dumps(document, indent=2))
         return
     if not rows:
-        print(f"no lots in namespace {namespace}")
+        print(f"no lots in namespace {namespace}" + ("" if state is None else f" in state {state}"))
         return
-    header = ["JOB", "DATASET", *STATUS_ORDER, "TOTAL"]
+    header = ["JOB", "DATASET", *(s.upper() for s in STATE_ORDER), "TOTAL"]
     body = [
         [
             j,
             d,
-            *[str(counts[(j, d, s)]) for s in STATUS_ORDER],
-            str(sum(counts[(j, d, s)] for s in STATUS_ORDER)),
+            *[str(counts[(j, d, s)]) for s in STATE_ORDER],
+            str(sum(counts[(j, d, s)] for s in STATE_ORDER)),
         ]
         for j, d in pairs
     ]
@@ -124,15 +155,14 @@ def status(
                 r.dataset,
                 r.lot,
                 r.job,
-                r.status.value,
-                r.arc.value if r.arc else "",
+                told[(r.dataset, r.lot)].value,
                 str(r.attempt),
                 r.owner or "",
                 "; ".join(x for x in (r.gave_up, r.error) if x),
             ]
             for r in rows
         ]
-        print(table(["DATASET", "LOT", "JOB", "STATUS", "ARC", "ATTEMPT", "OWNER", "ERROR"], detail))
+        print(table(["DATASET", "LOT", "JOB", "STATE", "ATTEMPT", "OWNER", "REASON"], detail))
 
 
 def invalidate(
@@ -208,7 +238,8 @@ def release(
             print(f"job {target} released")
         else:
             restored = lineage.lots.release_lot(namespace, *target)
-            print(f"{' '.join(target)} released ({restored.value if restored else 'never produced'})")
+            word = lineage.gaps.lot_states(namespace, target[0], [target[1]])[target[1]].value
+            print(f"{' '.join(target)} released ({word if restored else 'never produced'})")
     finally:
         lineage.close()
 

@@ -15,6 +15,7 @@ import typer
 from lotline.cli import (
     cleanup,
     context,
+    delete,
     demo,
     events,
     files,
@@ -105,6 +106,7 @@ app.command("cleanup")(one_line_errors(cleanup.cleanup))
 app.command("webhooks")(one_line_errors(webhooks.webhooks))
 app.command("config")(one_line_errors(context.config))
 app.command("files")(one_line_errors(files.files))
+app.command("delete")(one_line_errors(delete.delete))
 gaps.register(app, one_line_errors)
 
 

@@ -113,8 +113,6 @@ class Custom:
 
 
 Check = Expectation | RowCount | Unique | Custom
-#: Checks evaluated over the published rows after the write (the others ride on the write itself).
-LOT_CHECKS = (Unique, Custom)
 
 
 def _action(what: str, on_fail: object, allowed: tuple[str, ...] = (FAIL, WARN)) -> str:

@@ -32,7 +32,6 @@ class Status(StrEnum):
 
 
 OUTPUT_STATUSES = (Status.RUNNING, Status.READY, Status.ERROR, Status.RESUBMIT, Status.PENDING, Status.HOLD)
-INPUT_STATUSES = (Status.RUNNING, Status.DONE, Status.ERROR)
 
 #: An OUTPUT row in one of these (or no row at all) lets its producer claim the lot.
 CLAIMABLE_OUTPUT = (Status.ERROR, Status.RESUBMIT)

@@ -99,6 +99,20 @@ def state_of(status: str | None) -> GapState:
     return GapState.MISSING
 
 
+#: The rows a filter by state reads: ``state_of`` turned around (a blocked lot is a missing or
+#: failed one whose input is not READY: a filter finds it among those, named blocked).
+STATUSES_OF = {
+    GapState.COMPLETE: (Status.READY,),
+    GapState.RUNNING: (Status.RUNNING,),
+    GapState.FAILED: (Status.ERROR,),
+    GapState.MISSING: (Status.RESUBMIT,),
+    GapState.HELD: (Status.HOLD, Status.PENDING),
+}
+#: A consumer's read of a lot (its INPUT row) in words: under way, done for good, or released to
+#: be read again (its input failed or was reopened; the consumer itself never failed).
+READ_WORDS = {Status.RUNNING: "reading", Status.DONE: "read", Status.ERROR: "to read again"}
+
+
 @dataclass(frozen=True)
 class LastAttempt:
     """Why a failed lot failed: its last attempt and that attempt's one-line reason (None: none

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 from lotline.domain.errors import InvalidName
 
@@ -26,3 +28,9 @@ def validate_name(kind: str, name: str) -> str:
     if ".." in name and ".." in _SEPARATORS.split(name):
         raise InvalidName(f"{kind} name {name!r} contains a '..' path segment.")
     return name
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """The known names a mistyped one is probably (at most three, closest first): what a refusal of
+    an unknown name offers instead."""
+    return difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)

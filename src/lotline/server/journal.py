@@ -7,7 +7,7 @@ soon as it is committed they are written together, as the next group: one multi-
 them, instead of one each. A request is answered only after its group has committed. It lives in
 the server's event loop, which never blocks on the database: on PostgreSQL the group's statement
 (``events.append_statement``) goes out on the store's event-loop connections (asyncpg; a thread
-cost the server two thirds of its rate, docs/benchmarks.md "asyncpg A/B"); on SQLite, and when the
+cost the server two thirds of its rate, docs/benchmarks.md "bench.ingest"); on SQLite, and when the
 database refused a value of the group (then each event is journaled alone, so that only that one
 is refused), ``openlineage.journal`` runs on a thread of the writer's own.
 

@@ -112,9 +112,10 @@ class BackgroundProjector:
             thread.join(timeout)
 
     def run(self) -> None:
-        """The loop, until stopped; also LISTENs on PostgreSQL (a thread with its own connection)."""
+        """The loop, until stopped; also LISTENs where the database notifies (a thread with its own
+        connection)."""
         listener = None
-        if self._store.backend == "postgresql":
+        if self._store.capabilities.notifies:
             listener = threading.Thread(target=self._listen, name="lotline-listener", daemon=True)
             listener.start()
         try:

@@ -83,13 +83,13 @@ class Lineage:
         ``clock``: where lot coordination takes the time from (tests pass one they advance);
         ``consumer``: where lotline's own runs are also sent as OpenLineage events;
         ``max_attempts``: failures in a row after which a lot is given up on (``LotService``)."""
-        manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE))
+        manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE), clock)
         catalog, lots = (
-            CatalogService(store),
+            CatalogService(store, clock),
             LotService(store, manifests, clock=clock, max_attempts=max_attempts),
         )
         lot_events = LotEventService(store)
-        openlineage = OpenLineageService(store)
+        openlineage = OpenLineageService(store, clock)
         emission = EmissionService(openlineage, consumer)
         sources = SourceService(store)
         arrival = ArrivalPolicies(store, clock)
@@ -103,12 +103,12 @@ class Lineage:
             catalog,
             RunService(store, clock),
             VersionService(store),
-            TagService(store),
+            TagService(store, clock),
             GraphService(store),
             openlineage,
             emission,
             lots,
-            ChildWork(store, manifests, emission),
+            ChildWork(store, manifests, emission, clock),
             ProjectionService(store),
             manifests,
             lot_events,

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.model import (
     Dataset,
@@ -22,24 +23,26 @@ from lotline.domain.model import (
     RunIoRole,
     Source,
 )
-from lotline.domain.names import validate_name
+from lotline.domain.names import close_names, validate_name
 from lotline.domain.versions import job_version_id
 from lotline.services import _common
 from lotline.services.recording import check_unchanged_after_end, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import catalog, datasets, jobs, runs
 from lotline.store.queries import tags as tag_rows
-from lotline.store.types import utcnow
 
 DATASET_TYPES = ("DB_TABLE", "STREAM")
 JOB_TYPES = ("BATCH", "STREAM", "SERVICE")
 #: How many namespaces an error about choosing one lists.
 NAMESPACE_CHOICES = 20
+#: The most names a refusal of an unknown one compares it with.
+MAX_SUGGESTED = 1000
 
 
 class CatalogService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
+        self._clock = clock
 
     # -- namespaces -------------------------------------------------------------------------
     def upsert_namespace(
@@ -47,7 +50,7 @@ class CatalogService:
     ) -> Namespace:
         validate_name("Namespace", name)
         with self._store.write() as connection:
-            return catalog.upsert_namespace(connection, name, owner_name, description, utcnow())
+            return catalog.upsert_namespace(connection, name, owner_name, description, self._clock.now())
 
     def get_namespace(self, name: str) -> Namespace:
         with self._store.read() as connection:
@@ -63,13 +66,25 @@ class CatalogService:
             found = catalog.get_namespace(connection, validate_name("Namespace", name))
             if found is None:
                 raise NotFound("Namespace", name)
-            catalog.hide_namespace(connection, _common.require_namespace(connection, name), utcnow())
+            catalog.hide_namespace(connection, _common.require_namespace(connection, name), self._clock.now())
         return found
 
     def list_namespaces(self, limit: int = 100, offset: int = 0) -> Page[Namespace]:
         _common.check_page(limit, offset)
         with self._store.read() as connection:
             return catalog.list_namespaces(connection, limit, offset)
+
+    def require_known(self, namespace: str, dataset: str, create: str) -> None:
+        """Refuse a namespace or dataset that does not exist, naming the close ones and ``create``,
+        the way to make it: a typo must not create a second namespace (issue 39.8)."""
+        with self._store.read() as connection:
+            if catalog.get_namespace(connection, validate_name("Namespace", namespace)) is None:
+                known = [n.name for n in catalog.list_namespaces(connection, MAX_SUGGESTED, 0).items]
+                raise InvalidInput(_unknown("namespace", namespace, close_names(namespace, known), create))
+            if datasets.get_dataset(connection, namespace, dataset) is None:
+                listed = datasets.list_datasets(connection, namespace, MAX_SUGGESTED, 0).items
+                close = close_names(dataset, [d.name for d in listed])
+                raise InvalidInput(_unknown(f"dataset of {namespace}", dataset, close, create))
 
     def resolve_namespace(self, given: str | None, configured: str | None) -> str:
         """The namespace a command works in (SPEC §8): the one it was given, else the configured
@@ -98,7 +113,9 @@ class CatalogService:
         if not type or not type.strip():
             raise InvalidInput("Source type must not be empty.")
         with self._store.write() as connection:
-            source_id = catalog.write_source(connection, name, type, connection_url, description, utcnow())
+            source_id = catalog.write_source(
+                connection, name, type, connection_url, description, self._clock.now()
+            )
             return catalog.source_by_id(connection, source_id)
 
     def get_source(self, name: str) -> Source:
@@ -156,7 +173,7 @@ class CatalogService:
                 if source_id is None:
                     raise NotFound("Source", source)
             run = _common.require_run(connection, run_id) if run_id is not None else None
-            now = utcnow()
+            now = self._clock.now()
             dataset_id = datasets.upsert_dataset(
                 connection,
                 namespace_id,
@@ -211,7 +228,9 @@ class CatalogService:
             found = datasets.get_dataset(connection, namespace, name)
             if found is None:
                 raise NotFound("Dataset", f"{namespace}:{name}")
-            datasets.soft_delete(connection, _common.require_dataset(connection, namespace, name), utcnow())
+            datasets.soft_delete(
+                connection, _common.require_dataset(connection, namespace, name), self._clock.now()
+            )
         return found
 
     def list_datasets(self, namespace: str, limit: int = 100, offset: int = 0) -> Page[Dataset]:
@@ -249,7 +268,7 @@ class CatalogService:
             input_ids = _common.require_datasets(connection, inputs)
             output_ids = _common.require_datasets(connection, outputs)
             run = _common.require_run(connection, run_id) if run_id is not None else None
-            now = utcnow()
+            now = self._clock.now()
             job_id = jobs.upsert_job(
                 connection, namespace_id, name, type_=type, description=description, now=now
             ).id
@@ -299,7 +318,7 @@ class CatalogService:
             validate_name("Dataset", read.dataset.name)
         with self._store.write() as connection:
             run = _common.require_run(connection, run_id)
-            now = utcnow()
+            now = self._clock.now()
             dataset_ids = []
             for read in reads:
                 ref = read.dataset
@@ -331,7 +350,9 @@ class CatalogService:
             found = jobs.get_job(connection, namespace, validate_name("Job", name))
             if found is None:
                 raise NotFound("Job", f"{namespace}:{name}")
-            jobs.hide_job(connection, _common.require_live_job(connection, namespace, name), utcnow())
+            jobs.hide_job(
+                connection, _common.require_live_job(connection, namespace, name), self._clock.now()
+            )
         return found
 
     def get_job(self, namespace: str, name: str) -> Job:
@@ -372,3 +393,8 @@ def _default_lot(
     return [
         (d, lot if ref.lot is not None else run_lot) for (d, lot), ref in zip(resolved, refs, strict=True)
     ]
+
+
+def _unknown(kind: str, name: str, close: list[str], create: str) -> str:
+    guess = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
+    return f"no {kind} {name!r}: {guess}{create} makes it."

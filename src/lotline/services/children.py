@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from lotline.domain import failures
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.failures import Failure
@@ -29,12 +30,14 @@ from lotline.services.recording import apply_transition, version_unpinned_inputs
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as manifest_rows
 from lotline.store.queries import runs
-from lotline.store.types import utcnow
 
 
 class ChildWork:
-    def __init__(self, store: Store, manifests: ManifestService, emission: EmissionService) -> None:
+    def __init__(
+        self, store: Store, manifests: ManifestService, emission: EmissionService, clock: Clock = SYSTEM_CLOCK
+    ) -> None:
         self._store = store
+        self._clock = clock
         self._manifests = manifests
         self._emission = emission
 
@@ -85,7 +88,7 @@ class ChildWork:
             parent = runs.lock_run(connection, claim.run_id)
             if parent is None or parent.state is not RunState.RUNNING:
                 raise _lost(claim, part)
-            now = utcnow()
+            now = self._clock.now()
             child_id = uuid.uuid4()
             read = runs.pinned_inputs(connection, [claim.run_id])[claim.run_id]
             _child, unpinned = runs.insert_run(
@@ -138,7 +141,7 @@ class ChildWork:
             if error is None and (parent is None or parent.state is not RunState.RUNNING):
                 error = _lost(claim, manifest.part).message
             success = error is None
-            now = utcnow()
+            now = self._clock.now()
             apply_transition(connection, child_run_id, RunAction.COMPLETE if success else RunAction.FAIL)
             if error is not None:
                 failure = failures.failure_of(error)

@@ -165,22 +165,28 @@ class GapService:
         dust: list[_Dust] = []
         with self._store.read() as connection:
             target = _dataset_target(connection, namespace, dataset)
-            span = TimeRange(lot.start, lot.end)
-            report = _report(
-                connection, namespace, target, span, lot.interval, dust, now, known=lot.interval
-            )[0]
+            report, states = _told(connection, namespace, target, [str(lot)], lot.interval, dust, now)
             due_at = lot.end + _arrival_of(connection, target).late_after
-            run = report.runs[0] if report.runs else None
-            state = lot_grid.FROM_GAP[run.state] if run is not None else lot_grid.CellState.COMPLETE
+            state = states[str(lot)]
             declared = None
-            if run is None:
-                empty = gaps.empty_lots(
-                    connection, target.dataset_id, str(lot), str(lot), g.id_pattern(lot.interval)
-                )
-                if empty:
-                    state = lot_grid.CellState.EMPTY
-                    declared = gaps.declared_empty_by(connection, target.dataset_id, str(lot))
+            if state is lot_grid.CellState.EMPTY:
+                declared = gaps.declared_empty_by(connection, target.dataset_id, str(lot))
+        self._compact(dust)
+        run = report.runs[0] if report.runs else None
         return LotState(state, due_at, due_at <= now, run, declared)
+
+    def lot_states(self, namespace: str, dataset: str, lots: Sequence[str]) -> dict[str, lot_grid.CellState]:
+        """Lots of one dataset, each as every page names it (``lot_state``'s word): what ``lotline
+        status`` and the lot lists say. One read transaction, one report over the lots' span."""
+        if not lots:
+            return {}
+        now = self._clock.now()
+        dust: list[_Dust] = []
+        with self._store.read() as connection:
+            target = _dataset_target(connection, namespace, dataset)
+            states = _told(connection, namespace, target, lots, None, dust, now)[1]
+        self._compact(dust)
+        return states
 
     def span(
         self, namespace: str, *, job: str | None = None, dataset: str | None = None
@@ -395,6 +401,42 @@ def _grid(
     checked = gaps.checked_versions(connection, *lots)
     warned = [lot for lot, facets in checked if published_with_warnings(facets)]
     return lot_grid.build(report, empty, chosen, warned)
+
+
+def _told(
+    connection: Connection,
+    namespace: str,
+    target: _Target,
+    lots: Sequence[str],
+    known: Interval | None,
+    dust: list[_Dust],
+    now: datetime.datetime,
+) -> tuple[GapReport, dict[str, lot_grid.CellState]]:
+    """The report over the span of ``lots`` and each lot's word in it: the state of the report's
+    run that holds it, else complete, or empty if its manifest lists nothing. The one mapping of a
+    lot to the words every page and command uses."""
+    interval = known if known is not None else _interval(connection, namespace, target, None)
+    if interval is None:  # named lots: the rows that are not READY are the report's runs
+        report = _named_report(connection, namespace, target, TimeRange(now, now))
+        named = {run.first: lot_grid.FROM_GAP[run.state] for run in report.runs}
+        return report, {lot: named.get(lot, lot_grid.CellState.COMPLETE) for lot in lots}
+    windows = [w for w in map(parse_lot, lots) if isinstance(w, IntervalLot) and w.interval == interval]
+    if len(windows) != len(lots):
+        raise InvalidInput(f"{namespace}:{target.dataset} has {interval} lots, not {', '.join(lots[:3])}.")
+    span = TimeRange(min(w.start for w in windows), max(w.end for w in windows))
+    report, found = _report(connection, namespace, target, span, None, dust, now, known=interval)
+    first, stop = span.indexes(interval)
+    bounds = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
+    empty = set(gaps.empty_lots(connection, target.dataset_id, *bounds, g.id_pattern(interval)))
+    states = {}
+    for lot in lots:
+        index = g.index_of(lot, interval)
+        run = next((s.state for s in found if s.start <= index < s.stop), None)
+        if run is not None:
+            states[lot] = lot_grid.FROM_GAP[run]
+        else:
+            states[lot] = lot_grid.CellState.EMPTY if lot in empty else lot_grid.CellState.COMPLETE
+    return report, states
 
 
 def _span(

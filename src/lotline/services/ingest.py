@@ -75,6 +75,9 @@ class IngestRequest:
     #: Where the given policy parts were declared (``lotline ingest`` options, lotline.toml).
     policy_source: str = "lotline ingest"
     reject_late: bool = False
+    #: Create the namespace and dataset if they do not exist; else an unknown one is refused. The
+    #: command line asks for it (``--create``): a name a person typed may be a typo.
+    create: bool = True
 
 
 @dataclass
@@ -134,6 +137,8 @@ class IngestService:
         if request.format is not None:
             check_format(request.format)
         check_range(request.start, request.end)
+        if not request.create:
+            self._catalog.require_known(request.namespace, request.dataset, "--create")
         landing = self._landing(request.landing)
         self._lots.check_output(request.namespace, request.dataset)  # refused: nothing declared
         self._check_interval(request)

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Sequence
 
 from lotline.coordination import operator
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import ArcState
 from lotline.domain.errors import InvalidName, NotFound
 from lotline.domain.manifests import Manifest, ManifestState, check_manifest_transition
@@ -17,14 +18,14 @@ from lotline.services import _common
 from lotline.store.engine import Store
 from lotline.store.queries import claims as claim_rows
 from lotline.store.queries import manifests as q
-from lotline.store.types import utcnow
 
 log = logging.getLogger(__name__)
 
 
 class ManifestService:
-    def __init__(self, store: Store, storage: Storage) -> None:
+    def __init__(self, store: Store, storage: Storage, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
+        self._clock = clock
         self.storage = storage
 
     def current(self, namespace: str, dataset: str, lot: str) -> Manifest | None:
@@ -116,7 +117,7 @@ class ManifestService:
         check_manifest_transition(manifest.state, ManifestState.REMOVED)
         self.storage.delete(self._owned(manifest))
         self.storage.delete_empty_folders(manifest.location)
-        now = utcnow()
+        now = self._clock.now()
         with self._store.write() as connection:
             if q.set_state(connection, manifest.id, ManifestState.PARTIAL, ManifestState.REMOVED, now):
                 dataset_id = _common.require_dataset(connection, manifest.namespace, manifest.dataset)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import InvalidInput, LotlineError, ValueRefused
 from lotline.domain.model import JsonObject, Page
 from lotline.domain.openlineage import ACTIONS, EventKind, canonical_json, key_of_canonical, parse_event
@@ -42,8 +43,9 @@ class Accepted:
 
 
 class OpenLineageService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
+        self._clock = clock
 
     def accept(self, payload: Any) -> bool:
         """Journal one event; raises for a bad one (nothing stored). False if already journaled."""
@@ -64,7 +66,7 @@ class OpenLineageService:
         like any event. A lot's end journals its events in its own transaction instead
         (``LotService.complete``), the same way."""
         with self._store.one_statement() as connection:
-            events.append(connection, entries, utcnow(), applied=True)
+            events.append(connection, entries, self._clock.now(), applied=True)
 
     def job_facets(self, namespace: str, job: str) -> JsonObject:
         """Facets OpenLineage events reported for the job, merged by facet name."""

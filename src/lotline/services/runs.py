@@ -17,7 +17,6 @@ from lotline.services import _common
 from lotline.services.recording import apply_transition, record_run_io
 from lotline.store.engine import Store
 from lotline.store.queries import runs
-from lotline.store.types import utcnow
 
 
 class RunService:
@@ -61,7 +60,7 @@ class RunService:
                 nominal_end_time=nominal_end_time,
                 args=args or {},
                 facets=facets or {},
-                now=utcnow(),
+                now=self._clock.now(),
             )
             return self._load(connection, run_id)
 
@@ -92,7 +91,7 @@ class RunService:
             entries = _common.require_datasets(connection, refs)
             run = _common.require_run(connection, run_id)
             record_run_io(
-                connection, run, RunIoRole.OUTPUT if outputs else RunIoRole.INPUT, entries, utcnow()
+                connection, run, RunIoRole.OUTPUT if outputs else RunIoRole.INPUT, entries, self._clock.now()
             )
             return self._load(connection, run_id)
 
@@ -107,7 +106,7 @@ class RunService:
                 raise InvalidInput(
                     f"Run {parent_run_id} descends from run {run_id}: parents cannot form a cycle."
                 )
-            runs.set_parent(connection, run_id, parent_run_id, utcnow())
+            runs.set_parent(connection, run_id, parent_run_id, self._clock.now())
             return self._load(connection, run_id)
 
     def get_run(self, run_id: uuid.UUID) -> Run:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from sqlalchemy import Connection
 
+from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import NotFound
 from lotline.domain.model import Page
 from lotline.domain.names import validate_name
@@ -14,17 +15,17 @@ from lotline.domain.tags import DatasetTags, Tag
 from lotline.services import _common
 from lotline.store.engine import Store
 from lotline.store.queries import datasets, graph, tags
-from lotline.store.types import utcnow
 
 
 class TagService:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, clock: Clock = SYSTEM_CLOCK) -> None:
         self._store = store
+        self._clock = clock
 
     def upsert_tag(self, name: str, description: str | None = None) -> Tag:
         validate_name("Tag", name)
         with self._store.write() as connection:
-            tags.upsert_tag(connection, name, description, utcnow())
+            tags.upsert_tag(connection, name, description, self._clock.now())
             found = tags.get_tag(connection, name)
         if found is None:  # written in this transaction, so only a bug could hide it
             raise NotFound("Tag", name)
@@ -44,7 +45,7 @@ class TagService:
             if remove:
                 tags.untag_dataset(connection, dataset_id, _existing_tag(connection, tag))
                 return
-            now = utcnow()
+            now = self._clock.now()
             tags.tag_dataset(connection, dataset_id, tags.upsert_tag(connection, tag, None, now), now)
 
     def tag_field(self, namespace: str, dataset: str, field: str, tag: str, *, remove: bool = False) -> None:
@@ -57,7 +58,7 @@ class TagService:
             if remove:
                 tags.untag_field(connection, dataset_id, field, _existing_tag(connection, tag))
                 return
-            now = utcnow()
+            now = self._clock.now()
             tags.tag_field(connection, dataset_id, field, tags.upsert_tag(connection, tag, None, now), now)
 
     def tag_job(self, namespace: str, job: str, tag: str, *, remove: bool = False) -> None:
@@ -69,7 +70,7 @@ class TagService:
             if remove:
                 tags.untag_job(connection, job_id, _existing_tag(connection, tag))
                 return
-            now = utcnow()
+            now = self._clock.now()
             tags.tag_job(connection, job_id, tags.upsert_tag(connection, tag, None, now), now)
 
     def dataset_tags(self, refs: Sequence[tuple[str, str]]) -> dict[tuple[str, str], DatasetTags]:

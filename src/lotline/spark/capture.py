@@ -131,7 +131,7 @@ def _compile_write_facts(spark: SparkSession, source: str | None = None) -> Any:
 def _observed(qe: Any) -> dict[str, dict[str, Any]]:
     """``QueryExecution.observedMetrics``: each named observation's row as a dict (one look when none).
     A row is read as its JSON text (``Row.json``): one py4j call, not one per metric (a call each
-    cost the lot ~5 ms with a dozen metrics, measured: docs/benchmarks.md, issue 30)."""
+    cost the lot ~5 ms with a dozen metrics, measured: docs/benchmarks.md, "bench.overhead")."""
     metrics = qe.observedMetrics()
     if metrics.isEmpty():
         return {}

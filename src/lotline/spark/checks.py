@@ -115,7 +115,7 @@ class Gate:
         # A named observation: its metrics ride on the write's QueryExecution, which the capture
         # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own). A name
         # per lot attributes the metrics to their write; Spark's generated code does not contain it
-        # (its codegen cache still serves every lot: docs/benchmarks.md, issue 30).
+        # (its codegen cache still serves every lot: docs/benchmarks.md, "bench.overhead").
         observation = f"lotline_checks_{uuid.uuid4().hex}"
         frame = output.observe(observation, *metrics)
         if keep is not None:

@@ -8,7 +8,7 @@ import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import orjson
 from sqlalchemy import Connection, Row, Table, TextClause, any_, bindparam, func, select, text
@@ -20,6 +20,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from lotline.store.drivers import WRITE_OPTION
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def upsert_insert(connection: Connection, table: Table) -> Any:
@@ -274,6 +275,23 @@ def _upsert(
     return statement.on_conflict_do_update(index_elements=list(keys), set_=changes).returning(
         *(table.c[c] for c in returning)
     )
+
+
+def fast_path(
+    portable: Callable[Concatenate[Connection, P], T], postgresql: Callable[Concatenate[Connection, P], T]
+) -> Callable[Concatenate[Connection, P], T]:
+    """The one place a query's PostgreSQL fast path is chosen. A query that PostgreSQL does in one
+    round trip (a data-modifying ``WITH`` … ``RETURNING``, a JSON document unpacked into rows) where
+    the portable SQL needs several statements is written as a named pair, ``_x_portable`` and
+    ``_x_postgresql``, with the same arguments and the same effect; ``x = fast_path(…)`` calls the
+    connection's. Both are tested: every store behaviour runs on SQLite and on PostgreSQL."""
+
+    def chosen(connection: Connection, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        path = postgresql if connection.dialect.name == "postgresql" else portable
+        return path(connection, *args, **kwargs)
+
+    chosen.__doc__ = portable.__doc__
+    return chosen
 
 
 def per_dialect(build: Callable[[Connection], T]) -> Callable[[Connection], T]:

@@ -59,6 +59,9 @@ class Capabilities:
     #: Writers queue for one database-wide lock (SQLite): an idle worker should look for work in a
     #: read transaction first, instead of taking the write lock only to find nothing.
     single_writer: bool
+    #: Another process's commit can wake a waiting loop (``LISTEN``/``NOTIFY``); without it,
+    #: ``Store.listen`` only sleeps and loops find new work by polling.
+    notifies: bool
 
 
 class Driver:
@@ -98,7 +101,7 @@ class SqliteDriver(Driver):
     """
 
     capabilities = Capabilities(
-        autocommits_single_statements=False, stored_functions=False, single_writer=True
+        autocommits_single_statements=False, stored_functions=False, single_writer=True, notifies=False
     )
 
     def engine_options(self) -> dict[str, Any]:
@@ -173,7 +176,7 @@ class PsycopgDriver(Driver):
     """PostgreSQL through psycopg 3, for SQLAlchemy's pool and for lotline's own connections."""
 
     capabilities = Capabilities(
-        autocommits_single_statements=True, stored_functions=True, single_writer=False
+        autocommits_single_statements=True, stored_functions=True, single_writer=False, notifies=True
     )
 
     def __init__(self, url: str) -> None:
@@ -339,7 +342,7 @@ class EventLoopConnections:
     """asyncpg connections for code that runs in an event loop: the server's journal writer on
     PostgreSQL, which then needs no thread to wait on the database. A thread had to win the GIL
     back from the busy event loop after every statement: with it, the server accepted a third of
-    the single events per second (docs/benchmarks.md, "asyncpg A/B"). asyncpg rather than
+    the single events per second (docs/benchmarks.md, "bench.ingest"). asyncpg rather than
     psycopg's asyncio connections: 48-62 against 80-94 µs of the server's CPU per 4-event journal
     statement, on the path that every accepted event takes.
 

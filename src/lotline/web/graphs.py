@@ -228,13 +228,7 @@ def lot_elements(found: LotLineage) -> list[dict[str, Any]]:
                 },
             }
         )
-    for origin, destination in found.edges:
-        elements.append(
-            {
-                "group": "edges",
-                "data": {"id": f"{origin}>{destination}", "source": origin, "target": destination},
-            }
-        )
+    elements.extend(_edge(origin, destination) for origin, destination in found.edges)
     return elements
 
 

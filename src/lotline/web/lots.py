@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse
 from lotline.domain import backfills
 from lotline.domain.coordination import Role
 from lotline.domain.errors import InvalidInput, NotFound, TooManyCells
-from lotline.domain.gaps import STATES, GapState
+from lotline.domain.gaps import READ_WORDS, STATES, GapState
 from lotline.domain.grid import URGENCY, Cell, CellState, Grid, Health, Resolution, due_range
 from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, lot_index, parse_lot
 from lotline.services import Lineage
@@ -237,8 +237,13 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
         if not any(found.values()) and not _due(lineage, namespace, dataset, parsed):
             raise NotFound("Lot", f"{namespace}:{dataset}/{lot[:80]}")
         told = lineage.gaps.lot_state(namespace, dataset, parsed) if isinstance(parsed, IntervalLot) else None
+        word = told.state if told is not None else None
+        if word is None and producer is not None:
+            word = lineage.gaps.lot_states(namespace, dataset, [lot])[lot]
         return {
             "told": told,
+            "word": word,
+            "read_words": READ_WORDS,
             "ns": namespace,
             "dataset": dataset,
             "lot": lot,

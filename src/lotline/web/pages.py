@@ -11,8 +11,9 @@ from fastapi.responses import HTMLResponse
 
 from lotline.domain.checks import CHECKS_FACET
 from lotline.domain.column_lineage import column_sources
-from lotline.domain.coordination import Role, Status
+from lotline.domain.coordination import Role
 from lotline.domain.errors import Conflict, InvalidInput
+from lotline.domain.gaps import STATUSES_OF, GapState
 from lotline.domain.graph import NodeKey, NodeType
 from lotline.domain.grid import Health, run_trouble
 from lotline.domain.model import DatasetVersion, FieldSpec, Job
@@ -167,12 +168,16 @@ async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLRe
         key = NodeKey(NodeType.DATASET, namespace, dataset)
         jobs = [n for n in lineage.graph.lineage(key.id, depth=1) if n.key.type is NodeType.JOB]
         lots_at = Pager.of(params, "lots")
-        statuses = choices(params, "status", Status)
+        chosen = choices(params, "lot_state", GapState)
+        if any(state not in STATUSES_OF for state in chosen):
+            raise InvalidInput(
+                f"lot_state must be among {', '.join(STATUSES_OF)}; blocked lots are missing or failed."
+            )
         lots = lineage.lots.status_page(
             namespace,
             dataset=dataset,
             role=Role.OUTPUT,
-            statuses=statuses,
+            statuses=[s for state in chosen for s in STATUSES_OF[state]],
             limit=lots_at.limit,
             offset=lots_at.offset,
         )
@@ -183,9 +188,10 @@ async def dataset_page(request: Request, namespace: str, dataset: str) -> HTMLRe
             "producers": [n.key for n in jobs if any(e.destination == key.id for e in n.out_edges)],
             "consumers": [n.key for n in jobs if any(e.origin == key.id for e in n.in_edges)],
             "lots": lots.items,
+            "words": lineage.gaps.lot_states(namespace, dataset, [row.lot for row in lots.items]),
             "lots_at": lots_at.counted(lots.total_count),
-            "lot_statuses": list(Status),
-            "chosen_statuses": statuses,
+            "lot_states": list(STATUSES_OF),
+            "chosen_lot_states": chosen,
             **_versions(lineage, request, namespace, dataset),
         }
 

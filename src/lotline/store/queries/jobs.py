@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Connection,
@@ -25,7 +25,13 @@ from sqlalchemy import (
 )
 
 from lotline.domain.model import DatasetRef, Job, JobRef, JobVersion, JsonObject, Page, RunIoRole
-from lotline.store.dialect import insert_ignoring_conflicts, per_dialect, upsert_insert, upsert_returning
+from lotline.store.dialect import (
+    fast_path,
+    insert_ignoring_conflicts,
+    per_dialect,
+    upsert_insert,
+    upsert_returning,
+)
 from lotline.store.schema import (
     datasets,
     job_tags,
@@ -188,22 +194,22 @@ def set_current_version(
     outputs: Sequence[uuid.UUID],
     now: datetime,
 ) -> None:
-    """Record the job version (once: its id is derived from its content) and make it current; one
-    statement on PostgreSQL (data-modifying ``WITH``s, the inputs and outputs as one JSON document)."""
-    if connection.dialect.name == "postgresql":
-        io_rows = [{"dataset_id": str(d), "role": INPUT} for d in inputs]
-        io_rows += [{"dataset_id": str(d), "role": OUTPUT} for d in outputs]
-        connection.execute(
-            _set_current_version(connection),
-            {
-                "v_id": version_id,
-                "v_job_id": job_id,
-                "v_location": location,
-                "v_created_at": now,
-                "v_io": io_rows,
-            },
-        )
-        return
+    """Record the job version (once: its id is derived from its content) and make it current."""
+    _set_current_version_rows(connection, _NewJobVersion(job_id, version_id, location, inputs, outputs, now))
+
+
+class _NewJobVersion(NamedTuple):
+    job_id: uuid.UUID
+    version_id: uuid.UUID
+    location: str | None
+    inputs: Sequence[uuid.UUID]
+    outputs: Sequence[uuid.UUID]
+    now: datetime
+
+
+def _set_current_version_portable(connection: Connection, new: _NewJobVersion) -> None:
+    """The version's row, its inputs and outputs (each once), then the job's current version."""
+    job_id, version_id, location, inputs, outputs, now = new
     insert_ignoring_conflicts(
         connection,
         job_versions,
@@ -214,6 +220,23 @@ def set_current_version(
     io += [{"job_version_id": version_id, "dataset_id": d, "role": OUTPUT} for d in outputs]
     insert_ignoring_conflicts(connection, job_version_io, io, ["job_version_id", "dataset_id", "role"])
     connection.execute(_UPDATE_JOB, {"b_id": job_id, "current_version_id": version_id})
+
+
+def _set_current_version_postgresql(connection: Connection, new: _NewJobVersion) -> None:
+    """The same in one statement (data-modifying ``WITH``s, the inputs and outputs as one JSON document)."""
+    io_rows = [{"dataset_id": str(d), "role": INPUT} for d in new.inputs]
+    io_rows += [{"dataset_id": str(d), "role": OUTPUT} for d in new.outputs]
+    parameters = {
+        "v_id": new.version_id,
+        "v_job_id": new.job_id,
+        "v_location": new.location,
+        "v_created_at": new.now,
+        "v_io": io_rows,
+    }
+    connection.execute(_set_current_version(connection), parameters)
+
+
+_set_current_version_rows = fast_path(_set_current_version_portable, _set_current_version_postgresql)
 
 
 @per_dialect

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     Connection,
@@ -32,6 +32,7 @@ from lotline.domain.model import JsonObject, Page, Run, RunIO, RunIoRole, RunTra
 from lotline.domain.runs import RunState
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import (
+    fast_path,
     ignoring_conflicts,
     in_values,
     insert_ignoring_conflicts,
@@ -173,19 +174,25 @@ def insert_run(
         "created_at": now,
         "updated_at": now,
     }
-    if connection.dialect.name == "postgresql":
-        # One round trip: the transitions are inserted from what the run's insert returned.
-        numbered: dict[str, object] = {f"t_state_{i}": s.value for i, (s, _) in enumerate(transitions)}
-        numbered.update({f"t_at_{i}": at for i, (_, at) in enumerate(transitions)})
-        declared = {
-            f"io_{role.value}": [{"dataset_id": str(d), "lot": lot} for d, lot in entries]
-            for role, entries in ((RunIoRole.INPUT, inputs), (RunIoRole.OUTPUT, outputs))
-        }
-        statement = _insert_run_recorded(len(transitions), pin)
-        parameters = {**values, **numbered, **declared, "t_now": now}
-        *stored, unpinned = connection.execute(statement, parameters).one()
-        left = [UnpinnedIo(io_id, uuid.UUID(dataset_id), lot) for io_id, dataset_id, lot in unpinned or ()]
-        return _stored_run(stored), sorted(left, key=lambda io: (io.dataset_id, io.lot))
+    return _insert_run_rows(connection, _NewRun(values, transitions, inputs, outputs, pin, now))
+
+
+class _NewRun(NamedTuple):
+    """What ``insert_run`` writes: the run's row ``values``, its transitions, declared inputs and
+    outputs (dataset id, lot), whether its inputs are pinned, and the time it is recorded at."""
+
+    values: dict[str, Any]
+    transitions: Sequence[tuple[RunState, datetime]]
+    inputs: Sequence[tuple[uuid.UUID, str]]
+    outputs: Sequence[tuple[uuid.UUID, str]]
+    pin: bool
+    now: datetime
+
+
+def _insert_run_portable(connection: Connection, new: _NewRun) -> tuple[StoredRun, list[UnpinnedIo]]:
+    """The run's row, then its transitions, declared inputs and outputs, and pins."""
+    values, transitions, inputs, outputs, pin, now = new
+    run_id = values["id"]
     row = connection.execute(_INSERT_RUN, values).one()
     connection.execute(
         _INSERT_TRANSITION,
@@ -199,8 +206,27 @@ def insert_run(
     return _stored_run(row), pin_inputs_to_current(connection, run_id) if pin else []
 
 
+def _insert_run_postgresql(connection: Connection, new: _NewRun) -> tuple[StoredRun, list[UnpinnedIo]]:
+    """The same in one round trip: the transitions are inserted from what the run's insert returned."""
+    values, transitions, inputs, outputs, pin, now = new
+    numbered: dict[str, object] = {f"t_state_{i}": s.value for i, (s, _) in enumerate(transitions)}
+    numbered.update({f"t_at_{i}": at for i, (_, at) in enumerate(transitions)})
+    declared = {
+        f"io_{role.value}": [{"dataset_id": str(d), "lot": lot} for d, lot in entries]
+        for role, entries in ((RunIoRole.INPUT, inputs), (RunIoRole.OUTPUT, outputs))
+    }
+    statement = _insert_run_statement(len(transitions), pin)
+    parameters = {**values, **numbered, **declared, "t_now": now}
+    *stored, unpinned = connection.execute(statement, parameters).one()
+    left = [UnpinnedIo(io_id, uuid.UUID(dataset_id), lot) for io_id, dataset_id, lot in unpinned or ()]
+    return _stored_run(stored), sorted(left, key=lambda io: (io.dataset_id, io.lot))
+
+
+_insert_run_rows = fast_path(_insert_run_portable, _insert_run_postgresql)
+
+
 @functools.cache
-def _insert_run_recorded(transitions: int, pin: bool) -> Any:
+def _insert_run_statement(transitions: int, pin: bool) -> Any:
     """PostgreSQL: ``insert_run``'s run, its ``transitions``, inputs (pinned with ``pin``) and outputs
     in one statement (data-modifying ``WITH``s, the inputs and outputs as JSON documents: the foreign
     keys are checked at its end), with the inputs left unpinned as a JSON array; built once per
@@ -306,32 +332,53 @@ def set_state(
         changes["started_at"] = at
     elif target.is_terminal:
         changes["ended_at"] = at
-    if connection.dialect.name == "postgresql":
-        # One round trip: the transition is inserted from what the fenced update returned.
-        moved = connection.execute(
-            _set_state_recorded(tuple(changes)),
-            {
-                "b_run_id": run_id,
-                "b_expected": expected.value,
-                **changes,
-                "t_state": target.value,
-                "t_at": at,
-                "t_now": now,
-            },
-        )
-        count = len(moved.all())
-    else:
-        count = connection.execute(
-            _SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes}
-        ).rowcount
+    _set_state_recorded(connection, _StateChange(run_id, expected, target, changes, at, now))
+
+
+class _StateChange(NamedTuple):
+    run_id: uuid.UUID
+    expected: RunState
+    target: RunState
+    changes: dict[str, object]
+    at: datetime
+    now: datetime
+
+
+def _set_state_portable(connection: Connection, change: _StateChange) -> None:
+    """``set_state``'s fenced update of the run's ``changes``, then its transition."""
+    run_id, expected, target, changes, at, now = change
+    count = connection.execute(
+        _SET_STATE, {"b_run_id": run_id, "b_expected": expected.value, **changes}
+    ).rowcount
+    _check_moved(run_id, expected, count)
+    insert_transition(connection, run_id, target, at, now)
+
+
+def _set_state_postgresql(connection: Connection, change: _StateChange) -> None:
+    """The same in one round trip: the transition is inserted from what the fenced update returned."""
+    run_id, expected, target, changes, at, now = change
+    parameters = {
+        "b_run_id": run_id,
+        "b_expected": expected.value,
+        **changes,
+        "t_state": target.value,
+        "t_at": at,
+        "t_now": now,
+    }
+    moved = connection.execute(_set_state_statement(tuple(changes)), parameters)
+    _check_moved(run_id, expected, len(moved.all()))
+
+
+_set_state_recorded = fast_path(_set_state_portable, _set_state_postgresql)
+
+
+def _check_moved(run_id: uuid.UUID, expected: RunState, count: int) -> None:
     if count != 1:
         raise RuntimeError(f"run {run_id} left state {expected} while its row was locked")
-    if connection.dialect.name != "postgresql":
-        insert_transition(connection, run_id, target, at, now)
 
 
 @functools.cache
-def _set_state_recorded(columns: tuple[str, ...]) -> Any:
+def _set_state_statement(columns: tuple[str, ...]) -> Any:
     """PostgreSQL: ``set_state``'s fenced update and its transition in one statement (a
     data-modifying ``WITH``), for the ``columns`` it changes; built once per set of columns."""
     moved = (

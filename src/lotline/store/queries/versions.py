@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, bindparam, func, insert, select, update
 
 from lotline.domain.model import DatasetVersion, FieldSpec, JsonObject, Page, RunIoRole
 from lotline.domain.versions import UNPARTITIONED, VersionState
-from lotline.store.dialect import in_values, per_dialect, upsert_insert
+from lotline.store.dialect import fast_path, in_values, per_dialect, upsert_insert
 from lotline.store.queries import datasets as dataset_queries
 from lotline.store.queries import runs
 from lotline.store.schema import dataset_version_counters as counters
@@ -67,26 +67,46 @@ def insert_version(
     }
     if output_io_id is None:
         connection.execute(_INSERT_VERSION, values)
-    elif connection.dialect.name == "postgresql":
-        prefixed = {f"v_{name}": value for name, value in values.items()}
-        connection.execute(_INSERT_PINNED_OUTPUT, {**prefixed, "b_io_id": output_io_id})
     else:
-        connection.execute(_INSERT_VERSION, values)
-        runs.pin_io(connection, RunIoRole.OUTPUT, output_io_id, version_id)
+        _insert_pinned_version(connection, values, output_io_id)
 
 
-def number_unversioned_outputs(
+def _insert_pinned_version_portable(
+    connection: Connection, values: dict[str, Any], output_io_id: int
+) -> None:
+    """The version's row ``values``, then the run output ``output_io_id`` pinned to it."""
+    connection.execute(_INSERT_VERSION, values)
+    runs.pin_io(connection, RunIoRole.OUTPUT, output_io_id, values["id"])
+
+
+def _insert_pinned_version_postgresql(
+    connection: Connection, values: dict[str, Any], output_io_id: int
+) -> None:
+    """The same in one statement (a data-modifying ``WITH``)."""
+    prefixed = {f"v_{name}": value for name, value in values.items()}
+    connection.execute(_INSERT_PINNED_OUTPUT, {**prefixed, "b_io_id": output_io_id})
+
+
+_insert_pinned_version = fast_path(_insert_pinned_version_portable, _insert_pinned_version_postgresql)
+
+
+def _number_unversioned_outputs_portable(
     connection: Connection, run_id: uuid.UUID
 ) -> list[tuple[runs.UnpinnedIo, int]]:
     """The run's outputs not yet tied to a version, ordered by dataset id and lot, each with the
     number of its new version: each dataset's counter is raised by its number of such outputs, in
     dataset order, so that concurrent runs lock datasets in one order (no deadlocks); a counter's row
-    stays locked until commit. PostgreSQL: one statement (the counters raised once per dataset)."""
-    if connection.dialect.name != "postgresql":
-        return [
-            (io, dataset_queries.next_version_number(connection, io.dataset_id))
-            for io in runs.unversioned_outputs(connection, run_id)
-        ]
+    stays locked until commit."""
+    return [
+        (io, dataset_queries.next_version_number(connection, io.dataset_id))
+        for io in runs.unversioned_outputs(connection, run_id)
+    ]
+
+
+def _number_unversioned_outputs_postgresql(
+    connection: Connection, run_id: uuid.UUID
+) -> list[tuple[runs.UnpinnedIo, int]]:
+    """The same in one statement, the counters raised once per dataset."""
     rows = connection.execute(_numbered_outputs(connection), {"b_run_id": run_id}).all()
     taken: dict[uuid.UUID, int] = {}
     numbered: list[tuple[runs.UnpinnedIo, int]] = []
@@ -95,6 +115,11 @@ def number_unversioned_outputs(
         before = taken[dataset_id] = taken.get(dataset_id, 0) + 1
         numbered.append((runs.UnpinnedIo(io_id, dataset_id, lot, facets), last - count + before))
     return numbered
+
+
+number_unversioned_outputs = fast_path(
+    _number_unversioned_outputs_portable, _number_unversioned_outputs_postgresql
+)
 
 
 @per_dialect

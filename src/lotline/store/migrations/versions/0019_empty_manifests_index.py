@@ -8,7 +8,7 @@ The grid of five years of PT5M lots reads the lots whose current manifest is emp
 the bench). Through (dataset_id, lot, state) it read every manifest of the range (525,600) to keep
 26,206: on PostgreSQL a scan of the whole table, 210 to 430 ms of the grid. Through (dataset_id,
 state, lot, version_id) it reads only the EMPTY entries, from the index alone (docs/benchmarks.md,
-"Issue 31.5 / 28: counts as append-only deltas").
+"bench.grid").
 """
 
 from __future__ import annotations
