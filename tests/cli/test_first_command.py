@@ -26,7 +26,9 @@ def _one_line_error(done: object, *words: str) -> None:
         assert word in lines[0], stderr
 
 
-def test_the_namespace_is_the_configured_one_else_the_only_one(backend_url: str, tmp_path: Path) -> None:
+def test_the_namespace_is_the_configured_one_else_the_only_one_else_the_one_with_lots(
+    backend_url: str, tmp_path: Path
+) -> None:
     lineage = Lineage.over(Store(backend_url))
     try:
         first = LotWorld(lineage, "alpha")
@@ -38,7 +40,11 @@ def test_the_namespace_is_the_configured_one_else_the_only_one(backend_url: str,
         assert json.loads(only.stdout)["namespace"] == "alpha"
         assert [r["lot"] for r in json.loads(only.stdout)["lots"]] == ["d1"]
 
-        LotWorld(lineage, "beta").job("ingest", output="raw")
+        second = LotWorld(lineage, "beta")
+        second.job("ingest", output="raw")  # a namespace without lots: alpha stays the default
+        without_lots = lotline("status", "--json", cwd=tmp_path, db_url=backend_url)
+        assert json.loads(without_lots.stdout)["namespace"] == "alpha", without_lots.stderr
+        second.produce("ingest", "d1")  # two namespaces with lots: name one
         for command in (
             ("status",),
             ("gaps", "--dataset", "raw", "--from", "2023-01-01", "--to", "2023-01-02"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from lotline.api.app import create_app
 from lotline.cli.main import app
 from lotline.services.config import Settings
 from support.lots import LotWorld
+from support.ol import run_history
 
 HOURS = [f"20230101PT1H00{n}" for n in range(4)]
 COORDINATION = re.compile(r">\s*(ready|resubmit|error|done|hold|pending)\s*<", re.IGNORECASE)
@@ -80,3 +82,24 @@ def test_every_surface_names_a_lot_with_the_gap_reports_word(
     assert HOURS[1] in failed_only and HOURS[3] not in failed_only
     refused = client.get(f"/datasets/{world.ns}/clean?lot_state=blocked")
     assert refused.status_code == 400 and "blocked lots are missing or failed" in refused.text
+
+
+def test_a_namespace_made_by_another_tool_s_events_leaves_the_one_with_lots_the_default(
+    cli: CliRunner, world: LotWorld
+) -> None:
+    """Issue 39.8: the CLI's default namespace is lotline.toml's, else the only one, else the only
+    one with lots — a second namespace that another tool's OpenLineage events made does not break
+    every command run without ``-n``; two namespaces with lots still need ``-n``."""
+    _moved(world)
+    world.lineage.openlineage.accept_batch(run_history("dbt_prod", "model", str(uuid.uuid4()), steps=0))
+    world.lineage.projection.drain()
+    assert {n.name for n in world.lineage.catalog.list_namespaces().items} == {world.ns, "dbt_prod"}
+    status = cli.invoke(app, ["status", "--json"])
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.output)["namespace"] == world.ns
+    other = LotWorld(world.lineage, "second")
+    other.job("land", output="raw")
+    other.produce("land", HOURS[0])
+    refused = cli.invoke(app, ["status"])
+    assert refused.exit_code == 2
+    assert "3 namespaces exist" in refused.output and "-n/--namespace" in refused.output

@@ -38,7 +38,8 @@ def _ingest_at_once(landing: Path, cwd: Path, db_url: str) -> tuple[list[dict[st
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
     env["LOTLINE_DB_URL"] = db_url
     end = START + timedelta(minutes=5 * LOTS)
-    args = [sys.executable, "-m", "lotline", "ingest", "-n", NS, "-d", DATASET, "--landing", str(landing)]
+    args = [sys.executable, "-m", "lotline", "ingest", "-n", NS, "-d", DATASET, "--create"]
+    args += ["--landing", str(landing)]
     args += ["--interval", "PT5M", "--time", PATTERN, "--from", START.isoformat(), "--to", end.isoformat()]
     started = [
         subprocess.Popen(

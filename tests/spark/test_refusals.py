@@ -103,7 +103,7 @@ def test_a_source_nothing_fills_says_what_to_run(backend_url: str, tmp_path: Pat
     _refused(
         _run(pipeline, backend_url, tmp_path),
         "has no lots yet",
-        f"lotline ingest -n {NS} -d raw_logs --landing FOLDER --interval PT30M",
+        f"lotline ingest -n {NS} -d raw_logs --create --landing FOLDER --interval PT30M",
     )
     lineage = _lineage(backend_url, tmp_path)
     try:
@@ -131,7 +131,7 @@ def test_a_run_with_nothing_eligible_does_not_start_spark(backend_url: str, tmp_
     returncode, stdout, stderr = _run(_one_lot_parsed(backend_url, tmp_path), backend_url, tmp_path)
     assert returncode == 0, stderr
     assert stdout.strip() == (
-        "no eligible lots for parse, hourly_counts: 1 READY; Spark was not started (new input "
+        "no eligible lots for parse, hourly_counts: 1 complete; Spark was not started (new input "
         "lots, `lotline invalidate` or `lotline backfill` make lots eligible)"
     )
 

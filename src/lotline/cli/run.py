@@ -23,6 +23,7 @@ from rich.table import Table
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
+from lotline.domain.gaps import state_of
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.ingest import ingest_job
@@ -146,7 +147,7 @@ def _run(
         raise NothingEligible(_nothing_eligible(lineage, pipeline, jobs))
     with spark_session(settings, f"lotline {pipeline.name}") as spark:
         silence = settings.log_level in QUIET_LEVELS
-        runner = LotRunner(lineage, pipeline, spark, lease=lease, quiet_on_interrupt=silence)
+        runner = LotRunner(lineage, pipeline, spark, lease=lease, quiet=silence)
         with interrupting(runner):
             return run_with_progress(
                 runner, jobs, workers=workers, retries=retries, window=window, quiet=quiet
@@ -199,11 +200,13 @@ class NothingEligible(Exception):
 
 
 def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec]) -> str:
-    """``no eligible lots for parse, hourly: 72 READY, 1 ERROR`` — the jobs' output lots by status."""
+    """``no eligible lots for parse, hourly: 72 complete, 1 failed`` — the jobs' output lots in the
+    gap report's words (``state_of``; a reopened lot is missing, a held or pending one held)."""
     totals: dict[str, int] = {}
     for job in jobs:
         for status, count in lineage.lots.counts(pipeline.namespace, job.name).items():
-            totals[status.value] = totals.get(status.value, 0) + count
+            word = state_of(status).value
+            totals[word] = totals.get(word, 0) + count
     counts = ", ".join(f"{n} {s}" for s, n in sorted(totals.items(), key=lambda item: -item[1]))
     produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
     sources = sorted({d.name for job in jobs for d in job.inputs} - produced)

@@ -71,7 +71,7 @@ def worker(
                 loaded,
                 spark,
                 lease=timedelta(seconds=lease),
-                quiet_on_interrupt=settings.log_level in QUIET_LEVELS,
+                quiet=settings.log_level in QUIET_LEVELS,
             )
             print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
             tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)

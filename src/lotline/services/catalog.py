@@ -88,15 +88,19 @@ class CatalogService:
 
     def resolve_namespace(self, given: str | None, configured: str | None) -> str:
         """The namespace a command works in (SPEC §8): the one it was given, else the configured
-        one (``namespace`` in lotline.toml), else the only namespace in the database; with none
-        or several, an error listing those that exist."""
+        one (``namespace`` in lotline.toml), else the only namespace in the database, else the only
+        one with lots (others may hold only lineage that other tools sent over OpenLineage); with
+        none or several, an error listing those that exist."""
         chosen = given if given is not None else configured
         if chosen is not None:
             return validate_name("Namespace", chosen)
         with self._store.read() as connection:
             found = catalog.list_namespaces(connection, NAMESPACE_CHOICES, 0)
+            with_lots = catalog.namespaces_with_lots(connection, 2) if found.total_count > 1 else []
         if found.total_count == 1:
             return found.items[0].name
+        if len(with_lots) == 1:  # the others only hold lineage other tools sent
+            return with_lots[0]
         how = "name one with -n/--namespace or set namespace in lotline.toml"
         if found.total_count == 0:
             raise InvalidInput(f"no namespace exists yet: {how}.")

@@ -90,7 +90,7 @@ class SourceService:
                     raise InvalidInput(
                         f"source dataset {namespace}:{spec.name} has no lots yet (nothing was ingested "
                         f"and no job produces it): run `lotline ingest -n {namespace} -d {spec.name} "
-                        f"--landing FOLDER --interval {spec.lots}` first."
+                        f"--create --landing FOLDER --interval {spec.lots}` first."
                     )
 
     def eligible(self, namespace: str, jobs: Sequence[str]) -> Mapping[str, int | None]:

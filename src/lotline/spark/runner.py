@@ -44,7 +44,7 @@ from lotline.spark.parts import split
 from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, PipelineError
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
-from lotline.spark.session import check_storage
+from lotline.spark.session import check_storage, quiet_query_context_logs
 from lotline.spark.tables import CatalogTables, TableSync, declared_tables
 
 if TYPE_CHECKING:
@@ -187,9 +187,10 @@ class LotRunner:
         spark: SparkSession,
         *,
         lease: timedelta = RUNNER_LEASE,
-        quiet_on_interrupt: bool = True,
+        quiet: bool = True,
     ) -> None:
-        """``quiet_on_interrupt``: silence Spark's log at Ctrl-C (``--verbose`` keeps it). A warehouse
+        """``quiet`` (lotline's default log level; ``--verbose`` is not): silence Spark's log at
+        Ctrl-C and PySpark's query-context records (``quiet_query_context_logs``). A warehouse
         Spark cannot write (``s3://`` without hadoop-aws) is refused here, before any claim."""
         check_storage(spark, lineage.storage.root)
         check_conditions(spark, pipeline)
@@ -198,7 +199,9 @@ class LotRunner:
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
-        self.quiet_on_interrupt = quiet_on_interrupt
+        self.quiet = quiet
+        if quiet:
+            quiet_query_context_logs()
         self._capture = WriteCapture.for_session(spark)
         self._heartbeats = _Heartbeats(lineage, lease)
         # The Spark application's facets, the same for each lot (each is a py4j call to read).
@@ -244,7 +247,7 @@ class LotRunner:
         context = self.spark.sparkContext
 
         def cancel() -> None:
-            if self.quiet_on_interrupt:
+            if self.quiet:
                 context.setLogLevel("OFF")
             context.cancelAllJobs()
 

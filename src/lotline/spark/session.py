@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import logging
 import os
 import re
 import sys
@@ -92,6 +93,20 @@ def log_options(level: str, given: str | None = None) -> str:
 
 #: Where the deploy guide explains what Spark needs for object storage.
 _STORAGE_DOCS = 'docs/deploy.md "Object storage"'
+
+
+#: PySpark's Python loggers that log every analysis error with a query context (a column the data
+#: lacks, in a check or a transform) as a JSON record with its whole stack, on stderr, before the
+#: error reaches lotline — which reports each failure once, in one line.
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_logs() -> None:
+    """Silence ``QUERY_CONTEXT_LOGGERS`` (at lotline's default log level; ``--verbose`` keeps them)."""
+    from pyspark.logger import PySparkLogger
+
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL + 1)
 
 
 def check_storage(spark: SparkSession, root: str) -> None:

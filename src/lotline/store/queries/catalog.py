@@ -11,7 +11,7 @@ from sqlalchemy import Connection, Row, Table, bindparam, func, select, update
 
 from lotline.domain.model import Namespace, Page, Source
 from lotline.store.dialect import insert_ignoring_conflicts
-from lotline.store.schema import datasets, jobs, namespaces, sources
+from lotline.store.schema import data_status, datasets, jobs, namespaces, sources
 
 T = TypeVar("T")
 
@@ -101,6 +101,25 @@ def list_namespaces(connection: Connection, limit: int, offset: int) -> Page[Nam
     ).all()
     total = connection.execute(select(func.count()).select_from(namespaces).where(live)).scalar_one()
     return Page([_namespace(r) for r in rows], total)
+
+
+def namespaces_with_lots(connection: Connection, limit: int) -> list[str]:
+    """The names of the live namespaces with a dataset that has lots (a lot's row: ingested or
+    produced by lotline), at most ``limit``, by name. Namespaces made only by OpenLineage events
+    from other tools have none."""
+    has_lots = (
+        select(data_status.c.lot)
+        .join(datasets, datasets.c.id == data_status.c.dataset_id)
+        .where(datasets.c.namespace_id == namespaces.c.id)
+        .exists()
+    )
+    query = (
+        select(namespaces.c.name)
+        .where(namespaces.c.deleted_at.is_(None), has_lots)
+        .order_by(namespaces.c.name)
+        .limit(limit)
+    )
+    return list(connection.execute(query).scalars())
 
 
 def write_source(
