@@ -5,8 +5,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+from typer.testing import CliRunner
+
+from lotline.cli.main import app
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
@@ -48,3 +54,24 @@ def test_lotline_run_gives_up_after_three_attempts(lineage: Lineage, spark: Spar
     assert lineage.lots.retry(NS, "strict") == 1
     retried = run_pipeline(runner, strict, worker="t")
     assert retried.errors == [f"job strict lot {LOT} (attempt 4): {REASON}"]
+
+
+def test_lotline_run_says_a_lot_was_given_up_on_and_does_not_start_spark_for_it(
+    lineage: Lineage, spark: SparkSession, backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pipeline = load_pipeline(str(PIPELINES / "checked.py"))
+    register(lineage, pipeline)
+    ingest_files(lineage, NS, "raw_flights", LOT, {"rows.csv": ["f1,5,JFK", "f4,200,JFK"]})
+    run_pipeline(LotRunner(lineage, pipeline, spark), [pipeline.jobs["strict"]], worker="t", retries=2)
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.setenv("LOTLINE_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.chdir(tmp_path)
+
+    result = CliRunner().invoke(app, ["run", str(PIPELINES / "checked.py"), "--job", "strict", "--json"])
+    assert result.exit_code == 0, result.output
+    nothing = json.loads(result.stdout)["nothingEligible"]
+    assert nothing.startswith("no eligible lots for strict: 1 failed; ")
+    assert (
+        "1 failed lots of strict given up on (gave up after 3 attempts): `lotline retry strict` retries them"
+        in nothing
+    )

@@ -293,11 +293,17 @@ def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None
 
 
 _ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job(), _due()).limit(1)
-_HINTS = select(ft.c.lot).where(ft.c.job_id == _job()).order_by(ft.c.lot).limit(bindparam("b_limit"))
+_HINTS = (
+    select(ft.c.lot)
+    .where(ft.c.job_id == _job(), or_(ft.c.not_before.is_(None), ft.c.not_before != GAVE_UP))
+    .order_by(ft.c.lot)
+    .limit(bindparam("b_limit"))
+)
 
 
 def hints(connection: Connection, job_id: uuid.UUID, limit: int) -> list[str]:
-    """The job's first ``limit`` hints in lot order, read only (``pop`` takes them)."""
+    """The job's first ``limit`` hints in lot order, read only (``pop`` takes them), leaving out
+    lots given up on (backing off or not, the others may be taken by a ``lotline run``)."""
     return list(connection.execute(_HINTS, {"b_job": job_id, "b_limit": limit}).scalars())
 
 
