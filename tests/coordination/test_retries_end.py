@@ -139,6 +139,14 @@ def test_a_bad_max_attempts_is_refused_in_one_line(
     )
 
 
+@pytest.mark.parametrize("value", [0, -2, True, 2.5])
+def test_a_service_refuses_a_bad_max_attempts(lineage: Lineage, value: object) -> None:
+    with pytest.raises(
+        InvalidInput, match=r"^max_attempts must be a whole number of attempts, at least 1, got "
+    ):
+        Lineage.over(lineage.store, lineage.storage, max_attempts=value)  # type: ignore[arg-type]
+
+
 def test_max_attempts_is_read_from_the_environment_or_lotline_toml(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

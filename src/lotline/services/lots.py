@@ -28,6 +28,7 @@ from lotline.domain.coordination import (
     LotStatus,
     Role,
     Status,
+    check_max_attempts,
     check_owner,
     lock_of,
 )
@@ -80,7 +81,11 @@ class LotService:
         self._clock = clock
         self._jobs = JobCache()
         self._claims = claiming.choose(
-            store, clock, self._jobs, max_attempts=max_attempts, database_functions=database_functions
+            store,
+            clock,
+            self._jobs,
+            max_attempts=check_max_attempts(max_attempts, "max_attempts"),
+            database_functions=database_functions,
         )
 
     # -- registering jobs ---------------------------------------------------------------------
