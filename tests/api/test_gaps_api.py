@@ -80,6 +80,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "waitingOn": None,
             "attempt": 1,
             "reason": "ValueError: bad row",
+            "gaveUpAfter": None,
         },
         {
             "state": "missing",
@@ -89,6 +90,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "waitingOn": None,
             "attempt": None,
             "reason": None,
+            "gaveUpAfter": None,
         },
         {
             "state": "blocked",
@@ -98,6 +100,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "waitingOn": {"dataset": "raw", "from": hour(5), "to": hour(5), "state": "failed"},
             "attempt": None,
             "reason": None,
+            "gaveUpAfter": None,
         },
     ]
     assert body["totalRuns"] == 3

@@ -84,8 +84,13 @@ def test_a_late_failure_writes_no_event(timed_world: LotWorld, clock: ManualCloc
     assert lineage.lot_events.after(start) == []
 
 
-def test_a_failed_lot_waits_out_its_back_off_doubling(timed_world: LotWorld, clock: ManualClock) -> None:
-    world = _world(timed_world)
+def _patient(lineage: Lineage, clock: ManualClock) -> LotWorld:
+    """A timed world that gives up on a lot only after ten failures in a row (test_retries_end.py)."""
+    return _world(LotWorld(Lineage.over(lineage.store, lineage.storage, clock=clock, max_attempts=10)))
+
+
+def test_a_failed_lot_waits_out_its_back_off_doubling(lineage: Lineage, clock: ManualClock) -> None:
+    world = _patient(lineage, clock)
     lots = world.lots
     claim = _next(world)
     assert claim is not None and claim.failures == 0
@@ -103,8 +108,8 @@ def test_a_failed_lot_waits_out_its_back_off_doubling(timed_world: LotWorld, clo
     assert [(s.lot, s.status.value, s.attempt) for s in statuses] == [(LOT, "ERROR", 4)]
 
 
-def test_a_new_input_version_retries_a_failed_lot_at_once(timed_world: LotWorld, clock: ManualClock) -> None:
-    world = _world(timed_world)
+def test_a_new_input_version_retries_a_failed_lot_at_once(lineage: Lineage, clock: ManualClock) -> None:
+    world = _patient(lineage, clock)
     lots = world.lots
     for _ in range(3):  # three failures in a row: the next try would wait 40 s
         claim = _next(world)

@@ -117,6 +117,25 @@ def test_fail_warn_and_drop_on_one_run(
     assert (other.counts[GapState.COMPLETE], other.failed_by_check) == (1, 0)
 
 
+def test_warn_and_fail_judge_only_the_rows_the_lot_publishes(lineage: Lineage, spark: SparkSession) -> None:
+    """Drop expectations apply first (issue 39.2): a row that is quarantined is not also warned on,
+    and the warn expectation counts its failures among the published rows."""
+    pipeline = load_pipeline(str(PIPELINES / "checked.py"))
+    register(lineage, pipeline)
+    # f5 has no delay (dropped) and origin XXX (would warn); f6 is clean, f7 warns once published.
+    ingest_files(lineage, NS, "raw_flights", LOT, {"rows.csv": ["f5,,XXX", "f6,8,JFK", "f7,9,XXX"]})
+    summary = run_pipeline(LotRunner(lineage, pipeline, spark), [pipeline.jobs["clean"]], worker="t")
+
+    assert summary.warnings == ["job clean: check origin <> 'XXX' warned on 1 lot (1 row)"]
+    [clean] = lineage.lots.status(NS, job="clean")
+    checks = lineage.runs.get_run(clean.run_id).facets["lotline_checks"]
+    by_name = {r["check"]: r for r in checks["results"]}
+    assert (checks["rows"], checks["dropped"]) == (3, 1)
+    assert (by_name["dep_delay IS NOT NULL"]["failed"], by_name["dep_delay IS NOT NULL"]["rows"]) == (1, 3)
+    assert (by_name["origin <> 'XXX'"]["failed"], by_name["origin <> 'XXX'"]["rows"]) == (1, 2)
+    assert by_name["row_count between 1 and 1000"]["rows"] == 2
+
+
 def test_checks_enter_the_job_version() -> None:
     pipeline = load_pipeline(str(PIPELINES / "checked.py"))
     job = pipeline.jobs["strict"]

@@ -292,4 +292,5 @@ def lot_status_json(row: LotStatus) -> Json:
         "leaseExpiresAt": time(row.lease_expires_at),
         "runId": str(row.run_id) if row.run_id else None,
         "error": row.error,
+        "gaveUpAfter": row.gave_up_after,
     }

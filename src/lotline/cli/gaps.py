@@ -10,6 +10,7 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.cli.lots import table
+from lotline.domain.coordination import gave_up_line
 from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json
 from lotline.domain.grid import HEALTH_ORDER, Health, counted_json
 
@@ -31,7 +32,9 @@ def _why(run: LotRun) -> str:
     if run.cause is not None:
         return f"{run.cause.dataset} {run.cause.first}..{run.cause.last} ({run.cause.state.value})"
     if run.failure is not None:
-        return f"attempt {run.failure.attempt}: {run.failure.reason or 'no reason recorded'}"
+        failure = run.failure
+        gave_up = "" if failure.gave_up_after is None else f", {gave_up_line(failure.gave_up_after)}"
+        return f"attempt {failure.attempt}{gave_up}: {failure.reason or 'no reason recorded'}"
     return ""
 
 

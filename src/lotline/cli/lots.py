@@ -1,4 +1,5 @@
-"""``lotline status | invalidate | hold | release``: the operator's view and moves on lots (SPEC §4)."""
+"""``lotline status | invalidate | hold | release | retry``: the operator's view and moves on lots
+(SPEC §4)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def _as_json(row: LotStatus, state: CellState) -> dict[str, Any]:
         "runId": str(row.run_id) if row.run_id else None,
         "lock": row.lock,
         "error": row.error,
+        "gaveUpAfter": row.gave_up_after,
     }
 
 
@@ -128,6 +130,12 @@ def status(
         for j, d in pairs
     ]
     print(table(header, body))
+    given_up: Counter[str] = Counter(r.job for r in rows if r.gave_up_after is not None)
+    for name, count in sorted(given_up.items()):
+        print(
+            f"job {name}: {count} failed lot{'' if count == 1 else 's'} given up on "
+            f"(`lotline retry {name}` retries them)"
+        )
     if healths:
         print()
         print(f"freshness: every lot from the first up to now, {now:%Y-%m-%d %H:%M} UTC")
@@ -147,7 +155,7 @@ def status(
                 told[(r.dataset, r.lot)].value,
                 str(r.attempt),
                 r.owner or "",
-                r.error or "",
+                "; ".join(x for x in (r.gave_up, r.error) if x),
             ]
             for r in rows
         ]
@@ -224,6 +232,25 @@ def release(
             print(f"{' '.join(target)} released ({word if restored else 'never produced'})")
 
 
+def retry(
+    job: Annotated[str, typer.Argument(help="The job whose failed lots to retry.")],
+    lots: Annotated[
+        list[str] | None, typer.Argument(help="Only these lots (default: every failed lot).")
+    ] = None,
+    namespace: Namespace = None,
+) -> None:
+    """Retry a job's failed lots now — those given up on after too many failed attempts
+    (LOTLINE_MAX_ATTEMPTS) and those waiting out their back-off — with their count of failures back
+    to 0; a worker or `lotline run` takes them next."""
+    lineage = open_existing()
+    try:
+        namespace = namespace_in(lineage, namespace)
+        count = lineage.lots.retry(namespace, job, lots)
+    finally:
+        lineage.close()
+    print(f"job {job}: {count} failed lot{'' if count == 1 else 's'} to be retried")
+
+
 def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
     """Add the lot commands to ``app``, each behind the CLI's one-line error handling."""
     for name, command in (
@@ -231,5 +258,6 @@ def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[
         ("invalidate", invalidate),
         ("hold", hold),
         ("release", release),
+        ("retry", retry),
     ):
         app.command(name)(errors(command))

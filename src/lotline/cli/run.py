@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from lotline.domain.coordination import Status
+from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
 from lotline.domain.gaps import state_of
@@ -219,6 +219,13 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
         f"; {n} reopened lots of the source {name} wait for `lotline ingest -d {name} …` to re-register them"
         for name, n in reopened.items()
     )
+    for job in jobs:
+        if given_up := lineage.lots.given_up(pipeline.namespace, job.name):
+            most = max(given_up.values())
+            waiting += (
+                f"; {len(given_up)} failed lots of {job.name} given up on ({gave_up_line(most)}): "
+                f"`lotline retry {job.name}` retries them"
+            )
     return (
         f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}{waiting}; "
         "Spark was not started (new input lots, `lotline invalidate` or `lotline backfill` make "

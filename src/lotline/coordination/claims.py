@@ -17,7 +17,15 @@ from typing import Any
 from sqlalchemy import Connection
 
 from lotline.coordination.registry import LotJob
-from lotline.domain.coordination import CLAIMABLE_OUTPUT, INPUT_LOCKED, Role, Status, retry_delay
+from lotline.domain.coordination import (
+    CLAIMABLE_OUTPUT,
+    DEFAULT_MAX_ATTEMPTS,
+    GAVE_UP,
+    INPUT_LOCKED,
+    Role,
+    Status,
+    retry_delay,
+)
 from lotline.domain.errors import Conflict
 from lotline.store.queries import claims as q
 from lotline.store.queries import datasets, frontier
@@ -276,11 +284,19 @@ def finish(connection: Connection, fence: Fence, *, success: bool, now: datetime
 
 
 def announce(
-    connection: Connection, fence: Fence, *, success: bool, now: datetime, failures: int = 0
+    connection: Connection,
+    fence: Fence,
+    *,
+    success: bool,
+    now: datetime,
+    failures: int = 0,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> datetime | None:
     """Hint whoever may now take work: on success the lot's consumers; on failure the job itself,
     with a retry hint that no worker takes before the back-off of ``failures`` (the lot's failures
-    in a row, this one included) has run out. Returns when the lot is retried (failure only).
+    in a row, this one included) has run out — or, after ``max_attempts`` failures in a row, never
+    (``GAVE_UP``): the lot waits for a new input version, a new job version or an operator. Returns
+    when the lot is retried (failure only; ``GAVE_UP``: not by itself).
 
     Call it after the run's output version was minted: minting locks the output dataset's row,
     which registration also locks before it fills a new consumer's work list, so a consumer
@@ -289,7 +305,7 @@ def announce(
     if success:
         frontier.raise_for_consumers(connection, fence.dataset_id, fence.lot, now)
         return None
-    retry_at = now + retry_delay(failures)
+    retry_at = GAVE_UP if failures >= max_attempts else now + retry_delay(failures)
     frontier.raise_for_job(connection, fence.job_id, {fence.lot: failures}, now, not_before=retry_at)
     return retry_at
 

@@ -46,11 +46,13 @@ def register(
     *,
     describe: dict[uuid.UUID, str],
     names: Sequence[tuple[str, str]],
+    keep_given_up: bool = False,
 ) -> None:
     """Record a job's inputs and outputs (``names``: each output's ``(namespace, dataset)``); a
     second producer of a dataset is a Conflict, and so is an output whose storage folder would
     overlap another produced dataset's (a name that is no path at all, ``postgres://db:5432``, is
-    never stored: coordination only)."""
+    never stored: coordination only). ``keep_given_up``: the job version did not change, so lots
+    given up on stay so."""
     if not outputs:
         raise InvalidInput("A job needs an output.")
     if len(set(outputs)) != len(outputs):
@@ -81,7 +83,9 @@ def register(
     # rows here means a lot that becomes READY meanwhile is either in the refill or hints this job.
     for dataset_id in sorted(inputs):
         datasets.lock_dataset(connection, dataset_id)
-    frontier.refill(connection, job_id, inputs, now)
+    kept = frontier.refill(connection, job_id, inputs, now, keep_given_up=keep_given_up)
+    if kept and mapping is not None:  # the refill hinted the input lots of hours given up on: not those
+        frontier.drop(connection, job_id, [i for lot in kept for i in mapping.input_lots(lot)])
 
 
 def check_storage(connection: Connection, namespace: str, dataset: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from lotline.domain.errors import Conflict, InvalidInput
@@ -180,6 +180,28 @@ FIRST_RETRY = timedelta(seconds=10)
 MAX_RETRY = timedelta(minutes=10)
 
 
+#: How many failed attempts in a row, on unchanged inputs and job version, before lotline gives up on a
+#: lot (``LOTLINE_MAX_ATTEMPTS``): it then stays failed until an input lot gets a new version, the job
+#: version changes, or an operator retries it.
+DEFAULT_MAX_ATTEMPTS = 3
+#: The ``not_before`` of a lot given up on: its retry hint is never due by itself (any other hint
+#: raised for the lot replaces it, as it replaces a back-off).
+GAVE_UP = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def check_max_attempts(value: object, source: str = "LOTLINE_MAX_ATTEMPTS") -> int:
+    """A count of attempts, at least 1 (``"3"`` read from the environment is 3)."""
+    text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if text is None or not text.isdigit() or int(text) < 1:
+        raise InvalidInput(f"{source} must be a whole number of attempts, at least 1, got {value!r}.")
+    return int(text)
+
+
+def gave_up_line(attempts: int) -> str:
+    """How every interface says that a lot was given up on."""
+    return f"gave up after {attempts} attempt{'' if attempts == 1 else 's'}"
+
+
 def retry_delay(failures: int) -> timedelta:
     """How long a lot waits before it is retried after failing ``failures`` (>= 1) times in a row."""
     doublings = min(max(failures, 1) - 1, 32)
@@ -240,3 +262,10 @@ class LotStatus:
     lock: str
     #: Why the row's run failed, in one line (``runs.error``): set for ERROR lots.
     error: str | None = None
+    #: An ERROR lot given up on: after this many failed attempts in a row (None: it is retried).
+    gave_up_after: int | None = None
+
+    @property
+    def gave_up(self) -> str | None:
+        """``gave up after 3 attempts`` for a lot given up on."""
+        return None if self.gave_up_after is None else gave_up_line(self.gave_up_after)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from lotline.domain.checks import is_check_failure
-from lotline.domain.coordination import Status
+from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import Interval, lot_at, lot_from_index, lot_index
 
@@ -120,6 +120,13 @@ class LastAttempt:
 
     attempt: int
     reason: str | None
+    #: Given up on after this many failed attempts in a row (None: it is retried after its back-off).
+    gave_up_after: int | None = None
+
+    @property
+    def gave_up(self) -> str | None:
+        """``gave up after 3 attempts`` for a lot given up on."""
+        return None if self.gave_up_after is None else gave_up_line(self.gave_up_after)
 
 
 @dataclass(frozen=True)
@@ -436,6 +443,7 @@ def run_json(run: LotRun) -> dict[str, object]:
         "waitingOn": waiting,
         "attempt": None if failure is None else failure.attempt,
         "reason": None if failure is None else failure.reason,
+        "gaveUpAfter": None if failure is None else failure.gave_up_after,
     }
 
 

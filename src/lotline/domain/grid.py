@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lotline.domain.coordination import gave_up_line
 from lotline.domain.errors import InvalidInput, TooManyCells
 from lotline.domain.gaps import GapReport, GapState, TimeRange, index_of, indexes_of, parse_time, report_json
 from lotline.domain.lots import MINUTES_PER_DAY, Interval, lot_from_index
@@ -95,6 +96,10 @@ class Cell:
     lot: str | None
     #: Lots of the cell published although a ``warn`` check did not hold on them.
     warned: int = 0
+    #: Failed lots of the cell given up on (too many failed attempts in a row).
+    gave_up: int = 0
+    #: A one-lot cell given up on: ``gave up after 3 attempts`` (None: it was not).
+    gave_up_text: str | None = None
 
     @property
     def mark(self) -> CellState | None:
@@ -199,10 +204,16 @@ def build(
             lo = upto
 
     not_complete = []
+    gave_up = [0] * count
+    gave_up_after: dict[int, int] = {}
     for run in report.runs:
         lo = index_of(run.first, interval)
         add(FROM_GAP[run.state], lo, lo + run.count)
         not_complete.append((lo, lo + run.count))
+        if run.failure is not None and run.failure.gave_up_after is not None:
+            for index in range(max(lo, first), min(lo + run.count, stop)):
+                gave_up[(index - base) // per] += 1
+                gave_up_after[index] = run.failure.gave_up_after
     not_complete.sort()
     for index in _outside(not_complete, indexes_of(empty_lots, interval), first, stop):
         tally = tallies[(index - base) // per]  # a lot is in one cell
@@ -218,7 +229,19 @@ def build(
             tally[CellState.COMPLETE] = tally.get(CellState.COMPLETE, 0) + (hi - lo - taken)
         start = lot_from_index(base + number * per, interval)
         lot = str(lot_from_index(lo, interval)) if per == 1 else None
-        cells.append(Cell(start.start, lo, hi, tally, lot, warned[number]))
+        after = gave_up_after.get(lo) if per == 1 else None
+        cells.append(
+            Cell(
+                start.start,
+                lo,
+                hi,
+                tally,
+                lot,
+                warned[number],
+                gave_up[number],
+                None if after is None else gave_up_line(after),
+            )
+        )
     return Grid(report, interval, chosen, per, cells)
 
 

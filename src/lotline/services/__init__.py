@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
+from lotline.domain.coordination import DEFAULT_MAX_ATTEMPTS
 from lotline.lots.storage import Storage
 from lotline.services.arrival import ArrivalPass, ArrivalPolicies
 from lotline.services.catalog import CatalogService
@@ -75,13 +76,18 @@ class Lineage:
         *,
         clock: Clock = SYSTEM_CLOCK,
         consumer: Consumer | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> Lineage:
         """``storage``: where lots' objects go (by default the local ``./warehouse``);
         ``storage_options``: fsspec options for other ``s3://`` locations (ingest's landing);
         ``clock``: where lot coordination takes the time from (tests pass one they advance);
-        ``consumer``: where lotline's own runs are also sent as OpenLineage events."""
+        ``consumer``: where lotline's own runs are also sent as OpenLineage events;
+        ``max_attempts``: failures in a row after which a lot is given up on (``LotService``)."""
         manifests = ManifestService(store, storage or Storage(DEFAULT_WAREHOUSE), clock)
-        catalog, lots = CatalogService(store), LotService(store, manifests, clock=clock)
+        catalog, lots = (
+            CatalogService(store),
+            LotService(store, manifests, clock=clock, max_attempts=max_attempts),
+        )
         lot_events = LotEventService(store)
         openlineage = OpenLineageService(store, clock)
         emission = EmissionService(openlineage, consumer)
@@ -137,11 +143,17 @@ def open_lineage(
     *,
     create: bool = True,
     clock: Clock = SYSTEM_CLOCK,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
 ) -> Lineage:
     """Open the store at ``url`` (creating and migrating a new SQLite file unless ``create`` is
     False: then a missing one is ``NoDatabase``) and its use cases."""
     return Lineage.over(
-        open_store(url, create=create), storage, storage_options, consumer=consumer, clock=clock
+        open_store(url, create=create),
+        storage,
+        storage_options,
+        consumer=consumer,
+        clock=clock,
+        max_attempts=max_attempts,
     )
 
 
@@ -155,4 +167,5 @@ def open_configured(settings: Settings, *, create: bool = True, clock: Clock = S
         consumer_for(settings),
         create=create,
         clock=clock,
+        max_attempts=settings.max_attempts,
     )

@@ -16,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from lotline.domain.arrival import format_duration, parse_duration
+from lotline.domain.coordination import DEFAULT_MAX_ATTEMPTS, check_max_attempts
 from lotline.domain.errors import InvalidInput
 from lotline.domain.names import validate_name
 from lotline.services.cleanup import DEFAULT_SUPERSEDED_GRACE
@@ -40,6 +41,7 @@ KEYS = (
     "LOTLINE_NAMESPACE",
     "LOTLINE_LOG_LEVEL",
     "LOTLINE_SUPERSEDED_GRACE",
+    "LOTLINE_MAX_ATTEMPTS",
 )
 #: The ``lotline.toml`` table of per-dataset declarations (arrival policies: docs/lots.md).
 DATASETS_TABLE = "datasets"
@@ -85,6 +87,9 @@ class Settings:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     #: Long polls of ``GET /lots/events`` that may wait at once, per server process (then 429).
     max_event_waiters: int = DEFAULT_MAX_EVENT_WAITERS
+    #: Failed attempts in a row (same inputs, same job version) after which workers and ``lotline
+    #: run`` give up on a lot until an input or the job changes or an operator retries it.
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
 
     #: Spark's log level (``LOTLINE_LOG_LEVEL``; ``--verbose`` makes it WARN).
     log_level: str = DEFAULT_LOG_LEVEL
@@ -191,6 +196,7 @@ def load_settings(directory: Path | None = None) -> Settings:
         namespace=validate_name("Namespace", namespace) if namespace else None,
         log_level=parse_log_level(values["LOTLINE_LOG_LEVEL"]),
         superseded_grace=parse_superseded_grace(values["LOTLINE_SUPERSEDED_GRACE"]),
+        max_attempts=parse_max_attempts(values["LOTLINE_MAX_ATTEMPTS"]),
     )
 
 
@@ -204,6 +210,7 @@ DEFAULTS = {
     "LOTLINE_ALLOWED_HOSTS": ",".join(LOOPBACK_HOSTS),
     "LOTLINE_LOG_LEVEL": DEFAULT_LOG_LEVEL,
     "LOTLINE_SUPERSEDED_GRACE": format_duration(DEFAULT_SUPERSEDED_GRACE),
+    "LOTLINE_MAX_ATTEMPTS": str(DEFAULT_MAX_ATTEMPTS),
 }
 
 
@@ -213,6 +220,13 @@ def parse_superseded_grace(text: str | None, label: str = "LOTLINE_SUPERSEDED_GR
     if text is None or not text.strip():
         return DEFAULT_SUPERSEDED_GRACE
     return parse_duration(label, text.strip())
+
+
+def parse_max_attempts(text: str | None) -> int:
+    """``LOTLINE_MAX_ATTEMPTS``: a whole number, at least 1 (default 3)."""
+    if text is None or not text.strip():
+        return DEFAULT_MAX_ATTEMPTS
+    return check_max_attempts(text)
 
 
 def parse_max_event_waiters(text: str | None) -> int:

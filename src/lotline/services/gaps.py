@@ -796,7 +796,10 @@ def _segments(
     unready = gaps.unready_rows(connection, dataset_id, lot_from, lot_to, pattern)
     other = {g.index_of(r.lot, interval): g.state_of(r.status) for r in unready}
     failures = (
-        {g.index_of(lot, interval): failure for lot, failure in _failures(connection, unready).items()}
+        {
+            g.index_of(lot, interval): failure
+            for lot, failure in _failures(connection, dataset_id, unready).items()
+        }
         if explain
         else None
     )
@@ -829,12 +832,19 @@ def _ready_runs(
     return rc.ready_runs(first, stop, pieces), dusty
 
 
-def _failures(connection: Connection, rows: Sequence[gaps.UnreadyLot]) -> dict[str, g.LastAttempt]:
-    """Each failed lot's last attempt and its one-line reason, the reasons in one read."""
+def _failures(
+    connection: Connection, dataset_id: uuid.UUID, rows: Sequence[gaps.UnreadyLot]
+) -> dict[str, g.LastAttempt]:
+    """Each failed lot's last attempt, its one-line reason and whether it was given up on, the
+    reasons in one read and the lots given up on in another."""
     failed = [r for r in rows if g.state_of(r.status) is GapState.FAILED]
     reasons = runs.failure_reasons(connection, [r.run_id for r in failed if r.run_id is not None])
+    given_up = frontier.given_up_in(connection, dataset_id, [r.lot for r in failed])
     return {
-        r.lot: g.LastAttempt(r.attempt, None if r.run_id is None else reasons.get(r.run_id)) for r in failed
+        r.lot: g.LastAttempt(
+            r.attempt, None if r.run_id is None else reasons.get(r.run_id), given_up.get(r.lot)
+        )
+        for r in failed
     }
 
 
@@ -843,7 +853,7 @@ def _named_report(connection: Connection, namespace: str, target: _Target, span:
     held = target.lot_job is not None and target.lot_job.held
     listed = []
     rows = gaps.unready_rows(connection, target.dataset_id)
-    failures = _failures(connection, rows)
+    failures = _failures(connection, target.dataset_id, rows)
     for row in rows:
         state = g.state_of(row.status)
         if held and state in (GapState.MISSING, GapState.FAILED):

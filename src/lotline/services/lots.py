@@ -21,12 +21,14 @@ from lotline.coordination.registry import LotJob, check_storage, find_lot_job, n
 from lotline.domain import failures
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import (
+    DEFAULT_MAX_ATTEMPTS,
     ArcState,
     LotClaim,
     LotMapping,
     LotStatus,
     Role,
     Status,
+    check_max_attempts,
     check_owner,
     lock_of,
 )
@@ -66,16 +68,25 @@ class LotService:
         *,
         clock: Clock = SYSTEM_CLOCK,
         database_functions: bool | None = None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
         """``clock``: where every use case takes the time from (tests pass one they advance).
         ``database_functions``: whether a worker's common path runs as one call each of the
         PostgreSQL claim functions (docs/coordination.md); by default wherever the database has them
-        and the clock is the system's. Either way the claim path is chosen here, once."""
+        and the clock is the system's. Either way the claim path is chosen here, once.
+        ``max_attempts``: failures in a row (same inputs, same job version) after which a lot is given
+        up on until an input or the job version changes or an operator retries it (``retry``)."""
         self._store = store
         self._manifests = manifests
         self._clock = clock
         self._jobs = JobCache()
-        self._claims = claiming.choose(store, clock, self._jobs, database_functions=database_functions)
+        self._claims = claiming.choose(
+            store,
+            clock,
+            self._jobs,
+            max_attempts=check_max_attempts(max_attempts, "max_attempts"),
+            database_functions=database_functions,
+        )
 
     # -- registering jobs ---------------------------------------------------------------------
     def register_job(
@@ -107,9 +118,8 @@ class LotService:
             output_ids = [_common.require_dataset(connection, namespace, d) for d in outputs]
             input_ids = [_common.require_dataset(connection, namespace, d) for d in inputs]
             now = self._clock.now()
-            job_id = jobs.upsert_job(
-                connection, namespace_id, job, type_="BATCH", description=None, now=now
-            ).id
+            stored = jobs.upsert_job(connection, namespace_id, job, type_="BATCH", description=None, now=now)
+            job_id = stored.id
             version = job_version_id(
                 namespace,
                 job,
@@ -132,6 +142,7 @@ class LotService:
                 now,
                 describe=describe,
                 names=[(namespace, d) for d in outputs],
+                keep_given_up=stored.current_version_id == version,
             )
             found = jobs.get_job(connection, namespace, job)
         if found is None:  # written above, in this transaction
@@ -465,11 +476,34 @@ class LotService:
 
     def retry_now(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
         """Take the job's failed lots (``lots``, or all) off their back-off: the next claim may take
-        them at once (``lotline run`` asks this of every lot it runs). Returns how many were waiting."""
+        them at once (``lotline run`` asks this of every lot it runs); lots given up on stay so.
+        Returns how many were waiting."""
         wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
         with self._store.write() as connection:
             lot_job = lot_job_named(connection, namespace, job)
-            return frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now())
+            return len(frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now()))
+
+    def retry(self, namespace: str, job: str, lots: Sequence[str] | None = None) -> int:
+        """An operator's retry: the job's failed lots (``lots``, or all), given up on or waiting for
+        their back-off, are due at once with their count of failures back to 0. Returns how many.
+        A named lot that is not failed (nothing to retry) is a Conflict, and nothing changes."""
+        wanted = None if lots is None else [_common.lot_key(lot) for lot in lots]
+        with self._store.write() as connection:
+            lot_job = lot_job_named(connection, namespace, job)
+            made = frontier.make_due(connection, lot_job.job_id, wanted, self._clock.now(), afresh=True)
+            missing = sorted(set(wanted or ()) - set(made))
+            if missing:  # raised inside the transaction: it is rolled back
+                raise Conflict(
+                    f"Job {namespace}:{job} has no failed lot {', '.join(missing)} waiting to be retried; "
+                    "nothing was retried."
+                )
+            return len(made)
+
+    def given_up(self, namespace: str, job: str) -> dict[str, int]:
+        """The job's lots given up on, each with the failed attempts in a row it gave up after."""
+        with self._store.read() as connection:
+            lot_job = lot_job_named(connection, namespace, job)
+            return frontier.given_up(connection, lot_job.job_id)
 
     def clean(self, namespace: str, job: str, lot: str) -> None:
         """Record that the failed attempt's partial data was removed: arc partial -> missing."""
@@ -612,6 +646,7 @@ def _lot_status(named: reporting.NamedStatusRow) -> LotStatus:
         arc=operator.arc_of(r) if row_role is Role.OUTPUT else None,
         lock=lock_of(row_role, status),
         error=named.error if status is Status.ERROR else None,
+        gave_up_after=named.gave_up_after if status is Status.ERROR and row_role is Role.OUTPUT else None,
     )
 
 

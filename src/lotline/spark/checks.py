@@ -2,8 +2,11 @@
 
 Row expectations and the row count ride on the write itself: ``DataFrame.observe`` adds one
 aggregation (rows, each expectation's failing rows, each column's nulls) to the write's own pass,
-and its metrics arrive when the write ends — no second scan. A ``drop`` expectation filters the
-written rows after that aggregation, so its metrics count every row the transform made. Lot-level
+and its metrics arrive when the write ends — no second scan. The order of evaluation: ``drop``
+expectations judge every row the transform made (the write filters them out after the
+aggregation); ``fail`` and ``warn`` expectations, ``row_count``, ``unique`` and
+``check(function)`` judge only the rows the lot publishes, so a dropped row is counted once. The
+aggregation counts the kept rows and each other expectation's failures among them; lot-level
 checks (``unique``, ``check(function)``) read the attempt's written files back, before anything is
 published. The quarantine job of a job with ``drop`` expectations writes the rows that fail them.
 
@@ -122,13 +125,12 @@ class Gate:
     def verdict(
         self,
         observed: Mapping[str, Mapping[str, Any]],
-        written_rows: int | None,
         written: Callable[[], DataFrame],
         lot: Lot,
     ) -> Verdict | None:
-        """The checks' results once the frame is written: ``observed`` and ``written_rows`` as the
-        write's report has them, ``written`` reads the attempt's files back (for lot-level checks
-        only). None: the job has no checks."""
+        """The checks' results once the frame is written: ``observed`` as the write's report has
+        it, ``written`` reads the attempt's files back (for lot-level checks only). None: the job
+        has no checks."""
         if self.observation is None:
             return None
         got = observed.get(self.observation)
@@ -139,22 +141,21 @@ class Gate:
         rows = int(got.get("rows") or 0)
         expectations = [c for c in self.checks if isinstance(c, Expectation)]
         failed = {e.condition: int(got.get(f"failed{i}") or 0) for i, e in enumerate(expectations)}
-        dropped_expectations = [e for e in expectations if e.on_fail == DROP]
+        # The rows the lot publishes: those meeting every drop expectation (all, without one).
+        published = int(got.get("kept") or 0) if any(e.on_fail == DROP for e in expectations) else rows
         nulls = {c: int(got.get(f"null{i}") or 0) for i, c in enumerate(self.columns)}
-        published = rows if not dropped_expectations else written_rows
         frame: DataFrame | None = None
         results: list[CheckResult] = []
         for item in self.checks:
             if isinstance(item, Expectation):
                 count = failed[item.condition]
                 column = _column_of(item.condition, self.columns)
+                judged = rows if item.on_fail == DROP else published
                 results.append(
-                    CheckResult(item.name, "expect", item.on_fail, count == 0, column, count, rows)
+                    CheckResult(item.name, "expect", item.on_fail, count == 0, column, count, judged)
                 )
                 continue
             if isinstance(item, RowCount):
-                if published is None:
-                    published = written().count()
                 results.append(_row_count(item, published))
                 continue
             if frame is None:
@@ -163,11 +164,8 @@ class Gate:
                 results.append(_unique(item, frame))
             elif isinstance(item, Custom):
                 results.append(_custom(item, frame, lot))
-        dropped = 0
-        if dropped_expectations:
-            # A row dropped by several expectations is dropped once: the published rows tell.
-            dropped = rows - (published if published is not None else written().count())
-        return Verdict(tuple(results), rows, dropped, nulls)
+        # A row dropped by several expectations is dropped once: the published rows tell.
+        return Verdict(tuple(results), rows, rows - published, nulls)
 
 
 _Metrics = tuple[list["Column"], "Column | None"]
@@ -180,8 +178,10 @@ _BUILDING = threading.Lock()
 
 
 def _columns_of(context: SparkContext, checks: tuple[Check, ...], columns: tuple[str, ...]) -> _Metrics:
-    """The observation's metrics (rows, each expectation's failing rows, each column's nulls) and
-    the filter keeping the rows that meet every ``drop`` expectation (None: nothing dropped)."""
+    """The observation's metrics (rows, each expectation's failing rows, each column's nulls; with
+    ``drop`` expectations, the rows kept) and the filter keeping the rows that meet every ``drop``
+    expectation (None: nothing dropped). A ``drop`` expectation counts its failures among all the
+    rows; the others among the kept rows, the ones the lot publishes."""
     key = (checks, columns)
     with _BUILDING:
         found = _BUILT.setdefault(context, {}).get(key)
@@ -190,16 +190,19 @@ def _columns_of(context: SparkContext, checks: tuple[Check, ...], columns: tuple
     from pyspark.sql import functions as F
 
     expectations = [c for c in checks if isinstance(c, Expectation)]
+    drops = [e for e in expectations if e.on_fail == DROP]
+    keep = _all_pass(drops) if drops else None
     metrics = [F.count(F.lit(1)).alias("rows")]
-    metrics += [
-        F.sum(F.when(_passes(e), 0).otherwise(1)).alias(f"failed{i}") for i, e in enumerate(expectations)
-    ]
+    for i, e in enumerate(expectations):
+        fails = ~_passes(e) if keep is None or e.on_fail == DROP else keep & ~_passes(e)
+        metrics.append(F.sum(F.when(fails, 1).otherwise(0)).alias(f"failed{i}"))
     metrics += [
         F.sum(F.when(F.col(_quoted(c)).isNull(), 1).otherwise(0)).alias(f"null{i}")
         for i, c in enumerate(columns)
     ]
-    drops = [e for e in expectations if e.on_fail == DROP]
-    built = (metrics, _all_pass(drops) if drops else None)
+    if keep is not None:
+        metrics.append(F.sum(F.when(keep, 1).otherwise(0)).alias("kept"))
+    built = (metrics, keep)
     with _BUILDING:
         _BUILT[context][key] = built
     return built

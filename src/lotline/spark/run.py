@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from lotline.domain.coordination import LotClaim, LotMapping, LotStatus, Status
+from lotline.domain.coordination import LotClaim, LotMapping, LotStatus, Status, gave_up_line
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.spark.pipeline import JobSpec
 from lotline.spark.runner import Interrupted, LotResult, LotRunner
@@ -144,14 +144,24 @@ class _Run:
                 return False
             self.failures[key] += 1
             self.errors[key] = result.error or "failed"
-            if self.failures[key] > self.retries:
+            if self.failures[key] > self.retries or result.lot in self._given_up(job.name):
                 self.pass_over[job.name].given_up.add(result.lot)
                 return False
             tally.retried += 1
             return True
 
+    def _given_up(self, job: str) -> dict[str, int]:
+        """The job's lots given up on (LOTLINE_MAX_ATTEMPTS failures in a row): not retried."""
+        return self.runner.lineage.lots.given_up(self.runner.namespace, job)
+
     def summary(self, ours: Container[str]) -> RunSummary:
         """What the run did; ``ours``: the owner names of its claim loops."""
+        given_up = {job: self._given_up(job) for job in sorted({job for job, _ in self.errors})}
+        for (job, lot), error in self.errors.items():
+            if (after := given_up[job].get(lot)) is not None:
+                self.errors[(job, lot)] = (
+                    f"{error} — {gave_up_line(after)} (`lotline retry {job}` retries it)"
+                )
         for job, _ in self.errors:
             self.tallies[job].failed += 1
         for job, count in _downstream(self.jobs, self.errors).items():

@@ -527,7 +527,7 @@ class LotRunner:
         if gate.observation is not None:
             observed = report.observed if report else {}
             reader = lambda: read_objects(self.spark, spec, [o.uri for o in written])  # noqa: E731
-            verdict = gate.verdict(observed, rows, reader, context)
+            verdict = gate.verdict(observed, reader, context)
         return Written(ManifestDraft(location, written, rows), fields, verdict)
 
     def _write_parts(

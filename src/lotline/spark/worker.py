@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lotline.domain.coordination import gave_up_line
 from lotline.domain.errors import DatabaseUnavailable
 from lotline.services.outage import Outage
 from lotline.spark.pipeline import JobSpec
@@ -116,6 +117,16 @@ class Worker:
                     )
                 else:
                     self.tally.failed += 1
-                    log.warning("%s; retried after its back-off", result.error)
+                    given_up = self.runner.lineage.lots.given_up(self.runner.namespace, job.name)
+                    after = given_up.get(result.lot)
+                    if after is None:
+                        log.warning("%s; retried after its back-off", result.error)
+                    else:
+                        log.warning(
+                            "%s; %s (`lotline retry %s` retries it)",
+                            result.error,
+                            gave_up_line(after),
+                            job.name,
+                        )
                 self.on_result(result)
         return worked

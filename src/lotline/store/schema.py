@@ -468,7 +468,7 @@ manifests = Table(
     # source's arrival policy: domain/arrival.py); NULL for every other manifest.
     Column("declared_by", Text),
     # When ``lotline cleanup`` deleted the objects of a superseded version's manifest (its grace
-    # over, docs/lots.md "Crash safety and cleanup"); NULL while they are kept (migration 0024).
+    # over, docs/lots.md "Crash safety and cleanup"); NULL while they are kept (migration 0023).
     Column("objects_removed_at", UtcDateTime),
     CheckConstraint(f"state IN ({MANIFEST_STATES})", name="state"),
     Index(None, "dataset_id", "lot", "state"),

@@ -109,6 +109,18 @@ def release_job(namespace: str, job: str, lineage: Services) -> Json:
     return {"held": False}
 
 
+@router.post(JOB + "/retry")
+def retry_job(
+    namespace: str,
+    job: str,
+    lineage: Services,
+    lot: Annotated[list[str] | None, Query(description="Only these lots; repeat for several.")] = None,
+) -> Json:
+    """The operator's retry (`lotline retry`): the job's failed lots, given up on or backing off,
+    due at once with their count of failures back to 0."""
+    return {"retried": lineage.lots.retry(namespace, job, lot)}
+
+
 #: The longest a request for lot events may wait for the first one to arrive.
 MAX_EVENT_WAIT_S = 30.0
 #: Positions are 64-bit.

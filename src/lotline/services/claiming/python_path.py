@@ -33,8 +33,12 @@ class PythonClaimPath:
     nothing. A job whose last claim found a lot is not idle: its next claim skips the look (one
     transaction fewer per lot of a run that goes through a backlog)."""
 
-    def __init__(self, store: Store, clock: Clock, jobs: JobCache, *, look_before_writing: bool) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, jobs: JobCache, *, look_before_writing: bool, max_attempts: int
+    ) -> None:
+        """``max_attempts``: failures in a row after which a lot is given up on (``announce``)."""
         self._store = store
+        self._max_attempts = max_attempts
         self._clock = clock
         self._jobs = jobs
         self._look_before_writing = look_before_writing
@@ -160,7 +164,12 @@ class PythonClaimPath:
                 announced = replace(fence, dataset_id=output.dataset_id)
                 if end.success or output is outputs[0]:  # a failure's retry hint is the job's, once
                     claims.announce(
-                        connection, announced, success=end.success, now=now, failures=claim.failures + 1
+                        connection,
+                        announced,
+                        success=end.success,
+                        now=now,
+                        failures=claim.failures + 1,
+                        max_attempts=self._max_attempts,
                     )
             if end.journal:
                 events.append(connection, end.journal, now, applied=True)

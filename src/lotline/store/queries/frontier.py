@@ -7,6 +7,7 @@ concurrent workers of one job spread over different lots.
 
 A failed lot's hint is a *retry* hint: not taken before its ``not_before`` (the back-off), counting
 the lot's failures in a row. Any other hint raised for the lot replaces it: due at once, count 0.
+A lot given up on (too many failures in a row) keeps a retry hint that is never due (``GAVE_UP``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from sqlalchemy import (
     update,
 )
 
-from lotline.domain.coordination import INPUT_LOCKED, Role, Status
+from lotline.domain.coordination import GAVE_UP, INPUT_LOCKED, Role, Status
 from lotline.store.dialect import in_values, locks_rows, per_dialect, upsert_insert
 from lotline.store.schema import data_status, jobs, lot_frontier, lot_job_inputs, lot_jobs
 from lotline.store.types import UtcDateTime
@@ -224,16 +225,58 @@ def _backfill(connection: Connection) -> Any:
     return _upsert(connection, unread)
 
 
-def refill(connection: Connection, job_id: uuid.UUID, inputs: Sequence[uuid.UUID], now: datetime) -> None:
+def refill(
+    connection: Connection,
+    job_id: uuid.UUID,
+    inputs: Sequence[uuid.UUID],
+    now: datetime,
+    *,
+    keep_given_up: bool = False,
+) -> dict[str, int]:
     """(Re)build a job's hints: every READY lot of its inputs that it holds no read lock on (the
-    delete is built per call: registering is rare).
+    delete is built per call: registering is rare). ``keep_given_up``: lots given up on stay so
+    (the job version did not change).
 
     Run when a job is registered (or its inputs or mapping change); the caller holds the input
     datasets' row locks, so a lot becoming READY meanwhile is either seen here or hints the job itself.
+    Returns the lots kept given up on, with their failures in a row.
     """
+    kept = given_up(connection, job_id) if keep_given_up else {}
     connection.execute(delete(ft).where(ft.c.job_id == job_id))
     if inputs:
         connection.execute(_backfill(connection), {"b_job": job_id, "b_inputs": list(inputs), "b_now": now})
+    if kept:
+        raise_for_job(connection, job_id, kept, now, not_before=GAVE_UP)
+    return kept
+
+
+_GIVEN_UP = select(ft.c.lot, ft.c.failures).where(ft.c.job_id == _job(), ft.c.not_before == GAVE_UP)
+
+
+_GIVEN_UP_IN = (
+    select(ft.c.lot, ft.c.failures)
+    .join(data_status, (data_status.c.job_id == ft.c.job_id) & (data_status.c.lot == ft.c.lot))
+    .where(
+        data_status.c.dataset_id == bindparam("b_dataset"),
+        data_status.c.role == Role.OUTPUT.value,
+        data_status.c.lot.in_(bindparam("b_lots", expanding=True)),
+        ft.c.not_before == GAVE_UP,
+    )
+)
+
+
+def given_up_in(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[str]) -> dict[str, int]:
+    """Which of the dataset's ``lots`` its producer gave up on, each with its failures in a row."""
+    if not lots:
+        return {}
+    found = connection.execute(_GIVEN_UP_IN, {"b_dataset": dataset_id, "b_lots": list(lots)})
+    return dict(found.tuples().all())
+
+
+def given_up(connection: Connection, job_id: uuid.UUID, lots: Sequence[str] | None = None) -> dict[str, int]:
+    """The job's lots given up on (of ``lots``, or all), each with its failures in a row."""
+    query = _GIVEN_UP if lots is None else _GIVEN_UP.where(ft.c.lot.in_(list(lots)))
+    return dict(connection.execute(query, {"b_job": job_id}).tuples().all())
 
 
 @per_dialect
@@ -250,11 +293,17 @@ def drop(connection: Connection, job_id: uuid.UUID, lots: Sequence[str]) -> None
 
 
 _ANY_HINT = select(ft.c.lot).where(ft.c.job_id == _job(), _due()).limit(1)
-_HINTS = select(ft.c.lot).where(ft.c.job_id == _job()).order_by(ft.c.lot).limit(bindparam("b_limit"))
+_HINTS = (
+    select(ft.c.lot)
+    .where(ft.c.job_id == _job(), or_(ft.c.not_before.is_(None), ft.c.not_before != GAVE_UP))
+    .order_by(ft.c.lot)
+    .limit(bindparam("b_limit"))
+)
 
 
 def hints(connection: Connection, job_id: uuid.UUID, limit: int) -> list[str]:
-    """The job's first ``limit`` hints in lot order, read only (``pop`` takes them)."""
+    """The job's first ``limit`` hints in lot order, read only (``pop`` takes them), leaving out
+    lots given up on (backing off or not, the others may be taken by a ``lotline run``)."""
     return list(connection.execute(_HINTS, {"b_job": job_id, "b_limit": limit}).scalars())
 
 
@@ -263,10 +312,24 @@ def has_hints(connection: Connection, job_id: uuid.UUID, now: datetime) -> bool:
     return connection.execute(_ANY_HINT, {"b_job": job_id, "b_now": now}).first() is not None
 
 
-def make_due(connection: Connection, job_id: uuid.UUID, lots: Sequence[str] | None, now: datetime) -> int:
-    """Retry hints of the job (of ``lots``, or all) due at once, keeping their count of failures in
-    a row; how many (built per call: an operator's or ``lotline run``'s move, not a worker's)."""
+def make_due(
+    connection: Connection,
+    job_id: uuid.UUID,
+    lots: Sequence[str] | None,
+    now: datetime,
+    *,
+    afresh: bool = False,
+) -> list[str]:
+    """Retry hints of the job (of ``lots``, or all) due at once; their lots (built per call: an
+    operator's or ``lotline run``'s move, not a worker's). By default they keep their count of
+    failures in a row and lots given up on stay so; ``afresh`` (an operator's retry): those too,
+    every count back to 0."""
     query = update(ft).where(ft.c.job_id == job_id, ft.c.not_before.is_not(None))
+    if not afresh:
+        query = query.where(ft.c.not_before != GAVE_UP)
     if lots is not None:
         query = query.where(ft.c.lot.in_(list(lots)))
-    return connection.execute(query.values(not_before=None, touched_at=now)).rowcount
+    values: dict[str, Any] = {"not_before": None, "touched_at": now}
+    if afresh:
+        values["failures"] = 0
+    return list(connection.execute(query.values(**values).returning(ft.c.lot)).scalars())

@@ -9,9 +9,9 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, select
 
-from lotline.domain.coordination import Role, Status
+from lotline.domain.coordination import GAVE_UP, Role, Status
 from lotline.store.queries.claims import StatusRow
-from lotline.store.schema import data_status, datasets, jobs, lot_jobs, namespaces, runs
+from lotline.store.schema import data_status, datasets, jobs, lot_frontier, lot_jobs, namespaces, runs
 
 ds = data_status
 
@@ -54,24 +54,33 @@ _WITH_NAMES = (
         datasets.c.name.label("dataset"),
         jobs.c.name.label("job"),
         runs.c.error,
+        lot_frontier.c.failures.label("gave_up_after"),
     )
     .join(datasets, datasets.c.id == ds.c.dataset_id)
     .join(namespaces, namespaces.c.id == datasets.c.namespace_id)
     .join(jobs, jobs.c.id == ds.c.job_id)
     .outerjoin(runs, runs.c.id == ds.c.run_id)
+    .outerjoin(
+        lot_frontier,
+        (lot_frontier.c.job_id == ds.c.job_id)
+        & (lot_frontier.c.lot == ds.c.lot)
+        & (lot_frontier.c.not_before == GAVE_UP),
+    )
 )
 
 
 @dataclass(frozen=True, slots=True)
 class NamedStatusRow:
-    """A data-status row with the names of its namespace, dataset and job, and the one-line reason
-    its run failed (``runs.error``; None unless the run failed)."""
+    """A data-status row with the names of its namespace, dataset and job, the one-line reason
+    its run failed (``runs.error``; None unless the run failed), and the failed attempts in a row
+    after which the lot was given up on (None: it was not)."""
 
     row: StatusRow
     namespace: str
     dataset: str
     job: str
     error: str | None
+    gave_up_after: int | None
 
 
 _COLUMNS = len(ds.c)

@@ -1,17 +1,14 @@
 """manifests.objects_removed_at: when cleanup deleted a superseded version's objects
 
-Revision ID: 0024_superseded_objects_removed
+Revision ID: 0023_superseded_objects_removed
 Revises: 0022_claims_never_wait
-Create Date: 2026-11-29
+Create Date: 2026-11-28
 
 ``lotline cleanup`` deletes the objects of a complete manifest whose version was superseded by a
 newer current version of its lot longer ago than ``LOTLINE_SUPERSEDED_GRACE`` (issue 39, point 9).
 The manifest stays (the lot's history), keeps its state and its list of objects, and records
 when they were deleted, so that the lot page does not offer them as if they were there. Rows
 written before this migration have NULL: their objects are kept.
-
-(Numbered 0024 because 0023 is another change in flight; ``down_revision`` is re-pointed to 0023
-when that one lands.)
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0024_superseded_objects_removed"
+revision = "0023_superseded_objects_removed"
 down_revision = "0022_claims_never_wait"
 branch_labels = None
 depends_on = None
