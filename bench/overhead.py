@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING
 
 from lotline.domain.lots import Interval, lot_at
 from lotline.domain.manifests import ManifestDraft
-from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.spark.examples import sample_logs, weblogs
 from lotline.spark.pipeline import Lot, Pipeline, expect
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.storage.objects import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from bench._server import fresh_database
 from lotline.domain.manifests import ManifestDraft, ManifestObject
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 
 NS, DATASET, JOB = "bench", "big", "load"

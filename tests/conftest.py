@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import pytest
 import sqlalchemy as sa
 
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 
 if TYPE_CHECKING:

@@ -74,7 +74,7 @@ def read_arrow(
     lineage: Lineage | None = None,
 ) -> pa.Table:
     """The READY lots of the range as one Arrow table (Parquet datasets; needs ``pyarrow``)."""
-    from lotline.lots.arrow import read_table
+    from lotline.storage.arrow import read_table
 
     own = lineage is None
     lineage = lineage or open_configured(load_settings(), create=False)

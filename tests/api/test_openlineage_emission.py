@@ -17,11 +17,11 @@ import requests
 
 from api.conftest import TOKEN, ApiServer, _serve
 from lotline.domain.coordination import Status
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.emission import HttpConsumer
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import HALF, LANDED, ingest, land_and_ingest, weblogs
 

@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 
 from lotline.domain.manifests import ManifestDraft
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from support.processes import lotline

@@ -10,8 +10,8 @@ from lotline.cli import demo
 from lotline.domain.coordination import Status
 from lotline.domain.manifests import ManifestState
 from lotline.domain.versions import VersionState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
+from lotline.storage.objects import Storage
 from support.processes import lotline
 
 NS = "weblogs"

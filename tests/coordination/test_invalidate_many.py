@@ -9,7 +9,7 @@ from sqlalchemy import select
 from lotline.domain.errors import Conflict
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
-from lotline.lots.storage import LIST_COPIES_FROM
+from lotline.storage.objects import LIST_COPIES_FROM
 from lotline.store.schema import jobs, lot_frontier, namespaces
 from support.lots import LotWorld
 

@@ -21,9 +21,9 @@ from lotline.domain.grid import CellState
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
 from lotline.domain.manifests import LotEventKind
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest, ingest_job
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support import arrival_workers
 from support.lots import LotWorld

@@ -16,9 +16,9 @@ import pytest
 from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import ArcState, Status
 from lotline.domain.manifests import ManifestDraft, ManifestState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.cleanup import CleanupReport
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lotline.store.types import utcnow
 from support import crash

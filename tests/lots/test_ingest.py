@@ -17,9 +17,9 @@ from lotline.domain.errors import InvalidInput, InvalidName
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
 from lotline.domain.manifests import LotEventKind, ManifestState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest, ingest_job
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from support.storage import s3_options

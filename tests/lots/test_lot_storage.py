@@ -11,7 +11,7 @@ import pytest
 
 from lotline.domain.errors import InvalidInput, InvalidName
 from lotline.domain.manifests import Manifest, ManifestObject, ManifestState, UriType, object_change
-from lotline.lots.storage import Storage
+from lotline.storage.objects import Storage
 
 
 def test_each_attempt_has_a_fresh_location_under_the_root(storage: Storage) -> None:

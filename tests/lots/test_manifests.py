@@ -15,8 +15,8 @@ from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import ArcState, LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.manifests import LotEventKind, ManifestDraft, ManifestState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from support.storage import new_s3_root, s3_options

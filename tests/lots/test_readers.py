@@ -23,8 +23,8 @@ import lotline
 from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.manifests import ManifestDraft, ManifestState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from support.lots import LotWorld
 
 if TYPE_CHECKING:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from lotline.domain.coordination import Status
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lots.test_webhooks import Receiver
 from spark.test_processes import SPARK_CONF

@@ -20,13 +20,13 @@ import pytest
 import lotline
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 from lotline.domain.failures import INTERRUPTED
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 from support.waiting import start_waiting

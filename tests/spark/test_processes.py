@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from lotline.domain.runs import RunState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 

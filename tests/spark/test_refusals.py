@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.processes import lotline
 from support.spark import PIPELINES, ingest

@@ -20,11 +20,11 @@ from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import Role, Status
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import Lot, Pipeline, load_pipeline
 from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotRunner, register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 

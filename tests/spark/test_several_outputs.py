@@ -27,12 +27,12 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import LotEventKind
 from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.config import Settings
 from lotline.spark.pipeline import Lot, Pipeline, PipelineError, expect, load_pipeline
 from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 

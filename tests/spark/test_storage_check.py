@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 
 from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotRunner, register
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 from support.storage import new_s3_root, s3_options

@@ -22,11 +22,11 @@ from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import FIRST_RETRY, Status
 from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import LotResult, LotRunner, register
 from lotline.spark.worker import Worker
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
 from support.spark import PIPELINES, ingest

@@ -15,9 +15,9 @@ import sys
 from datetime import timedelta
 
 from lotline.domain.manifests import ManifestDraft
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.manifests import ManifestService
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 
 #: Long enough that no loaded machine outlives it between the claim and the kill: the tests move

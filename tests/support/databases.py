@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lotline.store.schema import metadata
 

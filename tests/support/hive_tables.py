@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import lotline
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.config import Settings, parse_spark_conf
 from lotline.spark.pipeline import load_pipeline
@@ -20,6 +19,7 @@ from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
 from lotline.spark.session import spark_session
 from lotline.spark.tables import sync_table
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from lotline.lots.storage import Storage
+from lotline.storage.objects import Storage
 
 
 def s3_options(endpoint: str) -> dict[str, object]:

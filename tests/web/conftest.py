@@ -17,8 +17,8 @@ from playwright.sync_api import Browser, ConsoleMessage, Page, sync_playwright
 
 from api.conftest import _serve
 from lotline.domain.clock import ManualClock
-from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from web.world import NOW, seed, seed_grid

@@ -21,9 +21,9 @@ from api.conftest import _serve
 from lotline.domain.clock import ManualClock
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
-from lotline.lots.storage import Storage
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from web.test_health import counts_of

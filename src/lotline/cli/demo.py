@@ -27,7 +27,6 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.grid import HEALTH_ORDER
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval, lot_at
-from lotline.lots.storage import Storage
 from lotline.services import Lineage, open_lineage
 from lotline.services.config import Settings, load_settings
 from lotline.services.emission import consumer_for
@@ -37,6 +36,7 @@ from lotline.spark.pipeline import Pipeline, load_pipeline
 from lotline.spark.run import RunSummary
 from lotline.spark.runner import LotRunner, register
 from lotline.spark.session import spark_session
+from lotline.storage.objects import Storage
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

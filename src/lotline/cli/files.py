@@ -12,7 +12,7 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.reading import Published
-from lotline.lots.storage import Storage
+from lotline.storage.objects import Storage
 
 
 def files(

@@ -8,7 +8,6 @@ from typing import Any
 
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.coordination import DEFAULT_MAX_ATTEMPTS
-from lotline.lots.storage import Storage
 from lotline.services.arrival import ArrivalPass, ArrivalPolicies
 from lotline.services.catalog import CatalogService
 from lotline.services.children import ChildWork
@@ -30,6 +29,7 @@ from lotline.services.sources import SourceService
 from lotline.services.tags import TagService
 from lotline.services.versions import VersionService
 from lotline.services.webhooks import WebhookService
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store, open_store
 
 

@@ -32,8 +32,8 @@ from typing import Any
 from lotline.domain.errors import InvalidInput, InvalidName
 from lotline.domain.manifests import Manifest, ManifestState, manifest_document
 from lotline.domain.storage_names import MANIFESTS_FOLDER
-from lotline.lots.storage import StoredObject
 from lotline.services.manifests import ManifestService
+from lotline.storage.objects import StoredObject
 from lotline.store.engine import Store
 from lotline.store.queries import manifests as q
 from lotline.store.types import utcnow

@@ -37,7 +37,6 @@ from lotline.domain.ingress import (
 )
 from lotline.domain.lots import Interval, IntervalLot, parse_lot
 from lotline.domain.manifests import ManifestDraft, ManifestObject, check_format
-from lotline.lots.storage import Storage
 from lotline.services import facets
 from lotline.services.arrival import ArrivalPolicies
 from lotline.services.catalog import CatalogService
@@ -45,6 +44,7 @@ from lotline.services.emission import EmissionService
 from lotline.services.lots import LotService
 from lotline.services.manifests import ManifestService
 from lotline.services.sources import SourceService
+from lotline.storage.objects import Storage
 from lotline.store.types import utcnow
 
 #: Readable manifests are looked up this many lots at a time.

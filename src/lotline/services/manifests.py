@@ -13,8 +13,8 @@ from lotline.domain.coordination import ArcState
 from lotline.domain.errors import InvalidName, NotFound
 from lotline.domain.manifests import Manifest, ManifestState, check_manifest_transition
 from lotline.domain.model import DatasetRef
-from lotline.lots.storage import Storage
 from lotline.services import _common
+from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lotline.store.queries import claims as claim_rows
 from lotline.store.queries import manifests as q

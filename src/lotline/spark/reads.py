@@ -18,11 +18,11 @@ from urllib.parse import urlparse
 
 from lotline.domain.model import DatasetRead, DatasetRef, FieldSpec
 from lotline.domain.openlineage import dataset_for_uri
-from lotline.lots.storage import Storage
 from lotline.services import facets
 from lotline.spark.capture import path_key
 from lotline.spark.pipeline import Pipeline
 from lotline.spark.plans import FileRead, WritePlan
+from lotline.storage.objects import Storage
 
 
 @dataclass(frozen=True)

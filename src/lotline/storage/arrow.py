@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.reading import Published, check_lot_column
-from lotline.lots.storage import Storage
+from lotline.storage.objects import Storage
 
 if TYPE_CHECKING:
     import pyarrow as pa
