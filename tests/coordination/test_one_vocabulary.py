@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from typer.testing import CliRunner
 
 from lotline.api.app import create_app
 from lotline.cli.main import app
+from lotline.domain.lots import Interval, lot_at
 from lotline.services.config import Settings
 from support.lots import LotWorld
 from support.ol import run_history
@@ -103,3 +105,24 @@ def test_a_namespace_made_by_another_tool_s_events_leaves_the_one_with_lots_the_
     refused = cli.invoke(app, ["status"])
     assert refused.exit_code == 2
     assert "3 namespaces exist" in refused.output and "-n/--namespace" in refused.output
+
+
+def test_status_counts_every_lot_up_to_now_as_the_gap_report_does(cli: CliRunner, world: LotWorld) -> None:
+    """`lotline status` counts a job's lots from the first up to now, as the gap report and the start
+    page do: an hour never delivered is missing there too, not absent from the table."""
+    now = datetime.now(UTC)
+    recent = [str(lot_at(now - timedelta(hours=back), Interval.parse("PT1H"))) for back in (6, 5, 4, 3)]
+    world.job("land", output="raw")
+    world.produce("land", recent[0], recent[1], recent[3])
+
+    def reported() -> dict[str, int]:
+        found = world.lineage.gaps.report(world.ns, job="land")
+        return {state.value: n for state, n in found.counts.items() if n}
+
+    before = reported()
+    status = cli.invoke(app, ["status", "-n", world.ns, "--json"])
+    after = reported()
+    assert status.exit_code == 0, status.output
+    [counted] = [j["counts"] for j in json.loads(status.output)["jobs"] if j["job"] == "land"]
+    assert counted in (before, after)  # the same lots, unless an hour ended between the reads
+    assert counted["complete"] == 3 and counted["missing"] >= 3  # the hour left out, and those since

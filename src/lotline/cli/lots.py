@@ -97,7 +97,14 @@ def status(
     counts: Counter[tuple[str, str, str]] = Counter(
         (r.job, r.dataset, told[(r.dataset, r.lot)]) for r in rows
     )
-    pairs = sorted({(r.job, r.dataset) for r in rows})
+    # A job's lots as the gap report and the start page count them, from the first up to now: lots
+    # due with no row yet (pending, missing) included. Named lots (no range) are counted by row.
+    for h in healths:
+        for s in STATE_ORDER:
+            counts[(h.job or "", h.dataset, s)] = (
+                h.totals.get(CellState(s), 0) if CellState(s) in wanted else 0
+            )
+    pairs = sorted({(j, d) for j, d, s in counts if counts[(j, d, s)]})
     if as_json:
         summary = [
             {
@@ -116,7 +123,7 @@ def status(
         }
         print(json.dumps(document, indent=2))
         return
-    if not rows:
+    if not pairs:
         print(f"no lots in namespace {namespace}" + ("" if state is None else f" in state {state}"))
         return
     header = ["JOB", "DATASET", *(s.upper() for s in STATE_ORDER), "TOTAL"]
