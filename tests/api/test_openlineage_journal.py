@@ -3,7 +3,6 @@ metrics, and a server stopped with a backlog whose next start applies it."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from contextlib import ExitStack
 from typing import Any
@@ -17,6 +16,7 @@ from lotline.services.projection import READ_CATCH_UP_EVENTS, ProjectionService
 from lotline.store.engine import Store
 from lotline.store.queries import events
 from support.ol import run_event, run_history
+from support.polling import wait_until
 
 
 def _status(server_url: str) -> dict[str, Any]:
@@ -92,9 +92,8 @@ def test_a_server_stopped_with_a_backlog_leaves_it_pending_and_the_next_start_ap
 
     server, thread, url = _serve(backend_url)
     try:
-        deadline = time.monotonic() + 120
-        while _status(url)["pending"] and time.monotonic() < deadline:  # no read catches up here
-            time.sleep(0.1)
+        # no read catches up here
+        wait_until(lambda: not _status(url)["pending"], timeout=120, what="the journal to be projected")
         assert _status(url) == {"pending": 0, "failed": 0, "lastAppliedId": len(batch)}
         for run_id in runs:
             run = requests.get(f"{url}/api/v1/jobs/runs/{run_uuid(run_id)}", timeout=10).json()

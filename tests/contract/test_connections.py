@@ -17,6 +17,7 @@ from lotline.domain.errors import DatabaseUnavailable, ValueRefused
 from lotline.store import drivers
 from lotline.store.engine import Store
 from lotline.store.queries import claim_functions
+from support.polling import wait_until
 
 pytestmark = pytest.mark.postgres
 
@@ -142,13 +143,7 @@ def test_disposing_the_store_closes_the_driver_connections(pg_store: Store) -> N
     store = Store(pg_store.url)
     pid = _driver_backend_pid(_driver_connections(store))
     store.dispose()
-    with Store(pg_store.url).engine.connect() as admin:
-        for _ in range(50):  # the backend exits right after the client closes
-            alive = admin.exec_driver_sql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}").scalar()
-            if not alive:
-                break
-            time.sleep(0.02)
-    assert not alive
+    _wait_for_backend_exit(pg_store, pid)  # the backend exits right after the client closes
 
 
 def _driver_backend_pid(connections: drivers.DirectConnections) -> int:
@@ -249,13 +244,7 @@ def test_closing_the_journal_writers_connections_ends_their_backends(pg_store: S
     connections = _OnOneLoop(pg_store)
     pid = _async_pid(connections)
     connections.close()
-    with Store(pg_store.url).engine.connect() as admin:
-        for _ in range(50):
-            alive = admin.exec_driver_sql(f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}").scalar()
-            if not alive:
-                break
-            time.sleep(0.02)
-    assert not alive
+    _wait_for_backend_exit(pg_store, pid)
 
 
 @pytest.mark.parametrize(
@@ -282,3 +271,15 @@ def test_a_real_read_only_transaction_refusing_a_write_is_database_unavailable(p
         connection.exec_driver_sql("SET TRANSACTION READ ONLY")
         connection.exec_driver_sql("CREATE TABLE never_created (x int)")
     assert failure.value.sqlstate == "25006"
+
+
+def _wait_for_backend_exit(pg_store: Store, pid: int) -> None:
+    """Wait until PostgreSQL's backend ``pid`` is gone from ``pg_stat_activity``."""
+    query = f"SELECT count(*) FROM pg_stat_activity WHERE pid = {pid}"
+    with Store(pg_store.url).engine.connect() as admin:
+        wait_until(
+            lambda: not admin.exec_driver_sql(query).scalar(),
+            timeout=10,
+            what=f"backend {pid} to exit",
+            every=0.02,
+        )

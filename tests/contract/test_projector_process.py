@@ -7,11 +7,11 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from lotline.server.projector import ProjectorProcess
+from support.polling import wait_until
 
 HANG_S = 60.0  # far beyond any wait here: reaching it means something hangs
 
@@ -67,10 +67,7 @@ def test_a_projector_whose_server_died_stops_by_itself(tmp_path: Path) -> None:
     server.start()
     server.join(HANG_S)
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + HANG_S
-    while _running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(pid)
+    wait_until(lambda: not _running(pid), timeout=HANG_S, what="the orphaned projector to stop", every=0.05)
 
 
 def _running(pid: int) -> bool:
@@ -88,10 +85,13 @@ def test_the_projector_runs_only_on_cpu_nothing_else_wants(tmp_path: Path) -> No
     projector.start()
     assert projector.pid is not None
     try:
-        deadline = time.monotonic() + 10  # it lowers its own priority as it starts
-        while os.sched_getscheduler(projector.pid) != os.SCHED_IDLE and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert os.sched_getscheduler(projector.pid) == os.SCHED_IDLE
+        pid = projector.pid
+        wait_until(  # it lowers its own priority as it starts
+            lambda: os.sched_getscheduler(pid) == os.SCHED_IDLE,
+            timeout=10,
+            what="the projector to run under SCHED_IDLE",
+            every=0.01,
+        )
         assert os.getpriority(os.PRIO_PROCESS, projector.pid) > os.getpriority(os.PRIO_PROCESS, 0)
     finally:
         assert projector.stop() == 0

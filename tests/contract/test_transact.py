@@ -4,7 +4,6 @@ tried again, so two processes that lock rows in opposite orders both commit (iss
 from __future__ import annotations
 
 import multiprocessing
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from lotline.store.engine import Store
 from lotline.store.schema import namespaces
 from support import victim_workers
 from support.databases import fresh_url
+from support.polling import wait_until
 
 pytestmark = pytest.mark.postgres
 
@@ -44,9 +44,13 @@ def test_a_deadlocks_victim_is_tried_again_and_both_transactions_commit(
             connection.execute(
                 sa.update(namespaces).where(namespaces.c.name == "second").values(description="test")
             )
-            while not (tmp_path / "first").exists():
-                assert process.is_alive()
-                time.sleep(0.02)
+            wait_until(
+                lambda: (tmp_path / "first").exists() or not process.is_alive(),
+                timeout=120,
+                what="the process to lock its row",
+                every=0.02,
+            )
+            assert (tmp_path / "first").exists(), "the process ended before it locked its row"
             (tmp_path / "second").touch()
             # Waits for the process's row; the process then waits for ours: a deadlock, whose
             # victim is the process (its deadlock_timeout is shorter). Ours goes on and commits.

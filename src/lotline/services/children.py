@@ -118,20 +118,16 @@ class ChildWork:
         self,
         claim: LotClaim,
         child_run_id: uuid.UUID,
-        manifest: ManifestDraft,
+        part: str,
+        drafts: Mapping[str, ManifestDraft],
         error: BaseException | str | Failure | None = None,
-        *,
-        others: Mapping[str, ManifestDraft] | None = None,
     ) -> dict[str, Manifest]:
         """End a child run: COMPLETED with a complete (or empty) manifest of its part, or FAILED with
         the error (its one-line reason in ``runs.error``) and a partial manifest of what it wrote,
         whose objects are then removed. A part
         that succeeds after the lot's claim was lost is recorded as failed: its lot was given up.
-        A job with several outputs: ``manifest`` is the first output's, ``others`` the other
-        outputs' by name; each output gets its manifest of the part. Returns them by output."""
-        if manifest.part is None:
-            raise InvalidInput("a child's manifest names its part.")
-        drafts = {claim.dataset: manifest, **(others or {})}
+        ``drafts`` are the outputs' by name (every output of a job with several); each output gets
+        its manifest of ``part``. Returns them by output."""
         ids = dict(claim.output_datasets)
         unknown = sorted(set(drafts) - set(ids))
         if unknown:
@@ -139,7 +135,7 @@ class ChildWork:
         with self._store.write() as connection:
             parent = runs.lock_run(connection, claim.run_id)
             if error is None and (parent is None or parent.state is not RunState.RUNNING):
-                error = _lost(claim, manifest.part).message
+                error = _lost(claim, part).message
             success = error is None
             now = self._clock.now()
             apply_transition(connection, child_run_id, RunAction.COMPLETE if success else RunAction.FAIL)
@@ -162,10 +158,10 @@ class ChildWork:
                     version_id=None,
                     attempt=claim.attempt,
                     state=draft.state_for(success=success),
-                    draft=replace(draft, part=manifest.part),
+                    draft=replace(draft, part=part),
                     now=now,
                 )
-        self._emission.part_ended(claim, child_run_id, manifest.part, error)
+        self._emission.part_ended(claim, child_run_id, part, error)
         if success:
             return {name: self._manifests.get(m) for name, m in manifest_ids.items()}
         for manifest_id in manifest_ids.values():

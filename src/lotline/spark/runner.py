@@ -309,10 +309,16 @@ class LotRunner:
         for spec in (s for s in job.outputs if s.table is not None):  # not the database: right after
             draft = written[spec.name].draft
             self._tables.published(spec.name, claim.lot, draft.objects, draft.location)
-        first = written[job.output.name].draft
+        claim_output = written[job.output.name].draft
         warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
         return _result(
-            job, claim, started, ok=True, rows=first.row_count, files=len(first.objects), warnings=warned
+            job,
+            claim,
+            started,
+            ok=True,
+            rows=claim_output.row_count,
+            files=len(claim_output.objects),
+            warnings=warned,
         )
 
     def _produce(
@@ -346,12 +352,12 @@ class LotRunner:
             facets["lotline_outputs"] = ol.custom(
                 outputs=[{"dataset": name, **_output_statistics(w.draft)} for name, w in written.items()]
             )
-        first = written[job.output.name]
+        claim_output = written[job.output.name]
         return self.lineage.emission.completion(
             claim,
-            first.draft,
+            claim_output.draft,
             run_facets=facets,
-            dataset_facets=self._dataset_facets(job.output.name, first),
+            dataset_facets=self._dataset_facets(job.output.name, claim_output),
             others={
                 spec.name: (written[spec.name].draft, self._dataset_facets(spec.name, written[spec.name]))
                 for spec in job.others
@@ -369,16 +375,16 @@ class LotRunner:
         """Complete the lot: every output's manifest and version facets, and the run's START and
         COMPLETE events, in the one transaction of ``LotService.complete`` — all outputs become
         readable together with their lineage, or none does."""
-        first = written[job.output.name]
+        claim_output = written[job.output.name]
         others = {
             spec.name: OtherOutput(written[spec.name].draft, written[spec.name].version_facets())
             for spec in job.others
         }
         self.lineage.lots.complete(
             claim,
-            manifest=first.draft,
+            manifest=claim_output.draft,
             facets=facets,
-            output_facets=first.version_facets(),
+            output_facets=claim_output.version_facets(),
             others=others or None,
             journal=ending.journal,
         )
@@ -573,7 +579,7 @@ class LotRunner:
                     )
                     for spec in job.outputs
                 }
-                self._finish_part(job, claim, child, drafts, failure_of(error))
+                self.lineage.children.finish(claim, child, name, drafts, failure_of(error))
                 raise
             drafts = {}
             for output, done_output in written.items():
@@ -583,7 +589,7 @@ class LotRunner:
                     for o in done_output.draft.objects
                 )
                 drafts[output] = replace(done_output.draft, objects=described, part=name)
-            done = self._finish_part(job, claim, child, drafts)
+            done = self.lineage.children.finish(claim, child, name, drafts)
             if any(m.state not in (ManifestState.COMPLETE, ManifestState.EMPTY) for m in done.values()):
                 raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
             return done
@@ -616,18 +622,6 @@ class LotRunner:
             verdict = merge(verdicts[output])
             found[output] = Written(ManifestDraft(base, listed, rows), fields[output], verdict)
         return found
-
-    def _finish_part(
-        self,
-        job: JobSpec,
-        claim: LotClaim,
-        child: uuid.UUID,
-        drafts: Mapping[str, ManifestDraft],
-        error: Failure | None = None,
-    ) -> dict[str, Manifest]:
-        """End a part's child run with every output's manifest of the part."""
-        others = {spec.name: drafts[spec.name] for spec in job.others}
-        return self.lineage.children.finish(claim, child, drafts[job.output.name], error, others=others)
 
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)

@@ -59,9 +59,9 @@ class ClaimEnd:
     journal: tuple[JournalEntry, ...] = ()
 
     def outputs(self, claim: LotClaim) -> tuple[OutputEnd, ...]:
-        """Every output's end, the first output's first."""
-        first = OutputEnd(claim.dataset_id, self.version_id, self.manifest, self.output_facets)
-        return (first, *self.others)
+        """Every output's end, the claim's output (which carries the claim) first."""
+        claim_output = OutputEnd(claim.dataset_id, self.version_id, self.manifest, self.output_facets)
+        return (claim_output, *self.others)
 
 
 class ClaimPath(Protocol):
