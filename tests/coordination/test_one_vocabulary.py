@@ -125,4 +125,4 @@ def test_status_counts_every_lot_up_to_now_as_the_gap_report_does(cli: CliRunner
     assert status.exit_code == 0, status.output
     [counted] = [j["counts"] for j in json.loads(status.output)["jobs"] if j["job"] == "land"]
     assert counted in (before, after)  # the same lots, unless an hour ended between the reads
-    assert counted["complete"] == 3 and counted["missing"] >= 3  # the hour left out, and those since
+    assert counted["complete"] == 3 and counted["missing"] >= 1  # the hour left out (and any due since)
