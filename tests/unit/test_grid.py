@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import pytest
 
 from lotline.domain.errors import InvalidInput
-from lotline.domain.gaps import STATES, GapReport, GapState, LotRun, TimeRange, index_of
+from lotline.domain.gaps import STATES, GapReport, GapState, LotRun, Segment, TimeRange, index_of, states_at
 from lotline.domain.grid import (
     AUTO_CELLS,
     MAX_CELLS,
@@ -376,3 +376,20 @@ def test_an_aggregated_cells_body_is_what_most_of_it_is_and_its_corner_the_most_
     tie = Cell(at(0), 0, 4, {CellState.MISSING: 1, CellState.BLOCKED: 1, CellState.COMPLETE: 2}, None)
     assert tie.dominant is CellState.BLOCKED  # the more urgent among equals
     assert Cell(at(0), 0, 2, {CellState.COMPLETE: 2}, None).dominant is None
+
+
+def test_states_at_finds_each_index_in_its_segment_and_leaves_the_others_complete() -> None:
+    found = [
+        Segment(10, 12, GapState.FAILED),
+        Segment(0, 3, GapState.MISSING),
+        Segment(5, 6, GapState.HELD),
+    ]
+    held = states_at(found, [0, 2, 3, 4, 5, 6, 9, 10, 11, 12])
+    assert held == {
+        0: GapState.MISSING,
+        2: GapState.MISSING,
+        5: GapState.HELD,
+        10: GapState.FAILED,
+        11: GapState.FAILED,
+    }
+    assert states_at([], [1, 2]) == {}

@@ -170,6 +170,20 @@ def indexes_of(lots: Iterable[str], interval: Interval) -> list[int]:
     return found
 
 
+def states_at(found: Sequence[Segment], indexes: Iterable[int]) -> dict[int, GapState]:
+    """The state of each of ``indexes`` that a segment of ``found`` holds (a report's segments are
+    disjoint); an index no segment holds is absent: complete. A bisection per index, so a dataset's
+    every lot costs no more than a sort."""
+    ordered = sorted(found, key=lambda s: s.start)
+    starts = [s.start for s in ordered]
+    held: dict[int, GapState] = {}
+    for index in indexes:
+        i = bisect.bisect_right(starts, index) - 1
+        if i >= 0 and index < ordered[i].stop:
+            held[index] = ordered[i].state
+    return held
+
+
 def id_pattern(interval: Interval) -> str:
     """A LIKE pattern that matches the ids of ``interval``'s lots and no other lot id."""
     return "_" * 8 + str(interval) + "_" * interval.ordinal_width

@@ -438,12 +438,12 @@ def _told(
     first, stop = span.indexes(interval)
     bounds = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
     empty = set(gaps.empty_lots(connection, target.dataset_id, *bounds, g.id_pattern(interval)))
+    indexes = {lot: g.index_of(lot, interval) for lot in lots}
+    held = g.states_at(found, indexes.values())
     states = {}
-    for lot in lots:
-        index = g.index_of(lot, interval)
-        run = next((s.state for s in found if s.start <= index < s.stop), None)
-        if run is not None:
-            states[lot] = lot_grid.FROM_GAP[run]
+    for lot, index in indexes.items():
+        if index in held:
+            states[lot] = lot_grid.FROM_GAP[held[index]]
         else:
             states[lot] = lot_grid.CellState.EMPTY if lot in empty else lot_grid.CellState.COMPLETE
     return report, states
