@@ -173,22 +173,8 @@ def test_a_time_pattern_that_matches_nothing_is_one_line_and_exit_1(backend_url:
 
 
 def test_without_a_namespace_the_only_one_is_used(backend_url: str, tmp_path: Path) -> None:
-    landing = tmp_path / "landing"
-    landing.mkdir()
-    (landing / "20230101T0411.csv").write_text("a\n")
-    args = (
-        "ingest",
-        "--create",
-        "-d",
-        "raw",
-        "--landing",
-        str(landing),
-        "--interval",
-        "PT5M",
-        "--time",
-        PATTERN,
-        "--json",
-    )
+    _, scan = _landing(tmp_path, "20230101T0411.csv", namespace=None)
+    args = (*scan, "--json")
     refused = lotline(*args, cwd=tmp_path, db_url=backend_url)
     assert refused.returncode == 2 and "no namespace exists yet" in refused.stderr, refused.stderr
     with Lineage.over(Store(backend_url)) as lineage:

@@ -14,31 +14,24 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from coordination.test_failed_lots_and_back_off import LOT, _next
+from coordination.test_failed_lots_and_back_off import _world as chain
 from lotline.api.app import create_app
 from lotline.cli.main import app
-from lotline.domain.clock import ManualClock
-from lotline.domain.coordination import LotClaim
+from lotline.domain.clock import SYSTEM_CLOCK, ManualClock
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage
 from lotline.services.config import Settings, load_settings
 from support.lots import LotWorld
 
-LOT = "20230101PT5M050"
-
 
 def _world(lineage: Lineage, clock: ManualClock | None = None, max_attempts: int = 3) -> LotWorld:
-    if clock is None:
-        world = LotWorld(Lineage.over(lineage.store, lineage.storage, max_attempts=max_attempts))
-    else:
-        world = LotWorld(Lineage.over(lineage.store, lineage.storage, clock=clock, max_attempts=max_attempts))
-    world.job("ingest", output="raw")
-    world.job("parse", output="hits", inputs=["raw"])
-    world.produce("ingest", LOT)
-    return world
-
-
-def _next(world: LotWorld, worker: str = "worker-1") -> LotClaim | None:
-    return world.lots.claim(worker, world.ns, "parse")
+    """The back-off tests' chain (ingest → parse, one lot) over a lineage that gives up after
+    ``max_attempts``."""
+    timed = Lineage.over(
+        lineage.store, lineage.storage, clock=clock or SYSTEM_CLOCK, max_attempts=max_attempts
+    )
+    return chain(LotWorld(timed))
 
 
 def _fail_until_given_up(world: LotWorld, clock: ManualClock, attempts: int = 3) -> None:
