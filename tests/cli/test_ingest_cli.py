@@ -238,6 +238,8 @@ def test_an_hour_never_sent_is_missing_in_gaps(cli: CliRunner, tmp_path: Path) -
     pushed = cli.invoke(app, ["overdue", "--json"])
     assert pushed.exit_code == 0, pushed.output
     assert json.loads(pushed.output)["watched"] == 1
+    told = cli.invoke(app, ["overdue"])
+    assert told.output.startswith("1 source watched: 0 lots overdue"), told.output
 
 
 def test_an_invalidated_source_lot_says_only_an_ingest_remakes_it(cli: CliRunner, tmp_path: Path) -> None:

@@ -23,10 +23,14 @@ def overdue(
         print(json.dumps(done.to_json()))
         return
     print(
-        f"{done.watched} sources watched: {len(done.overdue)} lots overdue (OVERDUE pushed), "
-        f"{len(done.declared_empty)} declared empty by their policy"
+        f"{_count(done.watched, 'source')} watched: {_count(len(done.overdue), 'lot')} overdue "
+        f"(OVERDUE pushed), {len(done.declared_empty)} declared empty by their policy"
     )
     for namespace, dataset, lot in done.overdue[:20]:
         print(f"  overdue: {namespace}:{dataset} {lot}")
     if len(done.overdue) > 20:
         print(f"  … and {len(done.overdue) - 20} more (lotline events lists them)")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
