@@ -209,9 +209,7 @@ def day_index(day: datetime.date, interval: Interval) -> int:
 
 
 def _index_day(index: int, interval: Interval) -> tuple[datetime.date, int]:
-    if not interval.calendar:
-        day, ordinal = divmod(index, interval.windows_per_day)
-        return datetime.date.fromordinal(day), ordinal
+    """The first day of the calendar lot at ``index``, and its ordinal (0)."""
     if interval.calendar == "W":
         return datetime.date.fromordinal(index * 7 + 1), 0
     if interval.calendar == "M":
@@ -375,10 +373,15 @@ def lot_at(instant: datetime.datetime, interval: Interval) -> IntervalLot:
 
 def lot_index(lot: IntervalLot) -> int:
     """Position of a lot among all lots of its interval (consecutive lots, consecutive indexes)."""
-    return day_index(lot.day, lot.interval) + lot.ordinal
+    if not lot.interval.calendar:  # the hot path (claims, reports of 525,600 lots): arithmetic only
+        return lot.day.toordinal() * lot.interval.windows_per_day + lot.ordinal
+    return day_index(lot.day, lot.interval)
 
 
 def lot_from_index(index: int, interval: Interval) -> IntervalLot:
+    if not interval.calendar:
+        number, ordinal = divmod(index, interval.windows_per_day)
+        return IntervalLot(datetime.date.fromordinal(number), interval, ordinal)
     day, ordinal = _index_day(index, interval)
     return IntervalLot(day, interval, ordinal)
 
@@ -421,12 +424,11 @@ def _offsets_divide(zone: str, minutes: int) -> bool:
 
 def check_tiles(fine: Interval, coarse: Interval) -> None:
     """Refuse, in one line, a mapping whose ``fine`` lots do not tile every ``coarse`` lot exactly."""
+    if fine.fixed and coarse.fixed:
+        _fixed_ratio(fine, coarse)
+        return
     if fine.minutes > coarse.minutes:
         raise InvalidInput(f"input interval {fine} is coarser than output interval {coarse}.")
-    if fine.fixed and coarse.fixed:
-        if coarse.minutes % fine.minutes != 0:
-            raise InvalidInput(f"input interval {fine} does not divide output interval {coarse} evenly.")
-        return
     if fine.minutes < MINUTES_PER_DAY:  # minutes or hours (always UTC) into days or longer
         if coarse.zone and not _offsets_divide(coarse.zone, fine.minutes):
             raise InvalidInput(
@@ -445,6 +447,15 @@ def check_tiles(fine: Interval, coarse: Interval) -> None:
             f"{'months' if coarse.calendar == 'M' else 'years'}."
         )
     # What is left tiles: a day into anything as long, a month into a year, an interval into itself.
+
+
+def _fixed_ratio(fine: Interval, coarse: Interval) -> int:
+    """How many ``fine`` windows make one ``coarse`` window; both divide a day, so they are aligned."""
+    if fine.minutes > coarse.minutes:
+        raise InvalidInput(f"input interval {fine} is coarser than output interval {coarse}.")
+    if coarse.minutes % fine.minutes != 0:
+        raise InvalidInput(f"input interval {fine} does not divide output interval {coarse} evenly.")
+    return coarse.minutes // fine.minutes
 
 
 def covered_indexes(first: int, stop: int, fine: Interval, coarse: Interval) -> tuple[int, int]:
@@ -467,6 +478,10 @@ def covering_index(index: int, fine: Interval, coarse: Interval) -> int:
 
 def input_lots_for(output_lot: IntervalLot, input_interval: Interval) -> list[IntervalLot]:
     """The finer input lots that together make up ``output_lot``, in time order."""
+    if input_interval.fixed and output_lot.interval.fixed:  # the claims' path: arithmetic only
+        count = _fixed_ratio(input_interval, output_lot.interval)
+        first = output_lot.ordinal * count
+        return [IntervalLot(output_lot.day, input_interval, first + i) for i in range(count)]
     check_tiles(input_interval, output_lot.interval)
     index = lot_index(output_lot)
     first, stop = covered_indexes(index, index + 1, input_interval, output_lot.interval)
@@ -475,6 +490,9 @@ def input_lots_for(output_lot: IntervalLot, input_interval: Interval) -> list[In
 
 def output_lot_for(input_lot: IntervalLot, output_interval: Interval) -> IntervalLot:
     """The coarser output lot that contains ``input_lot``."""
+    if input_lot.interval.fixed and output_interval.fixed:
+        count = _fixed_ratio(input_lot.interval, output_interval)
+        return IntervalLot(input_lot.day, output_interval, input_lot.ordinal // count)
     check_tiles(input_lot.interval, output_interval)
     index = covering_index(lot_index(input_lot), input_lot.interval, output_interval)
     return lot_from_index(index, output_interval)
