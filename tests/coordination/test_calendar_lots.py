@@ -9,6 +9,7 @@ import datetime
 import pytest
 
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
+from lotline.domain.gaps import report_json
 from lotline.domain.grid import Resolution
 from lotline.domain.lots import Interval, lots_between
 from support.lots import LotWorld
@@ -60,6 +61,14 @@ def test_a_monthly_lot_consumes_exactly_its_days(world: LotWorld) -> None:
         "20240401P1M000",
     ]
     assert grid.cells[1].end - grid.cells[1].start == datetime.timedelta(days=29)
+    done = world.lineage.gaps.backfill(
+        world.ns, "monthly", start="2024-01-01", end="2025-01-01", dry_run=True
+    )
+    assert [(r.first, r.last, r.count) for r in done.reopened] == [("20240201P1M000", "20240401P1M000", 3)]
+    assert [(r.state.value, r.first, r.count) for r in done.left] == [
+        ("blocked", "20240101P1M000", 1),
+        ("blocked", "20240501P1M000", 8),
+    ]
 
 
 def test_a_weekly_lot_takes_its_seven_days_across_a_year_boundary(world: LotWorld) -> None:
@@ -93,10 +102,15 @@ def test_hours_make_new_york_days_of_23_and_25_hours_as_pandas_counts_them(world
             f"{t.tz_convert('UTC'):%Y%m%d}PT1H{t.tz_convert('UTC').hour:03d}" for t in expected
         ]
         world.lots.complete(claim)
-    report = world.lineage.gaps.report(
-        world.ns, job="daily", start="2026-03-08T05:00:00Z", end="2026-03-09T04:00:00Z"
-    )
-    assert (report.total, report.runs) == (1, [])
+    report = world.lineage.gaps.report(world.ns, job="daily", start="2026-03-07T12:00:00Z", end="2026-03-10")
+    shown = report_json(report)
+    assert (shown["zone"], shown["totalLots"], shown["counts"]["complete"]) == ("America/New_York", 3, 1)
+    first, last = shown["runs"]  # type: ignore[misc]
+    assert (first["from"], first["state"]) == ("20260307P1D.America.New_York.000", "blocked")
+    assert (first["start"], first["end"]) == ("2026-03-07T00:00:00-05:00", "2026-03-08T00:00:00-05:00")
+    assert (first["startUtc"], first["endUtc"]) == ("2026-03-07T05:00:00Z", "2026-03-08T05:00:00Z")
+    assert (last["from"], last["count"]) == ("20260309P1D.America.New_York.000", 1)
+    assert (last["start"], last["end"]) == ("2026-03-09T00:00:00-04:00", "2026-03-10T00:00:00-04:00")
 
 
 @pytest.mark.parametrize(
