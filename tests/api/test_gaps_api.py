@@ -43,6 +43,12 @@ def world(api_server: ApiServer, fresh_ns: str) -> Iterator[LotWorld]:
     lineage.close()
 
 
+def _bounds(start: int, end: int) -> dict[str, str]:
+    """A run's bounds from hour ``start`` to hour ``end`` of 2023-01-01: in UTC, both forms agree."""
+    at = {"start": f"2023-01-01T{start:02d}:00:00Z", "end": f"2023-01-01T{end:02d}:00:00Z"}
+    return {**at, "startUtc": at["start"], "endUtc": at["end"]}
+
+
 def _url(server: ApiServer, *parts: str) -> str:
     return server.api("/" + "/".join(quote(p, safe="") for p in parts))
 
@@ -55,10 +61,11 @@ def test_job_and_dataset_gaps_with_paged_runs(
     )
     assert answer.status_code == 200, answer.text
     body = answer.json()
-    assert (body["dataset"], body["job"], body["interval"], body["totalLots"]) == (
+    assert (body["dataset"], body["job"], body["interval"], body["zone"], body["totalLots"]) == (
         "cleaned",
         "clean",
         "PT1H",
+        "UTC",
         6,
     )
     assert (body["from"], body["to"]) == ("2023-01-01T00:00:00Z", "2023-01-01T06:00:00Z")
@@ -76,6 +83,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "state": "failed",
             "from": hour(2),
             "to": hour(2),
+            **_bounds(2, 3),
             "count": 1,
             "waitingOn": None,
             "attempt": 1,
@@ -86,6 +94,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "state": "missing",
             "from": hour(3),
             "to": hour(4),
+            **_bounds(3, 5),
             "count": 2,
             "waitingOn": None,
             "attempt": None,
@@ -96,6 +105,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "state": "blocked",
             "from": hour(5),
             "to": hour(5),
+            **_bounds(5, 6),
             "count": 1,
             "waitingOn": {"dataset": "raw", "from": hour(5), "to": hour(5), "state": "failed"},
             "attempt": None,

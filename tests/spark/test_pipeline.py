@@ -138,7 +138,8 @@ BROKEN = [
         def roll(ten):
             return ten
         """,
-        "job roll: lot mapping 'PT10M->PT15M': PT15M is not a whole number of PT10M",
+        "job roll: lot mapping 'PT10M->PT15M': input interval PT10M does not divide output interval PT15M "
+        "evenly.",
     ),
     (
         """

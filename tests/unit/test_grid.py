@@ -371,11 +371,11 @@ def test_a_matrix_keeps_each_rows_own_resolution() -> None:
 
 
 def test_an_aggregated_cells_body_is_what_most_of_it_is_and_its_corner_the_most_urgent() -> None:
-    cell = Cell(at(0), 0, 288, {CellState.MISSING: 287, CellState.FAILED: 1}, None)
+    cell = Cell(at(0), at(1), 0, 288, {CellState.MISSING: 287, CellState.FAILED: 1}, None)
     assert (cell.dominant, cell.mark, cell.state) == (CellState.MISSING, CellState.FAILED, CellState.FAILED)
-    tie = Cell(at(0), 0, 4, {CellState.MISSING: 1, CellState.BLOCKED: 1, CellState.COMPLETE: 2}, None)
+    tie = Cell(at(0), at(1), 0, 4, {CellState.MISSING: 1, CellState.BLOCKED: 1, CellState.COMPLETE: 2}, None)
     assert tie.dominant is CellState.BLOCKED  # the more urgent among equals
-    assert Cell(at(0), 0, 2, {CellState.COMPLETE: 2}, None).dominant is None
+    assert Cell(at(0), at(1), 0, 2, {CellState.COMPLETE: 2}, None).dominant is None
 
 
 def test_states_at_finds_each_index_in_its_segment_and_leaves_the_others_complete() -> None:

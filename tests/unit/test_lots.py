@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import itertools
 import random
+import re
+import zoneinfo
 
 import pytest
 
+from lotline.domain.coordination import LotMapping
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import (
     Interval,
@@ -157,7 +161,12 @@ def test_rejected_lot_ids(text: str, fragment: str) -> None:
         ("PT13H", "does not divide a day"),
         ("PT0H", "not positive"),
         ("pt5m", "'pt5m' is not of the form"),
-        ("P1W", "is not of the form"),
+        ("P1Q", "is not of the form PTnM, PTnH, P1D, P1W, P1M or P1Y"),
+        ("P2W", "calendar intervals are P1W, P1M and P1Y"),
+        ("P1D[Mars/Olympus]", "zone 'Mars/Olympus' is not a time zone zoneinfo knows"),
+        ("P1D[../../etc/passwd]", "is not a time zone zoneinfo knows"),
+        ("P1D[Etc/GMT+5]", "cannot be named in a lot id"),
+        ("PT1H[America/New_York]", "PT1H lots cannot have a zone"),
         ("", "is not of the form"),
         ("PT" + "9" * 5000 + "M", "is not of the form"),
     ],
@@ -272,3 +281,120 @@ def test_naive_datetimes_are_rejected() -> None:
         lots_between(naive, utc(2023, 1, 1, 5), Interval(5))
     with pytest.raises(InvalidInput, match="no time zone"):
         lots_between(utc(2023, 1, 1, 4), naive, Interval(5))
+
+
+# -- calendar intervals and zones (issue 40) --------------------------------------------------------
+P1D, P1W, P1M, P1Y = (Interval.parse(t) for t in ("P1D", "P1W", "P1M", "P1Y"))
+NEW_YORK = Interval.parse("P1D", "America/New_York")
+
+
+@pytest.mark.parametrize(
+    ("month", "days"),
+    [("20260201P1M000", 28), ("20240201P1M000", 29), ("20260401P1M000", 30), ("20261201P1M000", 31)],
+)
+def test_a_month_is_made_of_exactly_its_days_and_hours(month: str, days: int) -> None:
+    lot = interval_lot(month)
+    made = [str(d) for d in input_lots_for(lot, P1D)]
+    assert len(made) == days
+    assert made[0] == month[:6] + "01P1D000"
+    assert interval_lot(made[-1]).end == lot.end
+    assert len(input_lots_for(lot, Interval.parse("PT1H"))) == days * 24
+    assert {str(output_lot_for(interval_lot(d), P1M)) for d in made} == {month}
+
+
+def test_a_week_runs_monday_to_monday_across_a_year_boundary() -> None:
+    week = lot_at(utc(2026, 1, 1, 12), P1W)
+    assert str(week) == "20251229P1W000"
+    assert (week.start, week.end) == (utc(2025, 12, 29), utc(2026, 1, 5))
+    days = [str(d) for d in input_lots_for(week, P1D)]
+    assert days == [f"202512{d}P1D000" for d in (29, 30, 31)] + [f"2026010{d}P1D000" for d in range(1, 5)]
+    assert {str(output_lot_for(interval_lot(d), P1W)) for d in days} == {"20251229P1W000"}
+
+
+def test_calendar_ids_sort_in_time_and_round_trip() -> None:
+    for interval in (P1W, P1M, P1Y, NEW_YORK):
+        lots = lots_between(utc(2023, 11, 15), utc(2027, 2, 1), interval)
+        texts = [str(lot) for lot in lots]
+        assert texts == sorted(texts)
+        assert [parse_lot(t) for t in texts] == lots
+        assert all(a.end == b.start for a, b in itertools.pairwise(lots))
+    assert [str(m) for m in lots_between(utc(2026, 1, 1), utc(2027, 1, 1), P1M)][::11] == [
+        "20260101P1M000",
+        "20261201P1M000",
+    ]
+    assert len(lots_between(utc(2026, 1, 1), utc(2027, 1, 1), P1M)) == 12
+    assert str(lot_at(utc(2026, 7, 4), P1Y)) == "20260101P1Y000"
+
+
+def test_a_zoned_day_is_23_24_or_25_hours_and_its_id_names_the_zone() -> None:
+    spring, fall = interval_lot("20260308P1D.America.New_York.000"), lot_at(utc(2026, 11, 1, 12), NEW_YORK)
+    assert str(fall) == "20261101P1D.America.New_York.000"
+    assert spring.end - spring.start == datetime.timedelta(hours=23)
+    assert fall.end - fall.start == datetime.timedelta(hours=25)
+    assert spring.local_start.isoformat() == "2026-03-08T00:00:00-05:00"
+    assert spring.local_end.isoformat() == "2026-03-09T00:00:00-04:00"
+    assert str(NEW_YORK) == "P1D[America/New_York]"
+    assert Interval.parse("P1D[America/New_York]") == NEW_YORK
+    assert Interval.parse("P1D", "UTC") == P1D  # UTC is the default, written without a zone
+
+
+def test_a_range_ending_in_a_repeated_local_hour_ends_where_it_says() -> None:
+    # 01:00 EDT on 2026-11-01 is 05:00Z; 01:00 comes twice that night, and Python finds such a
+    # time equal to no time of another zone.
+    end = datetime.datetime(2026, 11, 1, 1, tzinfo=zoneinfo.ZoneInfo("America/New_York"))
+    found = lots_between(utc(2026, 11, 1, 4), end, Interval.parse("PT1H"))
+    assert [str(lot) for lot in found] == ["20261101PT1H004"]
+
+
+def test_hours_into_new_york_days_follow_dst_as_pandas_does() -> None:
+    pandas = pytest.importorskip("pandas")
+    hour = Interval.parse("PT1H")
+    for day in ("2026-03-08", "2026-06-01", "2026-11-01"):
+        local = pandas.Timestamp(day, tz="America/New_York")
+        expected = pandas.date_range(local, local + pandas.DateOffset(days=1), freq="h", inclusive="left")
+        lot = lot_at(local.to_pydatetime(), NEW_YORK)
+        made = input_lots_for(lot, hour)
+        assert [m.start for m in made] == [t.tz_convert("UTC").to_pydatetime() for t in expected]
+        assert {str(output_lot_for(m, NEW_YORK)) for m in made} == {str(lot)}
+
+
+@pytest.mark.parametrize(
+    ("fine", "coarse", "fragment"),
+    [
+        ("P1W", "P1M", "a week may straddle months"),
+        ("P1W", "P1Y", "a week may straddle years"),
+        ("P1M", "P1W", "coarser"),
+        ("P1D[America/New_York]", "P1D", "days in America/New_York are not days in UTC"),
+        ("P1D", "P1M[Europe/Paris]", "days in UTC are not days in Europe/Paris"),
+        ("PT1H", "P1D[Asia/Kolkata]", "Asia/Kolkata's local days do not start on a PT1H boundary"),
+    ],
+)
+def test_mappings_that_do_not_tile_are_refused_in_one_line(fine: str, coarse: str, fragment: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(fragment)) as raised:
+        LotMapping.parse(f"{fine}->{coarse}")
+    assert "\n" not in raised.value.message
+
+
+def test_mappings_that_tile() -> None:
+    for text in ("P1D->P1W", "P1D->P1M", "P1D->P1Y", "P1M->P1Y", "PT5M->P1M", "PT30M->P1D[Asia/Kolkata]"):
+        assert str(LotMapping.parse(text)) == text
+    mapping = LotMapping.parse("PT1H->P1D[America/New_York]")
+    assert len(mapping.input_lots("20260308P1D.America.New_York.000")) == 23
+    assert mapping.output_lot("20260308PT1H004") == "20260307P1D.America.New_York.000"
+    assert mapping.output_lot("20260308PT1H005") == "20260308P1D.America.New_York.000"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("20260202P1M000", "a P1M lot starts on the first of a month"),
+        ("20260101P1W000", "a P1W lot starts on a Monday"),
+        ("20260101P1M001", "out of range"),
+        ("20260308P1D.Mars.Olympus.000", "not a time zone zoneinfo knows"),
+        ("20260308P1D.UTC.000", "not canonical; write '20260308P1D000'"),
+        ("20260308PT1H.America.New_York.000", "PT1H lots cannot have a zone"),
+    ],
+)
+def test_bad_calendar_and_zoned_ids(text: str, fragment: str) -> None:
+    with pytest.raises(InvalidInput, match=re.escape(fragment)):
+        parse_lot(text)

@@ -138,3 +138,34 @@ def test_too_many_cells_shows_the_coarser_grid_instead_of_an_error(tab: Tab, ui_
     assert answer is not None and answer.status == 200
     expect(page.locator(".note").last).to_contain_text("14405 cells per lot is more than the grid's 10000")
     expect(page.locator("#totals")).to_contain_text("one cell per hour")
+
+
+MONTHS_NS = "months"
+_MONTHS_SEEDED: set[str] = set()
+
+
+def test_a_year_of_monthly_lots_is_one_row_of_12_cells_marked_by_state(tab: Tab, ui_server: UiServer) -> None:
+    if ui_server.url not in _MONTHS_SEEDED:
+        world = LotWorld(ui_server.lineage, MONTHS_NS)
+        world.job("monthly", output="months")
+        world.produce("monthly", *[f"2022{m:02d}01P1M000" for m in range(1, 7)])
+        failed = world.claim("monthly", "20220701P1M000")
+        assert failed is not None
+        world.lots.fail(failed, error="ValueError: bad month")
+        _MONTHS_SEEDED.add(ui_server.url)
+    page = tab.page
+    page.goto(f"/jobs/{MONTHS_NS}/monthly/lots?from=2022-01-01&to=2023-01-01")
+    cells = page.locator("#grid a.c")
+    expect(cells).to_have_count(12)
+    expect(page.locator("#grid tr:not(.axis)")).to_have_count(1)
+    expect(page.locator("#grid tr:not(.axis) th")).to_have_text("2022")
+    expect(page.locator("#grid tr.axis .ax").nth(1)).to_have_text("Feb")
+    states = [cells.nth(m).get_attribute("data-state") for m in range(12)]
+    assert states == ["complete"] * 6 + ["failed"] + ["missing"] * 5
+    assert (cells.nth(1).get_attribute("data-from"), cells.nth(1).get_attribute("data-to")) == (
+        "2022-02-01T00:00:00+00:00",
+        "2022-03-01T00:00:00+00:00",
+    )
+    assert cells.nth(6).get_attribute("data-lot") == "20220701P1M000"
+    assert share(look(cells.nth(6)), RED) > 0.05 and share(look(cells.nth(0)), GREEN) > 0.6
+    assert share(look(cells.nth(8)), HATCH, 30) > 0.1  # missing: hatched

@@ -33,7 +33,11 @@ def ingest(
         str | None, typer.Option(help="Landing folder or s3://bucket/prefix to scan (not with --empty).")
     ] = None,
     interval: Annotated[
-        str | None, typer.Option(help="Lot interval: PT5M, PT1H, P1D … (a scan needs it).")
+        str | None,
+        typer.Option(
+            help="Lot interval: PT5M, PT1H, P1D, P1W, P1M, P1Y; a zoned one: P1D[America/New_York] "
+            "(a scan needs it)."
+        ),
     ] = None,
     namespace: Namespace = None,
     time: Annotated[

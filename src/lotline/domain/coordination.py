@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from lotline.domain.errors import Conflict, InvalidInput
-from lotline.domain.lots import Interval, IntervalLot, input_lots_for, output_lot_for, parse_lot
+from lotline.domain.lots import Interval, IntervalLot, check_tiles, input_lots_for, output_lot_for, parse_lot
 
 
 class Role(StrEnum):
@@ -141,10 +141,10 @@ class LotMapping:
         if len(parts) != 2:
             raise InvalidInput(f"lot mapping {text!r} is not of the form INPUT->OUTPUT, e.g. 'PT5M->PT1H'.")
         mapping = cls(Interval.parse(parts[0]), Interval.parse(parts[1]))
-        if mapping.output.minutes % mapping.input.minutes != 0:
-            raise InvalidInput(
-                f"lot mapping {text!r}: {mapping.output} is not a whole number of {mapping.input}."
-            )
+        try:
+            check_tiles(mapping.input, mapping.output)
+        except InvalidInput as error:
+            raise InvalidInput(f"lot mapping {text!r}: {error.message}") from None
         return mapping
 
     def __str__(self) -> str:

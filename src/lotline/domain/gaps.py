@@ -18,7 +18,16 @@ from enum import StrEnum
 from lotline.domain.checks import is_check_failure
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput
-from lotline.domain.lots import Interval, lot_at, lot_from_index, lot_index
+from lotline.domain.lots import (
+    Interval,
+    IntervalLot,
+    covering_index,
+    day_index,
+    lot_at,
+    lot_from_index,
+    lot_index,
+    parse_lot,
+)
 
 #: The longest range a report or a backfill covers (ten years; leap days included).
 MAX_RANGE = datetime.timedelta(days=3653)
@@ -159,13 +168,15 @@ def index_of(lot: str, interval: Interval) -> int:
 def indexes_of(lots: Iterable[str], interval: Interval) -> list[int]:
     """``index_of`` of each of ``lots``, each day's first index worked out once (a five-year grid
     reads tens of thousands of empty lots, a day's in a row)."""
-    per, width = interval.windows_per_day, interval.ordinal_width
+    width = interval.ordinal_width
     days: dict[str, int] = {}
     found = []
     for lot in lots:
         day = days.get(lot[:8])
         if day is None:
-            day = days[lot[:8]] = datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])).toordinal() * per
+            day = days[lot[:8]] = day_index(
+                datetime.date(int(lot[:4]), int(lot[4:6]), int(lot[6:8])), interval
+            )
         found.append(day + int(lot[-width:]))
     return found
 
@@ -186,7 +197,7 @@ def states_at(found: Sequence[Segment], indexes: Iterable[int]) -> dict[int, Gap
 
 def id_pattern(interval: Interval) -> str:
     """A LIKE pattern that matches the ids of ``interval``'s lots and no other lot id."""
-    return "_" * 8 + str(interval) + "_" * interval.ordinal_width
+    return "_" * 8 + interval.token + "_" * interval.ordinal_width
 
 
 def segments(
@@ -250,12 +261,11 @@ def blockers(
     dataset: str, input_segments: Sequence[Segment], input_interval: Interval, output_interval: Interval
 ) -> list[Segment]:
     """An input's lots that are not READY, as the output lots they block (an output lot of a mapped
-    job is made of ``output / input`` consecutive input lots)."""
-    ratio = output_interval.minutes // input_interval.minutes
+    job is made of consecutive input lots: ``output / input`` of them, or a calendar's count)."""
     return [
         Segment(
-            s.start // ratio,
-            (s.stop - 1) // ratio + 1,
+            covering_index(s.start, input_interval, output_interval),
+            covering_index(s.stop - 1, input_interval, output_interval) + 1,
             GapState.BLOCKED,
             Cause(
                 dataset,
@@ -441,6 +451,24 @@ class Backfill:
     left: list[LotRun]
 
 
+def _instant(value: datetime.datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def bounds_json(first: str, last: str) -> dict[str, str]:
+    """A run's bounds: ``start``/``end`` in its interval's zone (with the offset, ``Z`` in UTC) and
+    as UTC instants (``startUtc``/``endUtc``); none for named lots."""
+    low, high = parse_lot(first), parse_lot(last)
+    if not isinstance(low, IntervalLot) or not isinstance(high, IntervalLot):
+        return {}
+    return {
+        "start": _instant(low.local_start),
+        "end": _instant(high.local_end),
+        "startUtc": _instant(low.start),
+        "endUtc": _instant(high.end),
+    }
+
+
 def run_json(run: LotRun) -> dict[str, object]:
     cause = run.cause
     waiting = (
@@ -453,6 +481,7 @@ def run_json(run: LotRun) -> dict[str, object]:
         "state": run.state.value,
         "from": run.first,
         "to": run.last,
+        **bounds_json(run.first, run.last),
         "count": run.count,
         "waitingOn": waiting,
         "attempt": None if failure is None else failure.attempt,
@@ -469,6 +498,7 @@ def report_json(report: GapReport, offset: int = 0, limit: int | None = None) ->
         "dataset": report.dataset,
         "job": report.job,
         "interval": None if report.interval is None else str(report.interval),
+        "zone": None if report.interval is None else report.interval.zone or "UTC",
         "from": report.start.isoformat().replace("+00:00", "Z"),
         "to": report.end.isoformat().replace("+00:00", "Z"),
         "totalLots": report.total,

@@ -86,10 +86,11 @@ _MINUTES = {Resolution.HOUR: 60, Resolution.DAY: MINUTES_PER_DAY}
 
 @dataclass(frozen=True)
 class Cell:
-    """Lots ``[first, stop)`` (lot indexes) starting at ``start``; ``lot`` is set when the cell is
-    one lot. ``counts`` holds only the states present."""
+    """Lots ``[first, stop)`` (lot indexes) from ``start`` to ``end`` (UTC); ``lot`` is set when the
+    cell is one lot. ``counts`` holds only the states present."""
 
     start: datetime.datetime
+    end: datetime.datetime
     first: int
     stop: int
     counts: dict[CellState, int]
@@ -227,12 +228,17 @@ def build(
         taken = sum(tally.values())
         if taken < hi - lo:
             tally[CellState.COMPLETE] = tally.get(CellState.COMPLETE, 0) + (hi - lo - taken)
-        start = lot_from_index(base + number * per, interval)
+        start = lot_from_index(base + number * per, interval).start
+        if interval.fixed:
+            end = start + datetime.timedelta(minutes=per * interval.minutes)
+        else:  # a calendar or zoned cell is one lot (or a day of days), as long as the calendar says
+            end = lot_from_index(base + (number + 1) * per, interval).start
         lot = str(lot_from_index(lo, interval)) if per == 1 else None
         after = gave_up_after.get(lo) if per == 1 else None
         cells.append(
             Cell(
-                start.start,
+                start,
+                end,
                 lo,
                 hi,
                 tally,
@@ -467,9 +473,10 @@ MATRIX_COLUMNS = 400
 
 
 def column_minutes(intervals: Sequence[Interval], resolution: Resolution) -> int:
-    """One column's length: an hour, a day, or (per lot) the finest of the rows' lots."""
+    """One column's length: an hour, a day, or (per lot) the finest of the rows' lots (a day for
+    calendar lots, whose length varies: a month spans its 28 to 31 day columns)."""
     if resolution is Resolution.LOT:
-        return min((i.minutes for i in intervals), default=60)
+        return min((MINUTES_PER_DAY if i.calendar else i.minutes for i in intervals), default=60)
     return _MINUTES[resolution]
 
 

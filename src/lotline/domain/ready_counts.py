@@ -13,7 +13,7 @@ import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lotline.domain.lots import Interval, lot_from_index
+from lotline.domain.lots import Interval, day_index, lot_from_index
 
 #: Lots per count: the ordinals that share all but their last digit.
 TEN = 10
@@ -21,12 +21,12 @@ TEN = 10
 
 def day_length(interval: Interval) -> int:
     """Characters of a lot id's day part: ``yyyyMMdd`` and the interval."""
-    return 8 + len(str(interval))
+    return 8 + len(interval.token)
 
 
 def count_pattern(interval: Interval) -> str:
     """A LIKE pattern that matches the count keys of ``interval``'s lots and no other key."""
-    return "_" * 8 + str(interval) + "_" * (interval.ordinal_width - 1)
+    return "_" * 8 + interval.token + "_" * (interval.ordinal_width - 1)
 
 
 def count_key(index: int, interval: Interval) -> str:
@@ -35,8 +35,7 @@ def count_key(index: int, interval: Interval) -> str:
 
 
 def _day_start(key: str, interval: Interval) -> int:
-    day = datetime.date(int(key[:4]), int(key[4:6]), int(key[6:8])).toordinal()
-    return day * interval.windows_per_day
+    return day_index(datetime.date(int(key[:4]), int(key[4:6]), int(key[6:8])), interval)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,15 @@ from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.domain.errors import Conflict, InvalidInput, NotFound, Unavailable
 from lotline.domain.gaps import Backfill, GapReport, GapState, Segment, TimeRange
 from lotline.domain.grid import Grid, Health, Matrix, OutputHealth, Resolution
-from lotline.domain.lots import Interval, IntervalLot, lot_at, lot_from_index, lot_index, parse_lot
+from lotline.domain.lots import (
+    Interval,
+    IntervalLot,
+    covered_indexes,
+    lot_at,
+    lot_from_index,
+    lot_index,
+    parse_lot,
+)
 from lotline.domain.model import DatasetRef
 from lotline.services import _common
 from lotline.services.lots import LotService, lot_job_named
@@ -727,11 +735,11 @@ def _blockers(
     """Every input's lots that are not READY, as the output lots they hold back (a source input's
     lots that its ``absent=empty`` policy has yet to declare are pending)."""
     input_interval = interval if lot_job.mapping is None else lot_job.mapping.input
-    ratio = interval.minutes // input_interval.minutes
+    low, high = covered_indexes(first, stop, input_interval, interval)
     names = datasets.dataset_refs(connection, list(lot_job.inputs))
     found: list[Segment] = []
     for dataset_id in lot_job.inputs:
-        waiting = _segments(connection, dataset_id, input_interval, first * ratio, stop * ratio, dust)
+        waiting = _segments(connection, dataset_id, input_interval, low, high, dust)
         if dataset_id in arrival.empty_sources:
             waiting = g.awaiting_declaration(waiting, _watched_from(arrival, dataset_id, input_interval))
         found += g.blockers(names[dataset_id].name, waiting, input_interval, interval)

@@ -323,13 +323,16 @@ class Pipeline:
         *,
         format: str,
         interval: str | None = None,
+        zone: str | None = None,
         options: Mapping[str, str] | None = None,
         schema: str | None = None,
         late_after: str | None = None,
         absent: str | None = None,
         table: str | None = None,
     ) -> DatasetSpec:
-        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``) or none for named lots. A
+        """Declare a dataset: ``interval`` (``PT5M``, ``PT1H``, ``P1D``, ``P1W``, ``P1M``, ``P1Y``) or
+        none for named lots; ``zone`` (``"America/New_York"``; default UTC) bounds lots of a day or
+        longer by that zone's local days. A
         source (a dataset no job of the pipeline writes) may declare its arrival policy:
         ``late_after`` (ISO-8601, e.g. ``"PT15M"``: how long after an interval ends its data may
         still arrive) and ``absent`` (``"missing"``, the default, or ``"empty"``: docs/lots.md).
@@ -339,6 +342,12 @@ class Pipeline:
             raise PipelineError(f"dataset {name} is declared twice.")
         if format not in FORMATS:
             raise PipelineError(f"dataset {name}: format {format!r} is not one of {', '.join(FORMATS)}.")
+        if zone is not None and interval is None:
+            raise PipelineError(f"dataset {name}: a zone needs an interval (named lots have no bounds).")
+        try:
+            parsed = Interval.parse(interval, zone) if interval is not None else None
+        except InvalidInput as error:
+            raise PipelineError(f"dataset {name}: {error.message}") from None
         arrival = None
         if late_after is not None or absent is not None:
             if interval is None:
@@ -352,7 +361,7 @@ class Pipeline:
         spec = DatasetSpec(
             name,
             format,
-            Interval.parse(interval) if interval is not None else None,
+            parsed,
             {str(k): str(v) for k, v in (options or {}).items()},
             schema,
             arrival,

@@ -342,8 +342,9 @@ lot_jobs = Table(
     Column("job_id", ForeignKey("jobs.id"), primary_key=True),
     # Unique: a dataset has exactly one producing job (SPEC §4).
     Column("output_dataset_id", ForeignKey("datasets.id"), nullable=False, unique=True),
-    # NULL: output lot = input lot; else e.g. 'PT5M->PT1H' (see lotline.domain.coordination.LotMapping).
-    Column("lot_mapping", String(32)),
+    # NULL: output lot = input lot; else e.g. 'PT5M->PT1H', 'PT1H->P1D[America/New_York]'
+    # (see lotline.domain.coordination.LotMapping).
+    Column("lot_mapping", String(96)),
     Column("held", Boolean, nullable=False, server_default=text("false")),
     *_timestamps(),
 )
@@ -521,7 +522,7 @@ arrival_policies = Table(
     metadata,
     Column("dataset_id", ForeignKey("datasets.id"), primary_key=True),
     # The source's lot interval (PT5M …): which lots the arrival pass notices.
-    Column("lot_interval", String(16), nullable=False),
+    Column("lot_interval", String(64), nullable=False),
     Column("late_after_seconds", Integer, nullable=False),
     Column("absent", String(16), nullable=False),
     Column("declared_in", Text, nullable=False),

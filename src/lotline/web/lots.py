@@ -3,7 +3,9 @@ and the buttons that invalidate, hold, release or backfill it (through the REST 
 
 from __future__ import annotations
 
+import calendar
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +49,7 @@ def cell_counts(cell: Cell) -> str:
     return ", ".join(f"{state.value} {cell.counts[state]}" for state in URGENCY if cell.counts.get(state))
 
 
-templates.env.globals.update(cell_counts=cell_counts, timedelta=datetime.timedelta)
+templates.env.globals.update(cell_counts=cell_counts)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,12 @@ class Layout:
 
 def layout(grid: Grid) -> Layout:
     """Rows of natural length, so a day of five-minute lots is 24 rows of 12 and columns line up
-    on the time axis: an hour of lots finer than an hour, a day of hour cells, a month of days."""
+    on the time axis: an hour of lots finer than an hour, a day of hour cells, a month of days, a
+    year of weeks or of months, a decade of years. Days and longer are placed by their local
+    start in the interval's zone."""
     minutes = grid.lots_per_cell * grid.interval.minutes
+    if grid.interval.calendar:
+        return _calendar_layout(grid)
     if minutes < 60 and 60 % minutes == 0:
         label, width, every = "%Y-%m-%d %H:00", 60 // minutes, 3 if 60 // minutes <= 24 else 5
         axis = [f":{c * minutes:02d}" for c in range(width)]
@@ -91,14 +97,41 @@ def layout(grid: Grid) -> Layout:
         axis = [str(day) for day in range(1, 32)]
 
         def column(cell: Cell) -> int:
-            return cell.start.day - 1
+            return cell.start.astimezone(grid.interval.tzinfo).day - 1
 
     found: list[Row] = []
     for cell in grid.cells:
-        key = cell.start.strftime(label)
+        key = cell.start.astimezone(grid.interval.tzinfo).strftime(label)
         if not found or found[-1].label != key:
             found.append(Row(key, [None] * width))
         found[-1].slots[column(cell)] = cell
+    return Layout([text if c % every == 0 else "" for c, text in enumerate(axis)], found)
+
+
+#: A calendar grid's rows: (row label, columns, axis, label every n columns, the column of a lot's first day).
+_CALENDAR_ROWS: dict[
+    str, tuple[Callable[[datetime.date], str], list[str], int, Callable[[datetime.date], int]]
+] = {
+    "W": (
+        lambda d: str(d.isocalendar().year),
+        [f"W{w:02d}" for w in range(1, 54)],
+        4,
+        lambda d: d.isocalendar().week - 1,
+    ),
+    "M": (lambda d: str(d.year), [calendar.month_abbr[m] for m in range(1, 13)], 1, lambda d: d.month - 1),
+    "Y": (lambda d: f"{d.year // 10}0s", [str(y) for y in range(10)], 1, lambda d: d.year % 10),
+}
+
+
+def _calendar_layout(grid: Grid) -> Layout:
+    """A row per ISO year of weeks (53 columns), per year of months (12), per decade of years (10)."""
+    label, axis, every, column = _CALENDAR_ROWS[grid.interval.calendar]
+    found: list[Row] = []
+    for cell in grid.cells:
+        day = cell.start.astimezone(grid.interval.tzinfo).date()
+        if not found or found[-1].label != label(day):
+            found.append(Row(label(day), [None] * len(axis)))
+        found[-1].slots[column(day)] = cell
     return Layout([text if c % every == 0 else "" for c, text in enumerate(axis)], found)
 
 
@@ -132,7 +165,6 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         }
     start, end = grid.report.start, grid.report.end
     length = end - start
-    cell_span = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
     return {
         **context,
         "grid": grid,
@@ -146,7 +178,6 @@ def _grid(lineage: Lineage, request: Request, namespace: str, **target: str) -> 
         "to_now": shown.to_now,
         "earlier": None if span and start <= span[0] else (start - length, start),
         "later": None if end >= now else (end, end + length),
-        "cell_span": cell_span,
         "finer": _FINER.get(grid.resolution),
         "resolutions": list(Resolution),
     }
@@ -298,11 +329,10 @@ def place(
 ) -> list[Placed]:
     """A row's cells on the matrix's columns (from ``base``, each ``column`` long, up to ``end``):
     a cell of lots longer than a column spans the columns its lots cover, cut to the range."""
-    length = datetime.timedelta(minutes=grid.lots_per_cell * grid.interval.minutes)
     found, at = [], 0
     for cell in grid.cells:
         first = max(cell.start - base, datetime.timedelta(0)) // column
-        stop = -(-(min(cell.start + length, end) - base) // column)
+        stop = -(-(min(cell.end, end) - base) // column)
         found.append(Placed(cell, first - at, max(stop - first, 1)))
         at = first + max(stop - first, 1)
     return found
