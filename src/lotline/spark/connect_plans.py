@@ -156,7 +156,7 @@ def connect_facts(relation: Any, written: Sequence[str], schema_of: SchemaOf) ->
     else:
         walk.gaps.append(f"the written columns ({len(written)}) and the plan's ({len(output)}) differ")
         root["output"] = []
-    return ConnectPlan(root, walk.gaps)
+    return ConnectPlan(root, list(dict.fromkeys(walk.gaps)))  # each said once
 
 
 class _Walk:
