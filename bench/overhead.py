@@ -1,7 +1,7 @@
 """lotline's cost per lot beside Spark's: the demo pipeline over 48 five-minute lots, with lotline
 and as a bare PySpark loop doing the same reads, transforms and writes, in one run.
 
-    .venv/bin/python -m bench.overhead [--lots 48] [--rounds 4] [--master local[2]]
+    .venv/bin/python -m bench.overhead [--lots 48] [--rounds 4] [--master local[2] | sc://host:port]
 
 Both sides run the example pipeline ``lotline.spark.examples.weblogs``'s first two jobs (parse 48
 five-minute lots, roll them up into 4 hours: 52 Spark writes; its daily report needs all 24 hours
@@ -131,6 +131,27 @@ def _load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def _session(master: str) -> SparkSession:
+    """A classic session on ``master``, or a Spark Connect client on an ``sc://`` URL (both sides of
+    the comparison then run over Connect)."""
+    from pyspark.sql import SparkSession
+
+    from lotline.spark.connect import is_connect_master, parse_url, start
+
+    if is_connect_master(master):
+        return start(parse_url(master), "lotline bench.overhead", {"spark.sql.session.timeZone": "UTC"})
+    spark = (
+        SparkSession.builder.master(master)
+        .appName("lotline bench.overhead")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -146,17 +167,7 @@ def main() -> None:
         raise SystemExit("--rounds must be at least 1")
     if args.lots % 12 or args.lots > 288 - 12 * START.hour:
         raise SystemExit("--lots must be a multiple of 12 within the day")
-    from pyspark.sql import SparkSession
-
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("lotline bench.overhead")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = _session(args.master)
     with tempfile.TemporaryDirectory(prefix="lotline-bench-") as scratch:
         root = Path(scratch)
         files = sample_logs.write_access_logs(root / "landing", START, args.lots)

@@ -170,3 +170,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     )
     yield session
     session.stop()
+
+
+# One Spark Connect server for the whole run (tests marked ``connect``), from pyspark's own
+# distribution, started on first use only: the rest of the suite never pays for it.
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from support.connect_server import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("spark-connect")) as url:
+        yield url

@@ -12,6 +12,7 @@ import pytest
 
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import load_settings, parse_spark_conf
+from lotline.spark.connect import parse_url
 from lotline.spark.pipeline import Pipeline, PipelineError, load_pipeline
 from lotline.spark.session import check_master
 
@@ -201,7 +202,19 @@ def test_spark_settings_come_from_the_environment(tmp_path: Path, monkeypatch: p
 
 @pytest.mark.parametrize(
     "master",
-    ["local", "local[*]", "local[4]", "local[4,2]", "yarn", "spark://a:7077,b:7077", "k8s://https://k:443"],
+    [
+        "local",
+        "local[*]",
+        "local[4]",
+        "local[4,2]",
+        "yarn",
+        "spark://a:7077,b:7077",
+        "k8s://https://k:443",
+        "sc://localhost",
+        "sc://10.0.0.1:15002/;token=abc;use_ssl=true",
+        "sc://[::1]:443/;user_id=me",
+        "sc://workspace.cloud.databricks.com:443/;token=t;x-databricks-cluster-id=0123-abc",
+    ],
 )
 def test_spark_masters_pass_through(master: str) -> None:
     assert check_master(master) == master
@@ -211,3 +224,29 @@ def test_spark_masters_pass_through(master: str) -> None:
 def test_other_masters_are_refused(master: str) -> None:
     with pytest.raises(InvalidInput, match="is not a Spark master"):
         check_master(master)
+
+
+@pytest.mark.parametrize(
+    ("master", "why"),
+    [
+        ("sc://", "no host"),
+        ("sc://host:99999", "port 99999 is out of range"),
+        ("sc://host:x", "'host:x' is not host:port"),
+        ("sc://host/token=abc", "parameters follow the host as /;name=value"),
+        ("sc://host/;Bad Name=abc", "parameter name 'Bad Name' is not a gRPC header name"),
+        ("sc://host/;token", "parameter 'token' is not name=value"),
+    ],
+)
+def test_connect_urls_that_do_not_parse_are_refused_in_one_line(master: str, why: str) -> None:
+    with pytest.raises(InvalidInput, match="is not a Spark Connect URL") as refused:
+        check_master(master)
+    assert why in refused.value.message and "\n" not in refused.value.message
+
+
+def test_a_connect_url_is_shown_without_its_token() -> None:
+    url = parse_url("sc://spark.example.com/;token=s3cret;use_ssl=true")
+    assert (url.host, url.port, url.tls) == ("spark.example.com", 15002, True)
+    assert url.shown == "sc://spark.example.com:15002/;token=***;use_ssl=true"
+    with pytest.raises(InvalidInput) as refused:
+        check_master("sc://h/;token=s3cret;Oops")
+    assert "s3cret" not in refused.value.message

@@ -31,6 +31,7 @@ from lotline.services import Lineage, open_lineage
 from lotline.services.config import Settings, load_settings
 from lotline.services.emission import consumer_for
 from lotline.services.ingest import IngestRequest
+from lotline.spark.connect import is_connect
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import Pipeline, load_pipeline
 from lotline.spark.run import RunSummary
@@ -96,7 +97,8 @@ def demo(
         console.print("2. Ingest the day, and today up to now, into five-minute lots of raw_logs:")
         _ingest(lineage, console, pipeline, folder, day, upto)
         with spark_session(settings, "lotline demo") as spark:
-            spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
+            if not is_connect(spark):  # a Connect server's log is its own
+                spark.sparkContext.setLogLevel("FATAL")  # lotline reports failures itself, once
             runner = LotRunner(lineage, pipeline, spark)
             console.print(
                 f"3. lotline run {PIPELINE_FILE}: parse -> hourly_counts -> daily_report "

@@ -26,10 +26,14 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 from lotline.domain.errors import InvalidInput
+from lotline.spark.frames import write_attempt
+from lotline.spark.pipeline import DatasetSpec
 from lotline.spark.plans import WritePlan, write_plan
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+    from lotline.spark.checks import Gate
 
 log = logging.getLogger(__name__)
 #: How long a writer waits for the listener's report before recording no row count.
@@ -88,6 +92,16 @@ class WriteCapture:
                 spark._jsparkSession.listenerManager().register(_Listener(capture, facts))
                 _LISTENING[application] = capture
             return _LISTENING[application]
+
+    def write(self, frame: DataFrame, spec: DatasetSpec, location: str, checks: Gate) -> WriteReport | None:
+        """Write ``frame`` to ``location`` (``frames.write_attempt``) and wait for its report (the
+        checks' metrics are in it: the listener reads the write's observed metrics)."""
+        write_attempt(frame, spec, location)
+        return self.written(location)
+
+    def not_captured(self, location: str) -> list[str]:
+        """What the report of the write to ``location`` could not capture: the JVM sees it all."""
+        return []
 
     def written(self, location: str, timeout: float = REPORT_TIMEOUT_S) -> WriteReport | None:
         """The report of the write to ``location``; None if Spark did not report it in time."""

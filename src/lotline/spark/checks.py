@@ -37,6 +37,7 @@ from lotline.domain.checks import (
     Unique,
     Verdict,
 )
+from lotline.spark.connect import is_connect
 from lotline.spark.pipeline import JobSpec, Lot, Pipeline, PipelineError
 
 if TYPE_CHECKING:
@@ -50,19 +51,41 @@ _WORD = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*)")
 
 def check_conditions(spark: SparkSession, pipeline: Pipeline) -> None:
     """Every expectation parses as a Spark SQL expression (Spark's own parser, on the driver; no
-    job): checked before any lot is claimed, one line naming the job and the condition."""
-    parser = spark._jsparkSession.sessionState().sqlParser()
+    job): checked before any lot is claimed, one line naming the job and the condition. On Spark
+    Connect the server's parser is asked through an analysis of ``SELECT <condition>`` (one call per
+    condition): a parse error refuses it, an unknown column is the lot's to tell."""
+    connected = is_connect(spark)
+    parse = (
+        _connect_parser(spark)
+        if connected
+        else spark._jsparkSession.sessionState().sqlParser().parseExpression
+    )
     for job in pipeline.ordered_jobs():
         for item in (c for listed in job.checks.values() for c in listed):
             if not isinstance(item, Expectation):
                 continue
             try:
-                parser.parseExpression(item.condition)
+                parse(item.condition)
             except Exception as error:
                 detail = " ".join(str(error).split())[:300]
                 raise PipelineError(
                     f"job {job.name}: check {item.condition}: invalid Spark SQL condition: {detail}"
                 ) from None
+
+
+def _connect_parser(spark: SparkSession) -> Callable[[str], object]:
+    from pyspark.errors import ParseException
+    from pyspark.sql import functions as F
+
+    def parse(condition: str) -> object:
+        try:
+            return spark.range(0).select(F.expr(condition)).schema
+        except ParseException:
+            raise
+        except Exception:
+            return None  # parsed; not resolvable without the lot's columns
+
+    return parse
 
 
 def _passes(expectation: Expectation) -> Column:
@@ -100,6 +123,9 @@ class Gate:
     columns: tuple[str, ...]
     #: The name of the write's observation (its metrics come with the write's report); None: no checks.
     observation: str | None
+    #: On Spark Connect, the observation itself (a pyspark ``Observation``: its metrics arrive in
+    #: the write's response, ``spark.connect_capture``); classic mode reads them in its listener.
+    observer: Any = None
 
     @classmethod
     def over(cls, output: DataFrame, job: JobSpec, dataset: str) -> Gate:
@@ -111,16 +137,22 @@ class Gate:
         if not checks:
             return cls(output, (), (), None)
         columns = tuple(output.columns[:MAX_NULL_COLUMNS])
-        metrics, keep = _columns_of(output.sparkSession.sparkContext, checks, columns)
+        spark = output.sparkSession
+        metrics, keep = _columns_of(spark if is_connect(spark) else spark.sparkContext, checks, columns)
         # A named observation: its metrics ride on the write's QueryExecution, which the capture
         # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own). A name
         # per lot attributes the metrics to their write; Spark's generated code does not contain it
         # (its codegen cache still serves every lot: docs/benchmarks.md, "bench.overhead").
         observation = f"lotline_checks_{uuid.uuid4().hex}"
-        frame = output.observe(observation, *metrics)
+        observer = None
+        if is_connect(spark):
+            from pyspark.sql import Observation
+
+            observer = Observation(observation)
+        frame = output.observe(observer or observation, *metrics)
         if keep is not None:
             frame = frame.where(keep)
-        return cls(frame, checks, columns, observation)
+        return cls(frame, checks, columns, observation, observer)
 
     def verdict(
         self,
@@ -173,11 +205,14 @@ _Metrics = tuple[list["Column"], "Column | None"]
 #: once and reused by every lot, since each Column is a few py4j calls (~40 ms a lot for three
 #: expectations and six columns, measured: docs/benchmarks.md). They are unresolved expressions, so
 #: one Column serves any DataFrame with those columns.
-_BUILT: weakref.WeakKeyDictionary[SparkContext, dict[tuple[Any, ...], _Metrics]] = weakref.WeakKeyDictionary()
+#: (A Spark Connect session, which has no SparkContext, keys its own.)
+_BUILT: weakref.WeakKeyDictionary[Any, dict[tuple[Any, ...], _Metrics]] = weakref.WeakKeyDictionary()
 _BUILDING = threading.Lock()
 
 
-def _columns_of(context: SparkContext, checks: tuple[Check, ...], columns: tuple[str, ...]) -> _Metrics:
+def _columns_of(
+    context: SparkContext | SparkSession, checks: tuple[Check, ...], columns: tuple[str, ...]
+) -> _Metrics:
     """The observation's metrics (rows, each expectation's failing rows, each column's nulls; with
     ``drop`` expectations, the rows kept) and the filter keeping the rows that meet every ``drop``
     expectation (None: nothing dropped). A ``drop`` expectation counts its failures among all the

@@ -35,8 +35,8 @@ def empty_frame(spark: SparkSession, dataset: DatasetSpec, job: str) -> DataFram
 
 
 def write_attempt(frame: DataFrame, dataset: DatasetSpec, location: str) -> None:
-    """Write to a fresh attempt location; ``errorifexists``: an attempt's folder is never reused."""
-    writer = frame.write.mode("errorifexists").format(dataset.format)
+    """Write to a fresh attempt location; ``error`` (if it exists): an attempt's folder is never reused."""
+    writer = frame.write.mode("error").format(dataset.format)  # Spark Connect knows no "errorifexists"
     if dataset.format == "csv" and "header" in dataset.options:
         writer = writer.option("header", dataset.options["header"])  # read back the way it was written
     writer.save(location)

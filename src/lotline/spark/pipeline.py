@@ -56,8 +56,9 @@ LOT_PARAMETER = "lot"
 FILE_MODULE_PREFIX = "lotline_pipeline_"
 
 
-#: PySpark's error class when something at import time needs the active session.
-_NO_SESSION = "SESSION_OR_CONTEXT_NOT_EXISTS"
+#: PySpark's error classes when something at import time needs the active session (classic; and
+#: Spark Connect's, in a process already in Connect mode: SPARK_CONNECT_MODE_ENABLED).
+_NO_SESSION = ("SESSION_OR_CONTEXT_NOT_EXISTS", "NO_ACTIVE_OR_DEFAULT_SESSION")
 
 
 class PipelineError(InvalidInput):
@@ -627,7 +628,7 @@ def load_pipeline(reference: str) -> Pipeline:
         raise PipelineError(f"cannot load pipeline {reference}: {_one_line(error)}") from None
     except Exception as error:
         message = f"cannot load pipeline {reference}: {_one_line(error)}{_where(error)}"
-        if _NO_SESSION in str(error):
+        if any(name in str(error) for name in _NO_SESSION):
             raise NeedsSpark(message) from None
         raise PipelineError(message) from None
     found = [v for v in vars(module).values() if isinstance(v, Pipeline)]

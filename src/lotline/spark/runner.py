@@ -38,13 +38,15 @@ from lotline.services.outage import Outage, retried
 from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
+from lotline.spark.connect import is_connect
+from lotline.spark.connect_capture import ConnectCapture
 from lotline.spark.failures import failure_of, reason
-from lotline.spark.frames import empty_frame, read_objects, write_attempt
+from lotline.spark.frames import empty_frame, read_objects
 from lotline.spark.parts import split
 from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, PipelineError
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
-from lotline.spark.session import check_storage, quiet_query_context_logs
+from lotline.spark.session import application, check_storage, quiet_query_context_logs
 from lotline.spark.tables import CatalogTables, TableSync, declared_tables
 
 if TYPE_CHECKING:
@@ -164,6 +166,10 @@ def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:
         lineage.lots.check_output(namespace, output)
 
 
+#: The run facet that lists what the lineage capture could not read (Spark Connect only).
+CAPTURE_FACET = "lotline_capture"
+
+
 def _ship_code(pipeline: Pipeline) -> None:
     """Make the functions and classes of the pipeline's file travel with the UDFs that use them.
 
@@ -193,26 +199,29 @@ class LotRunner:
         Ctrl-C and PySpark's query-context records (``quiet_query_context_logs``). A warehouse
         Spark cannot write (``s3://`` without hadoop-aws) is refused here, before any claim."""
         check_storage(spark, lineage.storage.root)
+        if quiet:  # before check_conditions: on Spark Connect it asks the server's analyzer
+            quiet_query_context_logs()
         check_conditions(spark, pipeline)
         tables = declared_tables(pipeline)
+        if tables and is_connect(spark):
+            # Their partitions are read from the driver's catalog (tables.py), which is the server's.
+            raise InvalidInput(
+                f"dataset {min(tables)}: catalog tables (table=) are not supported on Spark Connect yet; "
+                "read the dataset with lotline.read, or run on a classic master."
+            )
         self.lineage = lineage
         self.pipeline = pipeline
         self.spark = spark
         self.lease = lease
         self.quiet = quiet
-        if quiet:
-            quiet_query_context_logs()
-        self._capture = WriteCapture.for_session(spark)
+        self._connected = is_connect(spark)
+        self._capture: WriteCapture | ConnectCapture = (
+            ConnectCapture(spark) if self._connected else WriteCapture.for_session(spark)
+        )
         self._heartbeats = _Heartbeats(lineage, lease)
         # The Spark application's facets, the same for each lot (each is a py4j call to read).
-        context = spark.sparkContext
         self._engine = ol.processing_engine("spark", spark.version)
-        self._application = ol.custom(
-            master=context.master,
-            appName=context.appName,
-            applicationId=context.applicationId,
-            sparkVersion=spark.version,
-        )
+        self._application = ol.custom(**application(spark))
         _ship_code(pipeline)
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
@@ -244,12 +253,15 @@ class LotRunner:
         a signal handler: Spark is called from a thread of its own (this one may be inside py4j).
         Spark's log is silenced first, unless asked for (it logs every cancelled task as an ERROR)."""
         self._interrupted.set()
-        context = self.spark.sparkContext
+        spark = self.spark
 
         def cancel() -> None:
+            if self._connected:  # the server's operations of this session (its log is the server's)
+                spark.interruptAll()
+                return
             if self.quiet:
-                context.setLogLevel("OFF")
-            context.cancelAllJobs()
+                spark.sparkContext.setLogLevel("OFF")
+            spark.sparkContext.cancelAllJobs()
 
         thread = threading.Thread(target=cancel, name="lotline interrupt", daemon=True)
         thread.start()
@@ -277,6 +289,9 @@ class LotRunner:
                 objects = self._input_objects(job, claim, inputs.manifests)
                 context = self._context(job, claim, run_log.logger)
                 written = self._produce(job, claim, objects, locations, facets, context)
+                gaps = sorted({gap for w in written.values() for gap in w.not_captured})
+                if gaps:  # said, never guessed: the lineage facets hold only what was resolved
+                    facets[CAPTURE_FACET] = ol.custom(notCaptured=gaps)
                 # Checks gate the commit: a failing `fail` check on any output fails the lot like
                 # any error (no output is published).
                 verdicts = _verdicts(written)
@@ -524,17 +539,17 @@ class LotRunner:
         verdict of that output's checks."""
         gate = Gate.over(output, job, spec.name)
         frame = gate.frame
-        write_attempt(frame, spec, location)
+        report = self._capture.write(frame, spec, location, gate)
         written = self.lineage.storage.describe_written(location, format=spec.format)  # as Spark reports
-        report = self._capture.written(location)
         fields = self._record_output(spec, claim, frame, report, given)
+        gaps = tuple(self._capture.not_captured(location))
         rows = report.rows if report else None
         verdict = None
         if gate.observation is not None:
             observed = report.observed if report else {}
             reader = lambda: read_objects(self.spark, spec, [o.uri for o in written])  # noqa: E731
             verdict = gate.verdict(observed, reader, context)
-        return Written(ManifestDraft(location, written, rows), fields, verdict)
+        return Written(ManifestDraft(location, written, rows), fields, verdict, gaps)
 
     def _write_parts(
         self,
@@ -704,6 +719,8 @@ class Written:
     draft: ManifestDraft
     fields: tuple[FieldSpec, ...]
     verdict: Verdict | None = None
+    #: What the lineage capture could not read of the write (Spark Connect: ``connect_plans``).
+    not_captured: tuple[str, ...] = ()
 
     def version_facets(self) -> dict[str, Any]:
         return {**ol.version_facets(self.draft, self.fields), **ol.quality_facets(self.verdict)}

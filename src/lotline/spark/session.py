@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from lotline.domain import failures
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import Settings
+from lotline.spark import connect
 from lotline.spark.pipeline import NeedsSpark, Pipeline, load_pipeline
 
 if TYPE_CHECKING:
@@ -29,16 +30,19 @@ DEFAULTS = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress":
 
 
 #: What Spark 4 accepts as a master: ``local``, ``local[4]``, ``local[*]``, ``local[4,2]``, ``yarn``,
-#: ``spark://host:7077`` (also several masters), ``k8s://https://host:443``.
+#: ``spark://host:7077`` (also several masters), ``k8s://https://host:443``; and Spark Connect's
+#: ``sc://host:port`` (``spark.connect``).
 _MASTER = re.compile(r"local(\[(\*|[0-9]+)(,[0-9]+)?\])?|yarn|spark://.+|k8s://.+")
 
 
 def check_master(master: str) -> str:
     """Refuse a master Spark would refuse, before starting a JVM that only says it exited."""
-    if not _MASTER.fullmatch(master):
+    if connect.is_connect_master(master):
+        connect.parse_url(master)
+    elif not _MASTER.fullmatch(master):
         raise InvalidInput(
             f"LOTLINE_SPARK_MASTER {master!r} is not a Spark master: use local[*], local[N], yarn, "
-            "spark://host:port or k8s://https://host:port."
+            "spark://host:port, k8s://https://host:port or a Spark Connect server's sc://host:port."
         )
     return master
 
@@ -72,6 +76,7 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 """
 _JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+_CONSOLE = "spark.ui.showConsoleProgress"
 
 
 def log_options(level: str, given: str | None = None) -> str:
@@ -114,8 +119,8 @@ def check_storage(spark: SparkSession, root: str) -> None:
     system for its scheme (``s3://`` needs the hadoop-aws jar and ``fs.s3.impl``). Spark would
     otherwise fail every lot, each with a Java stack."""
     scheme = root.split("://", 1)[0] if "://" in root else "file"
-    if scheme == "file":
-        return
+    if scheme == "file" or connect.is_connect(spark):
+        return  # a Connect server's Hadoop is its own: its first write tells (docs/deploy.md)
     context: Any = spark.sparkContext
     jvm, conf = context._jvm, context._jsc.hadoopConfiguration()
     try:
@@ -162,6 +167,10 @@ def _start(settings: Settings, app_name: str) -> SparkSession:
     from pyspark.sql import SparkSession
 
     master = check_master(settings.spark_master)
+    if connect.is_connect_master(master):
+        # Only session settings travel to a Connect server (its launch settings are the server's).
+        runtime = {k: v for k, v in {**DEFAULTS, **dict(settings.spark_conf)}.items() if k != _CONSOLE}
+        return connect.start(connect.parse_url(master), app_name, runtime)
     if master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
         # Spark's Python workers run `python3` from the PATH unless told: the venv's lotline,
         # called by its path from a shell that never activated the venv, would start workers
@@ -181,6 +190,28 @@ def _start(settings: Settings, app_name: str) -> SparkSession:
         raise InvalidInput(f"cannot start Spark on master {settings.spark_master!r}: {reason}") from None
     spark.sparkContext.setLogLevel(settings.log_level)  # where the launch options were not used
     return spark
+
+
+def application(spark: SparkSession) -> dict[str, str]:
+    """The ``spark_applicationDetails`` run facet's fields: the master (a Connect server's URL,
+    its token left out), the application's name and id, Spark's version."""
+    if connect.is_connect(spark):
+        client: Any = spark.client
+        conf = spark.conf
+        return {
+            "master": connect.master_of(client),
+            "appName": str(conf.get("spark.app.name", "")),
+            "applicationId": str(conf.get("spark.app.id", "")),
+            "sparkVersion": spark.version,
+            "connectSessionId": str(client._session_id),
+        }
+    context = spark.sparkContext
+    return {
+        "master": str(context.master),
+        "appName": str(context.appName),
+        "applicationId": str(context.applicationId),
+        "sparkVersion": spark.version,
+    }
 
 
 def _launch_jvm_apart(master: str, app_name: str, conf: dict[str, str]) -> None:

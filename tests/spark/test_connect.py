@@ -1,0 +1,143 @@
+"""Spark Connect (``LOTLINE_SPARK_MASTER=sc://…``): one behaviour, proven on both modes.
+
+The demo's pipeline with an undeclared lookup (``support.both_modes``: a lot that fails on a broken
+line and is redone, a ``warn`` check, an hourly aggregation, a join with a CSV the transform opens
+itself) runs once on the suite's classic ``local[1]`` session, in this process, and once on a Spark
+Connect server started from pyspark's own distribution (``connect_url``), in a process of its own.
+The OpenLineage events of the two runs are equal — reads, undeclared reads, column lineage, schemas,
+statistics, quality facets, failures — but for what names the Spark application and the run ids.
+Bad input: an unreachable server is one line naming host and port, before anything is claimed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from lotline.domain.model import DatasetRef
+from lotline.services import open_lineage
+from lotline.spark.pipeline import load_pipeline
+from lotline.spark.runner import register
+from lotline.storage.objects import Storage
+from support import both_modes
+from support.connect_server import free_port
+from support.processes import lotline
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.connect
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+#: What differs by mode: the application (master, id, a Connect session's id) and the stack.
+_BY_MODE = ("spark_applicationDetails",)
+
+
+def _events(folder: Path) -> dict[tuple[str, str, str, int | None], dict[str, Any]]:
+    """The scenario's events by (job, lot, type, attempt), run ids and the folder taken out."""
+    with open_lineage(f"sqlite:///{folder / 'lineage.db'}", Storage(str(folder / "warehouse"))) as lineage:
+        page = lineage.openlineage.list_events(job_namespace=both_modes.NS, limit=1000, sort_direction="asc")
+        events = list(page.items)
+    found = {}
+    for event in json.loads(_UUID.sub("<uuid>", json.dumps(events).replace(str(folder), "<folder>"))):
+        facets = event["run"]["facets"]
+        lot = facets.get("lotline_lot", {})
+        name = lot.get("lot") or facets["nominalTime"]["nominalStartTime"]
+        if not str(name).startswith(("2023", "20230101")):
+            continue  # the arrival policy's empty lots up to the wall clock's now: not the scenario's
+        event.pop("eventTime")
+        for facet in _BY_MODE:
+            facets.pop(facet, None)
+        facets.get("errorMessage", {}).pop("stackTrace", None)  # py4j's frames, or gRPC's
+        found[(event["job"]["name"], name, event["eventType"], lot.get("attempt"))] = event
+    return found
+
+
+def _run_on_connect(url: str, folder: Path) -> None:
+    tests = Path(__file__).parent.parent
+    done = subprocess.run(
+        [sys.executable, "-m", "support.both_modes", url, f"sqlite:///{folder / 'lineage.db'}", str(folder)],
+        cwd=tests,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_the_demo_pipeline_gives_the_same_lineage_on_classic_and_on_connect(
+    spark: SparkSession, connect_url: str, tmp_path: Path
+) -> None:
+    classic, connect = tmp_path / "classic", tmp_path / "connect"
+    for folder in (classic, connect):
+        folder.mkdir()
+        both_modes.prepare(folder)
+    with open_lineage(f"sqlite:///{classic / 'lineage.db'}", Storage(str(classic / "warehouse"))) as lineage:
+        first, second = both_modes.run(lineage, spark, classic)
+        assert first.failed and not second.failed  # the broken line, then its fixed file
+    _run_on_connect(connect_url, connect)
+
+    on_classic, on_connect = _events(classic), _events(connect)
+    assert sorted(on_classic) == sorted(on_connect)
+    for key, event in on_classic.items():
+        assert on_connect[key] == event, key
+
+    # What the equality covers, on both: the lot that failed on its broken line and was redone,
+    # the check's warning, the lookup read by ``label`` without declaring it, column lineage.
+    failed = [e for (job, _, kind, _), e in on_connect.items() if job == "parse" and kind == "FAIL"]
+    assert len(failed) == 1
+    assert "malformed log line" in failed[0]["run"]["facets"]["errorMessage"]["message"]
+    [label] = [e for (job, lot, kind, _), e in on_connect.items() if (job, kind) == ("label", "COMPLETE")][:1]
+    lineage_facet = label["outputs"][0]["facets"]["columnLineage"]["fields"]
+    lookup = {"namespace": "file", "name": "<folder>/lookups/statuses", "field": "label"}
+    assert [{k: f[k] for k in lookup} for f in lineage_facet["outcome"]["inputFields"]] == [lookup]
+    assert {f["transformations"][0]["subtype"] for f in lineage_facet["bytes"]["inputFields"]} == {"IDENTITY"}
+    for folder in (classic, connect):  # the undeclared read: an input of the job, marked, on both
+        with open_lineage(
+            f"sqlite:///{folder / 'lineage.db'}", Storage(str(folder / "warehouse"))
+        ) as lineage:
+            read = DatasetRef("file", str(folder / "lookups" / "statuses"))
+            assert lineage.catalog.get_job(both_modes.NS, "label").undeclared_inputs == (read,)
+    hourly = [
+        e for (job, _, kind, _), e in on_connect.items() if (job, kind) == ("hourly_counts", "COMPLETE")
+    ]
+    assert (
+        hourly and hourly[0]["outputs"][0]["facets"]["columnLineage"]["fields"]["hits"]["inputFields"] == []
+    )
+    warned = [e for (job, _, kind, _), e in on_connect.items() if (job, kind) == ("parse", "COMPLETE")]
+    assert all("dataQualityAssertions" in e["outputs"][0]["facets"] for e in warned)
+
+
+def test_an_unreachable_connect_server_is_one_line_before_any_claim(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    db_url = f"sqlite:///{tmp_path / 'lineage.db'}"
+    both_modes.prepare(tmp_path)
+    pipeline = tmp_path / "weblogs.py"
+    pipeline.write_text(both_modes.DEMO.read_text())
+    with open_lineage(db_url, Storage(str(tmp_path / "warehouse"))) as lineage:
+        register(lineage, load_pipeline(str(pipeline)))
+        both_modes.ingest(lineage, tmp_path, "weblogs")
+    refused = lotline(
+        "run",
+        str(pipeline),
+        cwd=tmp_path,
+        db_url=db_url,
+        settings={
+            "LOTLINE_SPARK_MASTER": f"sc://127.0.0.1:{port}",
+            "LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"),
+        },
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        f"lotline: error: cannot reach the Spark Connect server at 127.0.0.1:{port}: Connection refused"
+    )
+    with open_lineage(db_url, Storage(str(tmp_path / "warehouse"))) as lineage:
+        assert lineage.lots.counts("weblogs", "parse") == {}  # no lot of parse was ever claimed
+        assert lineage.runs.list_runs("weblogs", "parse").items == []
+        assert lineage.sources.eligible("weblogs", ["parse"])["parse"] > 0  # though there was work
