@@ -46,8 +46,8 @@ class PgDatabases:
 
 #: Emptying the run's PostgreSQL database before a test: every table's rows deleted, dependent
 #: tables first, and every identity restarted. ``TRUNCATE … RESTART IDENTITY CASCADE`` did the same
-#: in 0.3-1 s (it makes new files for all 29 tables); these DELETEs of a test's few rows take a few
-#: milliseconds, and half the suite's tests start with one.
+#: in 0.9-1.2 s measured under load (it makes new files for all 29 tables); these DELETEs of a
+#: test's few rows take 20-50 ms there, and about half the suite's tests start with one.
 _EMPTY_PG = ";\n".join(
     [f'DELETE FROM "{t.name}"' for t in reversed(metadata.sorted_tables)]
     + [
