@@ -30,6 +30,15 @@ from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailabl
 from support.storage import new_s3_root, s3_options
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Here, not in pyproject.toml: a change there reinstalls every venv (scripts/_venv.sh).
+    config.addinivalue_line(
+        "markers",
+        "slow: heavy by nature and kept whole (a Spark cluster, the demo, JVM processes, the acceptance "
+        "run); -m 'not slow' for a quick loop, CI runs them all",
+    )
+
+
 def _pg_admin() -> sa.Engine:
     return sa.create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
 

@@ -78,7 +78,7 @@ def test_superseded_objects_go_after_the_configured_grace_and_a_bad_grace_change
         report = json.loads(dry.stdout)
         assert (report["supersededObjectsDeleted"], report["supersededBytesDeleted"]) == (1, 5)
         assert all(storage.exists(uri) for uri in attempts)
-        done = lotline("cleanup", cwd=tmp_path, db_url=backend_url, settings=zero)
+        done = lotline("cleanup", cwd=tmp_path, db_url=backend_url, settings=zero, process=True)
         assert done.returncode == 0 and "deleted 1 objects (5 bytes) of 1 superseded versions" in done.stdout
         assert not storage.exists(attempts[0]) and storage.exists(attempts[1])
         gone = [m for m in lineage.manifests.history("cli", "raw", "d1") if m.objects_removed_at is not None]

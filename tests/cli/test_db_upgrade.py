@@ -22,7 +22,7 @@ def _revision(url: str) -> str | None:
 
 
 def test_upgrade_creates_the_default_sqlite_database(tmp_path: Path) -> None:
-    done = lotline("db", "upgrade", cwd=tmp_path)
+    done = lotline("db", "upgrade", cwd=tmp_path, process=True)
     assert done.returncode == 0, done.stderr
     assert f"schema revision {migrate.head_revision()}" in done.stdout
     assert _revision(f"sqlite:///{tmp_path / 'lotline.db'}") == migrate.head_revision()

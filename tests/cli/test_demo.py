@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from lotline.cli import demo
 from lotline.domain.coordination import Status
 from lotline.domain.manifests import ManifestState
@@ -20,10 +22,12 @@ QUIET_ORDINAL = "125"  # 10:25, when no request came: no file
 
 
 def _demo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    # local[1]: the suite's other Spark work shares two cores.
-    return lotline("demo", *args, cwd=cwd, settings={"LOTLINE_SPARK_MASTER": "local[1]"}, timeout=900)
+    # local[1]: the suite's other Spark work shares two cores. A process of its own: its Spark session.
+    settings = {"LOTLINE_SPARK_MASTER": "local[1]"}
+    return lotline("demo", *args, cwd=cwd, settings=settings, timeout=900, process=True)
 
 
+@pytest.mark.slow
 def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> None:
     done = _demo(cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -34,7 +34,7 @@ def test_the_namespace_is_the_configured_one_else_the_only_one_else_the_one_with
         first.job("ingest", output="raw")
         first.produce("ingest", "d1")
 
-        only = lotline("status", "--json", cwd=tmp_path, db_url=backend_url)
+        only = lotline("status", "--json", cwd=tmp_path, db_url=backend_url, process=True)
         assert only.returncode == 0, only.stderr
         assert json.loads(only.stdout)["namespace"] == "alpha"
         assert [r["lot"] for r in json.loads(only.stdout)["lots"]] == ["d1"]
@@ -65,7 +65,7 @@ def test_an_empty_database_asks_for_a_namespace(backend_url: str, tmp_path: Path
 
 
 def test_version_and_config_show_what_is_in_use(tmp_path: Path) -> None:
-    version = lotline("--version", cwd=tmp_path)
+    version = lotline("--version", cwd=tmp_path, process=True)
     assert version.returncode == 0 and version.stdout.startswith("lotline "), version.stderr
     (tmp_path / "lotline.toml").write_text('LOTLINE_WAREHOUSE = "s3://bucket/wh"\nnamespace = "weblogs"\n')
     done = lotline(

@@ -51,7 +51,7 @@ def test_ingest_registers_lots_and_a_second_run_changes_nothing(backend_url: str
     (landing / "20230101T0411.log").write_text("a\n")
     args = ("ingest", "--create", "-n", "cli", "-d", "raw", "--landing", str(landing), "--interval", "PT5M")
     window = ("--from", "2023-01-01T04:10:00", "--to", "2023-01-01T04:20:00", "--time", PATTERN, "--json")
-    first = lotline(*args, *window, cwd=tmp_path, db_url=backend_url)
+    first = lotline(*args, *window, cwd=tmp_path, db_url=backend_url, process=True)
     assert first.returncode == 0, first.stderr
     report = json.loads(first.stdout)
     assert (report["registered"], report["empty"], report["missing"]) == (

@@ -20,7 +20,9 @@ def test_project_drains_the_journal_and_exits(backend_url: str, tmp_path: Path) 
         journal = run_history("cli", "job", run_id, steps=2)
         lineage.openlineage.accept_batch(journal)
 
-        bounded = lotline("project", "--max-events", "2", "--json", cwd=tmp_path, db_url=backend_url)
+        bounded = lotline(
+            "project", "--max-events", "2", "--json", cwd=tmp_path, db_url=backend_url, process=True
+        )
         assert bounded.returncode == 0, bounded.stderr
         assert bounded.stderr.splitlines()[0] == f"projecting {len(journal)} pending events"  # progress
         assert json.loads(bounded.stdout) == {

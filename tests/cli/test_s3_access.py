@@ -36,7 +36,9 @@ def _closed_port() -> int:
 
 def _ingest(landing: str, cwd: Path, db_url: str, settings: dict[str, str]) -> tuple[int, str]:
     args = ("ingest", "--create", "-n", "s3", "-d", "raw", "--landing", landing, "--interval", "PT5M")
-    done = lotline(*args, cwd=cwd, db_url=db_url, settings=settings)
+    # A separate process: the S3 settings are read from its environment, never from a filesystem
+    # object that this process's fsspec cached.
+    done = lotline(*args, cwd=cwd, db_url=db_url, settings=settings, process=True)
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     return done.returncode, lines[0]

@@ -104,6 +104,7 @@ def test_serve_refuses_a_bad_database_in_one_line(tmp_path: Path) -> None:
         str(_free_port()),
         cwd=tmp_path,
         db_url="postgresql://postgres@127.0.0.1:5432/lotline_no_such_db",
+        process=True,  # a server that started would serve this process's tests forever
     )
     assert done.returncode != 0
     assert "lotline_no_such_db" in done.stdout + done.stderr

@@ -185,3 +185,56 @@ def test_the_work_list_migration_fills_it_from_the_data_status_table(empty_url: 
         assert sorted((j, lot) for j, lot in hints) == [(jobs["consume"], "3"), (jobs["consume"], "4")]
     finally:
         store.dispose()
+
+
+def _columns(name: str, *columns: str) -> sa.TableClause:
+    """Some of a table's columns, with their declared types: a table as an older revision knew it."""
+    return sa.table(name, *(sa.column(c, metadata.tables[name].c[c].type) for c in columns))
+
+
+def test_the_error_kind_migration_marks_the_check_failures_written_before(empty_url: str) -> None:
+    """0026 sets ``check_failed`` on runs whose reason a failing check wrote (the gap report's
+    count of them does not change), and nothing on the others."""
+    store = Store(empty_url)
+    try:
+        with store.write() as connection:
+            migrate.upgrade(connection, "0023_superseded_objects_removed")
+        now = datetime.now(UTC)
+        stamps = {"created_at": now, "updated_at": now}
+        namespace_id, job_id = uuid.uuid4(), uuid.uuid4()
+        # The runs table as 0023 knew it (today's has error_kind).
+        runs = _columns("runs", "id", "job_id", "state", "error", "created_at", "updated_at")
+        reasons = {
+            "one": "check dep_delay IS NOT NULL failed: 1 of 4 rows",
+            "several": "output hits: check unique(flight) failed: 2 duplicates",
+            "other": "ValueError: bad line",
+            "none": None,
+        }
+        ids = {name: uuid.uuid4() for name in reasons}
+        with store.write() as connection:
+            connection.execute(
+                metadata.tables["namespaces"].insert(), {"id": namespace_id, "name": "ns", **stamps}
+            )
+            connection.execute(
+                _columns("jobs", "id", "namespace_id", "name", "type", "created_at", "updated_at").insert(),
+                {"id": job_id, "namespace_id": namespace_id, "name": "j", "type": "BATCH", **stamps},
+            )
+            connection.execute(
+                runs.insert(),
+                [
+                    {"id": ids[name], "job_id": job_id, "state": "FAILED", "error": reason, **stamps}
+                    for name, reason in reasons.items()
+                ],
+            )
+        store.upgrade()
+        table = metadata.tables["runs"]
+        with store.read() as connection:
+            kinds = dict(connection.execute(sa.select(table.c.id, table.c.error_kind)).all())
+        assert {name: kinds[i] for name, i in ids.items()} == {
+            "one": "check_failed",
+            "several": "check_failed",
+            "other": None,
+            "none": None,
+        }
+    finally:
+        store.dispose()

@@ -1,4 +1,4 @@
-"""Acceptance (issue 4): 8 worker processes, 2,000 lots, a 3-job chain, 10% random failures that
+"""Acceptance (issue 4): 8 worker processes, 400 lots, a 3-job chain, 10% random failures that
 get retried, two workers killed with SIGKILL while holding claims and, on PostgreSQL, the database
 restarted in the middle of the run while the workers carry on.
 
@@ -43,7 +43,10 @@ from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailabl
 
 CHAIN = ["clean", "enrich", "aggregate"]
 DATASETS = ["raw", "cleaned", "enriched", "aggregated"]
-LOTS = 2000
+#: Sized to prove, not to soak (issue 43): 400 lots of 3 jobs are 1,200 claims among 8 workers,
+#: about 120 random failures retried, two SIGKILLs and a restart at 30 %; 2,000 lots took 28 s
+#: a database and exercised nothing more.
+LOTS = 400
 WORKERS = 8
 VICTIMS = 2
 FAIL_RATE = 0.10
@@ -197,6 +200,7 @@ def database(request: pytest.FixtureRequest) -> Iterator[tuple[str, ThrowawayPos
         yield server.url, server
 
 
+@pytest.mark.slow
 def test_workers_process_every_lot_exactly_once(
     database: tuple[str, ThrowawayPostgres | None], tmp_path: Path
 ) -> None:

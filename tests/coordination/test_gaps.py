@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import delete, select
 
+from lotline.domain.checks import CheckFailed
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.gaps import GapState, LotRun, report_json
 from lotline.store.schema import jobs, lot_frontier
@@ -155,6 +156,25 @@ def test_named_lots_are_reported_from_the_rows_that_exist(world: LotWorld) -> No
         ("failed", "2023-01-03", "2023-01-03", 1, (1, "ValueError: bad line in 2023-01-03"))
     ]
     assert report_json(report)["runs"][0]["reason"] == "ValueError: bad line in 2023-01-03"  # type: ignore[index]
+
+
+def test_a_check_failure_is_counted_by_its_kind_not_by_its_text(world: LotWorld) -> None:
+    """Issue 43.4: the kind is data on the failure (``runs.error_kind``). A failing check counts,
+    whatever its line says; an error whose text reads like a check's does not."""
+    world.job("land", output="raw")
+    failures = {
+        "2023-01-01": CheckFailed("output raw: row_count between 1 and any failed: 0 rows"),
+        "2023-01-02": "ValueError: check dep_delay IS NOT NULL failed: 3 rows",
+        "2023-01-03": ValueError("bad line"),
+    }
+    for lot, error in failures.items():
+        claim = world.claim("land", lot)
+        assert claim is not None
+        world.lots.fail(claim, error=error)
+    report = world.lineage.gaps.report(world.ns, dataset="raw", start=DAY, end="2023-01-05")
+    assert (report.counts[GapState.FAILED], report.failed_by_check) == (3, 1)
+    kinds = {r.first: r.failure.kind for r in report.runs if r.failure is not None}
+    assert kinds == {"2023-01-01": CheckFailed.code, "2023-01-02": None, "2023-01-03": None}
 
 
 @pytest.mark.parametrize(

@@ -22,8 +22,10 @@ RANGE = ["--from", "2023-01-01", "--to", "2023-01-01T04:00:00Z"]
 RANGE_5 = ["--from", "2023-01-01", "--to", "2023-01-01T05:00:00Z"]
 
 
-def _lotline(backend_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return lotline(*args, cwd=tmp_path, db_url=backend_url)
+def _lotline(
+    backend_url: str, tmp_path: Path, *args: str, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    return lotline(*args, cwd=tmp_path, db_url=backend_url, process=process)
 
 
 @pytest.fixture
@@ -50,7 +52,7 @@ def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path
     """The counts are the web UI's: its states and order, an empty lot apart from complete ones."""
     _complete_empty(hours, "land", "raw", hour(4))
     _complete_empty(hours, "clean", "cleaned", hour(4))
-    result = _lotline(backend_url, tmp_path, "gaps", "-n", hours.ns, "--job", "clean", *RANGE_5)
+    result = _lotline(backend_url, tmp_path, "gaps", "-n", hours.ns, "--job", "clean", *RANGE_5, process=True)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "cleaned (job clean): 5 PT1H lots, 2023-01-01 00:00:00 .. 2023-01-01 05:00:00 UTC"
@@ -98,6 +100,7 @@ def test_backfill_dry_run_then_for_real(hours: LotWorld, backend_url: str, tmp_p
         "complete",
         "--json",
         *RANGE,
+        process=True,
     )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)

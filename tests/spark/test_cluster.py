@@ -157,6 +157,7 @@ def _start_worker(backend_url: str, warehouse: Path, master: str, cwd: Path) -> 
 @pytest.mark.parametrize(
     "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
 )
+@pytest.mark.slow
 def test_two_workers_on_a_cluster_survive_a_kill(
     backend_url: str, spark_master: str, tmp_path: Path, spark: SparkSession
 ) -> None:

@@ -1,7 +1,8 @@
 """Issue 29, point 11: a Python UDF defined at module level of a pipeline file failed every lot
 with ``ModuleNotFoundError: lotline_pipeline_<stem>`` on the executors, which cannot import the
 module lotline loads the file as. On the session's ``local[1]`` (its Python workers are processes
-of their own), SQLite and PostgreSQL; ``test_cluster.py`` runs such a UDF on a standalone cluster."""
+of their own), SQLite and PostgreSQL (the venv test: SQLite); ``test_cluster.py`` runs such a UDF
+on a standalone cluster."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
 
 from lotline.domain.coordination import Status
 from lotline.services import Lineage
@@ -39,6 +42,9 @@ def test_module_level_udfs_run_on_the_executors(lineage: Lineage, spark: SparkSe
     assert sorted((r.page, r["class"]) for r in rows) == [("page:A", 2), ("page:B", 4)]
 
 
+# The PATH Spark's Python workers get does not depend on the database; once, on SQLite (issue 43).
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+@pytest.mark.slow
 def test_the_venv_s_lotline_called_by_its_path_runs_udfs_without_the_venv_on_the_path(
     lineage: Lineage, spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -38,7 +38,9 @@ def _pipeline(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
 
 def _run(pipeline: Path, backend_url: str, tmp_path: Path) -> tuple[int, str, str]:
     settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
-    done = lotline("run", str(pipeline), cwd=tmp_path, db_url=backend_url, settings=settings)
+    # A separate process, as the user runs it: its Spark master is unreachable, so a refusal that
+    # started Spark would fail, where in this process the suite's session would be found.
+    done = lotline("run", str(pipeline), cwd=tmp_path, db_url=backend_url, settings=settings, process=True)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -175,6 +177,8 @@ def test_a_module_name_that_is_a_file_suggests_the_file(tmp_path: Path) -> None:
 def test_json_says_nothing_was_eligible(backend_url: str, tmp_path: Path) -> None:
     pipeline = _one_lot_parsed(backend_url, tmp_path)
     settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
-    done = lotline("run", str(pipeline), "--json", cwd=tmp_path, db_url=backend_url, settings=settings)
+    done = lotline(
+        "run", str(pipeline), "--json", cwd=tmp_path, db_url=backend_url, settings=settings, process=True
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["nothingEligible"].startswith("no eligible lots for parse, hourly_counts")

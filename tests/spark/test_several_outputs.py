@@ -186,6 +186,7 @@ def test_bad_declarations_and_results_are_refused_in_one_line(spark: SparkSessio
 @pytest.mark.parametrize(
     "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
 )
+@pytest.mark.slow
 def test_a_run_killed_between_the_two_writes_publishes_nothing_and_its_retry_both(
     backend_url: str, tmp_path: Path
 ) -> None:

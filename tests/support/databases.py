@@ -44,10 +44,23 @@ class PgDatabases:
         self.admin.dispose()
 
 
+#: Emptying the run's PostgreSQL database before a test: every table's rows deleted, dependent
+#: tables first, and every identity restarted. ``TRUNCATE … RESTART IDENTITY CASCADE`` did the same
+#: in 0.9-1.2 s measured under load (it makes new files for all 29 tables); these DELETEs of a
+#: test's few rows take 20-50 ms there, and about half the suite's tests start with one.
+_EMPTY_PG = ";\n".join(
+    [f'DELETE FROM "{t.name}"' for t in reversed(metadata.sorted_tables)]
+    + [
+        f"SELECT setval(pg_get_serial_sequence('\"{t.name}\"', '{t.autoincrement_column.name}'), 1, false)"
+        for t in metadata.sorted_tables
+        if t.autoincrement_column is not None
+    ]
+)
+
+
 def _empty_pg(store: Store) -> None:
-    tables = ", ".join(f'"{t.name}"' for t in metadata.sorted_tables)
     with store.write() as connection:
-        connection.exec_driver_sql(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+        connection.exec_driver_sql(_EMPTY_PG)
 
 
 def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:

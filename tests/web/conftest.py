@@ -1,5 +1,9 @@
 """The web UI driven in headless Chromium (Debian's ``chromium``, through Playwright) against a
-real server per database kind, over a seeded world of lots in every state.
+real server over SQLite, over a seeded world of lots in every state. Once, on SQLite: the pages
+show what the services read, and those reads are the contract suite's on both databases
+(``tests/contract/test_ui_reads.py``, the API server per database in ``tests/api/``, lot event
+waits in ``tests/api/test_lot_event_waits.py``); a second browser pass over PostgreSQL doubled
+the directory's time and proved nothing more about the pages.
 
 Without a Chromium these tests skip with the reason; ``LOTLINE_REQUIRE_BROWSER=1`` (set by CI)
 makes a missing browser a failure. ``scripts/test`` installs Debian's package where it can."""
@@ -19,7 +23,6 @@ from api.conftest import _serve
 from lotline.domain.clock import ManualClock
 from lotline.services import Lineage, open_lineage
 from lotline.storage.objects import Storage
-from lotline.store.engine import Store
 from support.lots import LotWorld
 from web.world import NOW, seed, seed_grid
 
@@ -48,27 +51,20 @@ def browser() -> Iterator[Browser]:
 @dataclass
 class UiServer:
     url: str
-    backend: str
     lineage: Lineage
     world: LotWorld
 
 
-@pytest.fixture(scope="session", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def ui_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
-    """A server over a database seeded through the services (``web/world.py``)."""
+@pytest.fixture(scope="session")
+def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UiServer]:
+    """A server over a SQLite database seeded through the services (``web/world.py``)."""
     folder: Path = tmp_path_factory.mktemp("ui")
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{folder / 'lotline.db'}"
-    else:
-        db_url = request.getfixturevalue("pg_databases").create("ui")
-        store = Store(db_url)
-        store.upgrade()
-        store.dispose()
+    db_url = f"sqlite:///{folder / 'lotline.db'}"
     lineage = open_lineage(db_url, Storage(str(folder / "warehouse")), clock=CLOCK)
     seed_grid(lineage)  # first: the start page opens on the namespace written to last, ``ui``
     world = seed(lineage)
     server, thread, url = _serve(db_url, clock=CLOCK)
-    yield UiServer(url, request.param, lineage, world)
+    yield UiServer(url, lineage, world)
     server.should_exit = True
     thread.join(timeout=30)
     lineage.close()

@@ -7,7 +7,6 @@ clock, and sorts first."""
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,14 +39,12 @@ class Sender:
     lineage: Lineage
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def sender(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sender]:
+@pytest.fixture
+def sender(tmp_path: Path) -> Iterator[Sender]:
     """A source of hourly files, hours 0-9 of a day sent but hour 6, ingested at 10:15; ``late``
-    reads it. The server counts up to the test's clock."""
-    if request.param == "sqlite":
-        db_url = f"sqlite:///{tmp_path / 'lotline.db'}"
-    else:
-        db_url = request.getfixturevalue("pg_databases").create(f"absence_{uuid.uuid4().hex[:8]}")
+    reads it. The server counts up to the test's clock. On SQLite, as every web test
+    (``web/conftest.py``): the absence rules' reads run on both in ``tests/lots/test_absence.py``."""
+    db_url = f"sqlite:///{tmp_path / 'lotline.db'}"
     store = Store(db_url)
     store.upgrade()
     clock = ManualClock(DAY + timedelta(hours=10, minutes=15))

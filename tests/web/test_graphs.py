@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from playwright.sync_api import expect
 
 from support.lots import LotWorld
@@ -66,8 +65,6 @@ def test_a_graph_shows_one_side_collapses_a_branch_and_has_an_overview(tab: Tab)
 
 def test_a_lot_lineage_opens_at_the_deepest_depth_that_draws_quickly(tab: Tab, ui_server: UiServer) -> None:
     """A day made of 24 hours of 12 five-minute lots each: 26 nodes at depth 1, 338 at depth 2."""
-    if ui_server.backend != "sqlite":
-        pytest.skip("the depth chosen does not depend on the database; drawn once, on SQLite")
     lineage, day = ui_server.lineage, "20230101P1D000"
     world = LotWorld(lineage, "fan")
     world.job("five", output="m5")

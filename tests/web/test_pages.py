@@ -96,8 +96,6 @@ def test_the_lineage_graph_draws_every_node_coloured_by_its_latest_run(tab: Tab,
 
 def test_a_graph_of_600_nodes_renders(tab: Tab, ui_server: UiServer) -> None:
     """One dataset read by 300 jobs that each write their own: 601 nodes at depth 1."""
-    if ui_server.backend != "sqlite":
-        pytest.skip("the browser's work does not depend on the database; drawn once, on SQLite")
     catalog = ui_server.lineage.catalog
     catalog.upsert_namespace("wide", owner_name="tests")
     catalog.upsert_dataset("wide", "source")

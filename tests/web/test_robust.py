@@ -88,8 +88,6 @@ PAGES = [
 
 @pytest.mark.parametrize("width", [390, 900])
 def test_every_page_fits_a_narrow_screen(browser: Browser, ui_server: UiServer, width: int) -> None:
-    if ui_server.backend != "sqlite":
-        pytest.skip("layout does not depend on the database; checked once, on SQLite")
     context = browser.new_context(viewport={"width": width, "height": 800}, base_url=ui_server.url)
     page = context.new_page()
     try:

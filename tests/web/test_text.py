@@ -82,8 +82,6 @@ def _long_failure(ui_server: UiServer) -> str:
 
 @pytest.mark.parametrize("width", [390, 900])
 def test_a_long_error_wraps_within_its_box(browser: Browser, ui_server: UiServer, width: int) -> None:
-    if ui_server.backend != "sqlite":
-        pytest.skip("layout does not depend on the database; checked once, on SQLite")
     run_id = _long_failure(ui_server)
     context = browser.new_context(viewport={"width": width, "height": 800}, base_url=ui_server.url)
     page = context.new_page()

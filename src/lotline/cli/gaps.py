@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -136,8 +135,3 @@ def backfill(
             interval=interval,
         )
     print(json.dumps(backfill_json(done), indent=2) if as_json else _done(done))
-
-
-def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
-    for name, command in (("gaps", gaps), ("backfill", backfill)):
-        app.command(name)(errors(command))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -256,15 +255,3 @@ def retry(
     finally:
         lineage.close()
     print(f"job {job}: {count} failed lot{'' if count == 1 else 's'} to be retried")
-
-
-def register(app: typer.Typer, errors: Callable[[Callable[..., None]], Callable[..., None]]) -> None:
-    """Add the lot commands to ``app``, each behind the CLI's one-line error handling."""
-    for name, command in (
-        ("status", status),
-        ("invalidate", invalidate),
-        ("hold", hold),
-        ("release", release),
-        ("retry", retry),
-    ):
-        app.command(name)(errors(command))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -15,6 +13,7 @@ import typer
 from lotline.cli import (
     cleanup,
     context,
+    db,
     delete,
     demo,
     events,
@@ -24,15 +23,14 @@ from lotline.cli import (
     logs,
     lots,
     overdue,
+    project,
     run,
+    serve,
     webhooks,
     worker,
 )
-from lotline.cli.progress import Progress
 from lotline.domain.errors import DatabaseError, LotlineError
-from lotline.services import open_lineage
-from lotline.services.admin import upgrade_database
-from lotline.services.config import LOOPBACK_HOSTS, load_settings
+from lotline.services.config import load_settings
 from lotline.store.engine import shown_url
 
 app = typer.Typer(
@@ -63,9 +61,6 @@ def main(
     """Run PySpark pipelines lot by lot, with Marquez/OpenLineage-compatible lineage."""
 
 
-#: Addresses that listen on every interface: clients reach them by names the server cannot guess.
-WILDCARD_ADDRESSES = frozenset({"0.0.0.0", "::", "[::]"})
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -94,120 +89,34 @@ def _url() -> str:
         return ""
 
 
-lots.register(app, one_line_errors)
-app.command("run")(one_line_errors(run.run))
-app.command("demo")(one_line_errors(demo.demo))
-app.command("ingest")(one_line_errors(ingest.ingest))
-app.command("events")(one_line_errors(events.events))
-app.command("overdue")(one_line_errors(overdue.overdue))
-app.command("logs")(one_line_errors(logs.logs))
-app.command("worker")(one_line_errors(worker.worker))
-app.command("cleanup")(one_line_errors(cleanup.cleanup))
-app.command("webhooks")(one_line_errors(webhooks.webhooks))
-app.command("config")(one_line_errors(context.config))
-app.command("files")(one_line_errors(files.files))
-app.command("delete")(one_line_errors(delete.delete))
-gaps.register(app, one_line_errors)
-
-
-@db_app.command("upgrade")
-@one_line_errors
-def db_upgrade() -> None:
-    """Create or migrate the database schema to this version of lotline."""
-    settings = load_settings()
-    revision = upgrade_database(settings.db_url)
-    print(f"database is at schema revision {revision}")
-
-
-@app.command("project")
-@one_line_errors
-def project(
-    max_events: int = typer.Option(0, help="Stop after this many events (0: until none is pending)."),
-    json_output: bool = typer.Option(False, "--json", help="Print the result as JSON."),
-) -> None:
-    """Apply the journaled OpenLineage events to the lineage model, then exit.
-
-    Waits for the projector lock if a server's projector holds it, so that it drains for real.
-    Progress goes to stderr: the backlog at the start, then a line a second.
-    """
-    settings = load_settings()
-    with open_lineage(settings.db_url, create=False) as lineage:
-        progress = Progress(lineage.projection.backlog())
-        drained = lineage.projection.drain(wait=True, max_events=max_events or None, on_group=progress.group)
-        status = lineage.projection.status()
-    if drained.stalled:
-        print("lotline: error: the database failed while projecting; run it again", file=sys.stderr)
-        raise typer.Exit(code=1)
-    result = {
-        "applied": len(drained.applied),
-        "failed": len(drained.failed),
-        "pending": status.pending,
-        "failedTotal": status.failed,
-        "lastAppliedId": status.last_applied_id,
-    }
-    if json_output:
-        print(json.dumps(result))
-    else:
-        print(
-            f"applied {result['applied']} events, {result['failed']} failed; "
-            f"{status.pending} pending, {status.failed} failed in all"
-        )
-
-
-@app.command("serve")
-@one_line_errors
-def serve(
-    host: str = typer.Option("127.0.0.1", help="Address to listen on."),
-    port: int = typer.Option(5000, help="Port to listen on."),
-    workers: int = typer.Option(
-        1, min=1, help="Server processes (each also runs a projector; one projects at a time)."
-    ),
-    access_log: bool = typer.Option(
-        False,
-        help="Log every request (uvicorn's access log). Off by default: event producers send "
-        "thousands of requests a second, and /metrics counts them by route and status.",
-    ),
-) -> None:
-    """Serve the Marquez-compatible REST API and the OpenLineage endpoint over LOTLINE_DB_URL."""
-    import uvicorn
-
-    from lotline.api.app import create_app
-    from lotline.api.protocol import LotlineHttpProtocol
-
-    settings = load_settings().serving_on(host)
-    if host in WILDCARD_ADDRESSES and len(settings.allowed_hosts) == len(LOOPBACK_HOSTS) + 1:
-        names = ", ".join(settings.allowed_hosts)
-        print(
-            f"lotline: note: listening on {host}, but answering only requests for {names} (Host header);"
-            " set LOTLINE_ALLOWED_HOSTS to the names clients use",
-            file=sys.stderr,
-        )
-    # The worker processes read their settings again: they get the same allow-list this way.
-    os.environ["LOTLINE_ALLOWED_HOSTS"] = ",".join(settings.allowed_hosts)
-    # lotline's HTTP protocol: JSON answers to malformed requests, the header limit, the read
-    # timeout (LOTLINE_READ_TIMEOUT, read by each worker process from the same settings).
-    protocol = "lotline.api.protocol:LotlineHttpProtocol"
-    if workers == 1:
-        uvicorn.run(
-            create_app(settings),
-            host=host,
-            port=port,
-            http=LotlineHttpProtocol,
-            log_level="info",
-            access_log=access_log,
-        )
-    else:
-        # Each worker process builds its own app (and store) from the same settings.
-        uvicorn.run(
-            "lotline.api.app:app_from_settings",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            http=protocol,
-            log_level="info",
-            access_log=access_log,
-        )
+#: Every command: the group it belongs to, its name, its function (in its own module); each one
+#: behind the one-line error handling.
+COMMANDS: tuple[tuple[typer.Typer, str, Callable[..., None]], ...] = (
+    (app, "status", lots.status),
+    (app, "invalidate", lots.invalidate),
+    (app, "hold", lots.hold),
+    (app, "release", lots.release),
+    (app, "retry", lots.retry),
+    (app, "run", run.run),
+    (app, "demo", demo.demo),
+    (app, "ingest", ingest.ingest),
+    (app, "events", events.events),
+    (app, "overdue", overdue.overdue),
+    (app, "logs", logs.logs),
+    (app, "worker", worker.worker),
+    (app, "cleanup", cleanup.cleanup),
+    (app, "webhooks", webhooks.webhooks),
+    (app, "config", context.config),
+    (app, "files", files.files),
+    (app, "delete", delete.delete),
+    (app, "gaps", gaps.gaps),
+    (app, "backfill", gaps.backfill),
+    (db_app, "upgrade", db.upgrade),
+    (app, "project", project.project),
+    (app, "serve", serve.serve),
+)
+for group, name, command in COMMANDS:
+    group.command(name)(one_line_errors(command))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ one-line error and nothing is registered), evaluation is ``spark/checks.py``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +32,6 @@ QUARANTINE_SUFFIX = "__quarantine"
 FAILED_COLUMN = "_failed_checks"
 #: The run facet that carries a lot's check results (``Verdict.summary``).
 CHECKS_FACET = "lotline_checks"
-#: Every reason a failing check fails a lot with starts so (``is_check_failure``).
-_REASON = re.compile(r"(^|: )check .+ failed: ")
 
 
 class CheckDeclarationError(InvalidInput):
@@ -377,11 +374,6 @@ def published_with_warnings(facets: Mapping[str, Any] | None) -> bool:
     """Whether a version's facets say a ``warn`` check did not hold on it (``dataQualityAssertions``)."""
     assertions = ((facets or {}).get("dataQualityAssertions") or {}).get("assertions") or []
     return any(a.get("success") is False and a.get("severity") == WARN for a in assertions)
-
-
-def is_check_failure(reason: str | None) -> bool:
-    """Whether a failed run's one-line reason is a failing check's (the gap report counts them apart)."""
-    return reason is not None and _REASON.search(reason) is not None
 
 
 def quarantine_name(name: str) -> str:

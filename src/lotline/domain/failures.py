@@ -20,10 +20,13 @@ INTERRUPTED = "interrupted by the user"
 
 @dataclass(frozen=True)
 class Failure:
-    """A failure as recorded: its one-line reason, and the whole stack it came with (None: none)."""
+    """A failure as recorded: its one-line reason, the whole stack it came with (None: none), and
+    its kind: the ``code`` of the lotline error it was (``check_failed``: a failing check; None: not
+    a lotline error), recorded as ``runs.error_kind`` and never read back from the reason's text."""
 
     reason: str
     stack: str | None = None
+    kind: str | None = None
 
 
 def failure_of(error: BaseException | str | Failure) -> Failure:
@@ -33,7 +36,12 @@ def failure_of(error: BaseException | str | Failure) -> Failure:
         return error
     if isinstance(error, str):
         return Failure(bounded(error))
-    return Failure(one_line(error), "".join(traceback.format_exception(error)))
+    return Failure(one_line(error), "".join(traceback.format_exception(error)), kind_of(error))
+
+
+def kind_of(error: BaseException) -> str | None:
+    """A failure's kind: a lotline error's ``code``, None for any other exception."""
+    return error.code if isinstance(error, LotlineError) else None
 
 
 def one_line(error: BaseException | str) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from lotline.domain.checks import is_check_failure
+from lotline.domain.checks import CheckFailed
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import (
@@ -131,6 +131,8 @@ class LastAttempt:
     reason: str | None
     #: Given up on after this many failed attempts in a row (None: it is retried after its back-off).
     gave_up_after: int | None = None
+    #: The failure's kind (``Failure.kind``: ``check_failed`` for a failing check; None: another error).
+    kind: str | None = None
 
     @property
     def gave_up(self) -> str | None:
@@ -415,7 +417,7 @@ class GapReport:
         return sum(
             r.count
             for r in self.runs
-            if r.state is GapState.FAILED and r.failure is not None and is_check_failure(r.failure.reason)
+            if r.state is GapState.FAILED and r.failure is not None and r.failure.kind == CheckFailed.code
         )
 
 

@@ -146,7 +146,7 @@ class ChildWork:
                     runs.merge_run_facets(
                         connection, child, {"errorMessage": facets.error_message(failure)}, now
                     )
-                    runs.set_error(connection, child_run_id, failure.reason, now)
+                    runs.set_error(connection, child_run_id, failure.reason, now, failure.kind)
             manifest_ids = {name: uuid.uuid4() for name in drafts}
             for name, draft in drafts.items():
                 manifest_rows.insert_manifest(

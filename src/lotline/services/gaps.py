@@ -848,11 +848,11 @@ def _failures(
     failed = [r for r in rows if g.state_of(r.status) is GapState.FAILED]
     reasons = runs.failure_reasons(connection, [r.run_id for r in failed if r.run_id is not None])
     given_up = frontier.given_up_in(connection, dataset_id, [r.lot for r in failed])
+    known: dict[str, tuple[str | None, str | None]] = {
+        r.lot: reasons.get(r.run_id, (None, None)) if r.run_id is not None else (None, None) for r in failed
+    }
     return {
-        r.lot: g.LastAttempt(
-            r.attempt, None if r.run_id is None else reasons.get(r.run_id), given_up.get(r.lot)
-        )
-        for r in failed
+        r.lot: g.LastAttempt(r.attempt, known[r.lot][0], given_up.get(r.lot), known[r.lot][1]) for r in failed
     }
 
 

@@ -262,9 +262,8 @@ class LotService:
         failure = None if error is None else failures.failure_of(error)
         if failure is not None:
             facets["errorMessage"] = error_message(failure)
-        reason = None if failure is None else failure.reason
         return self._finish(
-            claim, success=False, at=at, manifest=manifest, facets=facets, error=reason, others=others
+            claim, success=False, at=at, manifest=manifest, facets=facets, failure=failure, others=others
         )
 
     def _finish(
@@ -276,14 +275,15 @@ class LotService:
         manifest: ManifestDraft | None = None,
         facets: dict[str, Any] | None = None,
         output_facets: dict[str, Any] | None = None,
-        error: str | None = None,
+        failure: Failure | None = None,
         others: Mapping[str, OtherOutput] | None = None,
         journal: tuple[JournalEntry, ...] = (),
     ) -> uuid.UUID | None:
         _common.check_aware("at", at)
         version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
         ends = _other_ends(claim, others or {})
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, error, ends, journal)
+        reason, kind = (None, None) if failure is None else (failure.reason, failure.kind)
+        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, reason, ends, journal, kind)
         manifest_ids = self._claims.finish(claim, end)
         for manifest_id in manifest_ids:
             self._tidy(manifest_id, success=success)

@@ -57,7 +57,7 @@ def failure_of(error: BaseException) -> failures.Failure:
     jvm = getattr(error, "_stackTrace", None)
     if isinstance(jvm, str) and jvm and jvm not in stack:
         stack = f"{stack}\nJVM stack trace:\n{jvm}"
-    return failures.Failure(reason(error), stack)
+    return failures.Failure(reason(error), stack, failures.kind_of(error))
 
 
 def reason(error: BaseException) -> str:

@@ -197,6 +197,9 @@ runs = Table(
     # Why a FAILED run failed, in one line (domain/failures.py): what status, gaps, lot events and
     # the run summary show; the full stack stays in the ``errorMessage`` facet.
     Column("error", Text),
+    # Its kind, as data (``Failure.kind``: the lotline error's code, ``check_failed`` for a failing
+    # check; NULL for other errors): the gap report counts check failures by it, not by the text.
+    Column("error_kind", String(64)),
     *_timestamps(),
     CheckConstraint(f"state IN ({RUN_STATES})", name="state"),
     Index(None, "job_id", "created_at"),

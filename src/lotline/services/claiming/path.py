@@ -57,6 +57,8 @@ class ClaimEnd:
     others: tuple[OutputEnd, ...] = ()
     #: The run's OpenLineage events (START and its end), journaled in the end's transaction.
     journal: tuple[JournalEntry, ...] = ()
+    #: A failure's kind (``Failure.kind``), recorded as the run's ``error_kind``.
+    error_kind: str | None = None
 
     def outputs(self, claim: LotClaim) -> tuple[OutputEnd, ...]:
         """Every output's end, the claim's output (which carries the claim) first."""

@@ -139,7 +139,7 @@ class PythonClaimPath:
             if not end.success:
                 fail_children(connection, claim.run_id, now)
                 if end.error is not None:
-                    runs.set_error(connection, claim.run_id, end.error, now)
+                    runs.set_error(connection, claim.run_id, end.error, now, end.error_kind)
             else:
                 for output in outputs:
                     if output.output_facets:

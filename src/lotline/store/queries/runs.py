@@ -817,9 +817,13 @@ def merge_run_facets(
         connection.execute(_UPDATE_RUN, {"b_run_id": run.id, **values})
 
 
-def set_error(connection: Connection, run_id: uuid.UUID, error: str, now: datetime) -> None:
-    """Record why the run failed (one line, ``runs.error``)."""
-    connection.execute(_UPDATE_RUN, {"b_run_id": run_id, "error": error, "updated_at": now})
+def set_error(
+    connection: Connection, run_id: uuid.UUID, error: str, now: datetime, kind: str | None = None
+) -> None:
+    """Record why the run failed (one line, ``runs.error``) and its kind (``runs.error_kind``)."""
+    connection.execute(
+        _UPDATE_RUN, {"b_run_id": run_id, "error": error, "error_kind": kind, "updated_at": now}
+    )
 
 
 _RUN_IO = union_all(
@@ -891,17 +895,19 @@ def running_children(connection: Connection, parent_run_id: uuid.UUID) -> list[u
     return [run_id for (run_id,) in rows]
 
 
-_FAILURE_REASONS = select(runs.c.id, runs.c.error).where(
+_FAILURE_REASONS = select(runs.c.id, runs.c.error, runs.c.error_kind).where(
     runs.c.id.in_(bindparam("b_runs", expanding=True)), runs.c.error.is_not(None)
 )
 
 
-def failure_reasons(connection: Connection, run_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
-    """The one-line reason each of these runs failed with (``runs.error``; runs without one are
-    absent), in one statement per thousand runs."""
-    found: dict[uuid.UUID, str] = {}
+def failure_reasons(
+    connection: Connection, run_ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[str, str | None]]:
+    """The one-line reason each of these runs failed with and its kind (``runs.error``,
+    ``runs.error_kind``; runs without a reason are absent), in one statement per thousand runs."""
+    found: dict[uuid.UUID, tuple[str, str | None]] = {}
     wanted = list(dict.fromkeys(run_ids))
     for start in range(0, len(wanted), 1000):
         rows = connection.execute(_FAILURE_REASONS, {"b_runs": wanted[start : start + 1000]})
-        found.update((run_id, error) for run_id, error in rows)
+        found.update((run_id, (error, kind)) for run_id, error, kind in rows)
     return found
