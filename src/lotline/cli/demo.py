@@ -129,7 +129,11 @@ def _print_next(console: Console, folder: Path, day: datetime, upto: datetime) -
         (f"{me} gaps --job parse", "parse's lots from the first up to now, by state"),
         (f"{me} events", "the lot availability log"),
         (" ".join([me, *_ingest_args(day, upto)]), "ingest again: nothing changed, nothing to do"),
-        (f"{me} run {PIPELINE_FILE}", "after editing a transform: a new job version"),
+        (
+            f"{me} run {PIPELINE_FILE}",
+            "after editing a transform: a new job version; it names the lots the old one made (stale) "
+            "and the backfill that remakes them",
+        ),
     ]
     console.print("Next, one command per line (copy as printed):", soft_wrap=True)
     for command, comment in lines:

@@ -37,7 +37,7 @@ from lotline.domain.ready_counts import TEN
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import in_values, locks_rows
 from lotline.store.schema import data_status as ds
-from lotline.store.schema import dataset_versions, manifests
+from lotline.store.schema import dataset_versions, job_versions, jobs, manifests, runs
 from lotline.store.schema import ready_lot_counts as counts
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
@@ -249,6 +249,59 @@ def ready_lots(
         .order_by(ds.c.lot)
     )
     return list(connection.execute(query).scalars())
+
+
+@dataclass(frozen=True, slots=True)
+class JobVersions:
+    """A job's versions numbered 1, 2, … in the order they were first recorded, and its current one."""
+
+    numbers: dict[uuid.UUID, int]
+    current: uuid.UUID | None
+
+    @property
+    def older(self) -> list[uuid.UUID]:
+        """Every version but the current one (what stale lots were made by)."""
+        return [v for v in self.numbers if v != self.current]
+
+
+def job_versions_of(connection: Connection, job_id: uuid.UUID) -> JobVersions:
+    """The job's versions, numbered by when each was first recorded (ties by id), and its current
+    one: a few rows per job, read whole."""
+    query = (
+        select(job_versions.c.id)
+        .where(job_versions.c.job_id == job_id)
+        .order_by(job_versions.c.created_at, job_versions.c.id)
+    )
+    numbers = {version: n for n, version in enumerate(connection.execute(query).scalars(), start=1)}
+    current = connection.execute(select(jobs.c.current_version_id).where(jobs.c.id == job_id)).scalar()
+    return JobVersions(numbers, current)
+
+
+def stale_lots(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    versions: Sequence[uuid.UUID],
+    lot_from: str | None = None,
+    lot_to: str | None = None,
+    pattern: str | None = None,
+) -> list[tuple[str, uuid.UUID]]:
+    """The READY OUTPUT lots in ``[lot_from, lot_to]`` whose run ran one of ``versions`` (a job's
+    older versions), with that version, in lot order: read from the runs of those versions (index
+    on ``runs.job_version_id``), so a job that never changed costs nothing and one that did costs
+    the runs its older versions made, not the dataset's READY lots."""
+    if not versions:
+        return []
+    query = (
+        select(ds.c.lot, runs.c.job_version_id)
+        .select_from(runs.join(ds, ds.c.run_id == runs.c.id))
+        .where(
+            runs.c.job_version_id.in_(list(versions)),
+            *_rows(dataset_id, lot_from, lot_to, pattern),
+            ds.c.status == Status.READY.value,
+        )
+        .order_by(ds.c.lot)
+    )
+    return [(lot, version) for lot, version in connection.execute(query)]
 
 
 def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None:
