@@ -6,11 +6,17 @@ declared ``on_change="recompute"``) makes them eligible at once."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import GapState, report_json
 from lotline.domain.grid import CellState
+from lotline.services import Lineage
+from lotline.spark.pipeline import Pipeline, PipelineError
+from lotline.spark.runner import register
 from support.lots import LotWorld
 
 DAY, NEXT_DAY = "2023-01-01", "2023-01-02"
@@ -135,3 +141,60 @@ def test_named_lots_made_by_an_older_version_are_stale(world: LotWorld) -> None:
     assert [(r.state, r.first) for r in report.runs] == [(GapState.STALE, "2023-01-01")]
     words = world.lineage.gaps.lot_states(world.ns, "cleaned", ["2023-01-01", "2023-01-02"])
     assert words == {"2023-01-01": CellState.STALE, "2023-01-02": CellState.COMPLETE}
+
+
+def test_versions_number_in_the_order_they_came_on_a_clock_that_stands_still(timed_world: LotWorld) -> None:
+    """A test's clock that never moves records every version at the same instant: they still
+    number 1, 2, 3 in the order they came, not by their ids."""
+    world = timed_world
+    world.job("land", output="raw")
+    world.lineage.catalog.upsert_dataset(world.ns, "cleaned")
+    world.produce("land", hour(0))
+    for digest in ("one", "two"):
+        _version(world, digest)
+    _make(world, hour(0))
+    _version(world, "three")
+    [stale] = world.lineage.gaps.report(world.ns, job="clean", start=DAY, end="2023-01-01T01:00:00Z").runs
+    assert stale.made is not None and stale.made.line == "made by version 2, now 3"
+
+
+def _cleaned_v1(raw: Any) -> Any:
+    return raw
+
+
+def _cleaned_v2(raw: Any) -> Any:
+    return raw.limit(1)
+
+
+def _pipeline(transform: Callable[..., Any], on_change: str) -> Pipeline:
+    pipeline = Pipeline("changing")
+    raw = pipeline.dataset("raw", format="csv", interval="PT1H")
+    cleaned = pipeline.dataset("cleaned", format="parquet", interval="PT1H")
+    pipeline.job(inputs=[raw], output=cleaned, name="clean", on_change=on_change)(transform)
+    return pipeline
+
+
+def test_on_change_recompute_makes_the_stale_lots_eligible_when_the_runner_registers(
+    lineage: Lineage,
+) -> None:
+    """What the runner registers (``spark.runner.register``, no Spark needed): the flag default
+    leaves the old version's lots stale, ``on_change="recompute"`` reopens them at once."""
+    world = LotWorld(lineage, "changing")
+    world.job("ingest:raw", output="raw")
+    world.produce("ingest:raw", hour(0), hour(1))
+    register(lineage, _pipeline(_cleaned_v1, "flag"))
+    _make(world, hour(0), hour(1))
+    register(lineage, _pipeline(_cleaned_v2, "flag"))
+    assert lineage.gaps.stale("changing", "clean")[0][0].count == 2  # flagged, left as they are
+    assert world.claim("clean") is None
+    register(lineage, _pipeline(_cleaned_v2, "recompute"))  # the same version: recompute them now
+    assert lineage.gaps.stale("changing", "clean") == ([], None)
+    claim = world.claim("clean")
+    assert claim is not None and claim.lot == hour(0)
+
+
+def test_an_unknown_on_change_is_refused_at_load() -> None:
+    with pytest.raises(
+        PipelineError, match=r"job clean: on_change='restate' is not one of 'flag', 'recompute'\."
+    ):
+        _pipeline(_cleaned_v1, "restate")

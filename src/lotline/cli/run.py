@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lotline.cli.context import lotline_command
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
@@ -265,7 +266,7 @@ def backfill_command(namespace: str, job: str, span: TimeRange) -> str:
     """The command that remakes a job's stale lots of ``span``, as it can be typed."""
     at = "%Y-%m-%dT%H:%M:%SZ"
     named = " ".join(shlex.quote(part) for part in ("-n", namespace, "--job", job))
-    return f"lotline backfill {named} --from {span.start:{at}} --to {span.end:{at}} --only stale"
+    return f"{lotline_command()} backfill {named} --from {span.start:{at}} --to {span.end:{at}} --only stale"
 
 
 def _count(lineage: Lineage, namespace: str, job: str, status: Status) -> int:

@@ -343,8 +343,10 @@ class GapService:
         if not dry_run and chosen and hintable:
             with self._store.write() as connection:
                 frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())
+        was_stale = set(stale)
         reopened = g.coalesce(
-            Segment(i, i + 1, GapState.COMPLETE) for i in sorted(g.index_of(lot, lots_of) for lot in reopen)
+            Segment(i, i + 1, GapState.STALE if lot in was_stale else GapState.COMPLETE)
+            for i, lot in sorted((g.index_of(lot, lots_of), lot) for lot in reopen)
         )
         return Backfill(
             report,
