@@ -6,15 +6,22 @@ declared ``on_change="recompute"``) makes them eligible at once."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
+from lotline.api.app import create_app
+from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import GapState, report_json
 from lotline.domain.grid import CellState
 from lotline.services import Lineage
+from lotline.services.config import Settings
 from lotline.spark.pipeline import Pipeline, PipelineError
 from lotline.spark.runner import register
 from support.lots import LotWorld
@@ -198,3 +205,43 @@ def test_an_unknown_on_change_is_refused_at_load() -> None:
         PipelineError, match=r"job clean: on_change='restate' is not one of 'flag', 'recompute'\."
     ):
         _pipeline(_cleaned_v1, "restate")
+
+
+def test_gaps_status_and_the_rest_api_say_stale(
+    changed: LotWorld, backend_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The command line and the REST gap report in the same words: `lotline gaps` lists the stale
+    run with its versions, `lotline status --state stale` lists exactly those lots, and
+    `backfill --only` refuses a state it cannot take in one line, changing nothing."""
+    monkeypatch.setenv("LOTLINE_DB_URL", backend_url)
+    monkeypatch.chdir(tmp_path)
+    cli, ns, span = CliRunner(), ["-n", changed.ns], ["--from", DAY, "--to", "2023-01-01T05:00:00Z"]
+    gaps = cli.invoke(app, ["gaps", *ns, "--job", "clean", *span])
+    assert gaps.exit_code == 0, gaps.output
+    assert gaps.output.splitlines()[1].split()[:6] == ["complete", "1", "empty", "0", "stale", "3"]
+    assert [line.split() for line in gaps.output.splitlines() if line.startswith("stale")] == [
+        ["stale", hour(0), hour(2), "3", "made", "by", "version", "1,", "now", "2"]
+    ]
+    listed = json.loads(
+        cli.invoke(app, ["status", *ns, "--job", "clean", "--state", "stale", "--json"]).stdout
+    )
+    assert [r["lot"] for r in listed["lots"]] == [hour(0), hour(1), hour(2)]
+    before = changed.table()
+    refused = cli.invoke(app, ["backfill", *ns, "--job", "clean", *span, "--only", "stale,fresh"])
+    assert refused.exit_code == 2 and "backfill cannot take 'fresh' lots" in refused.output
+    assert changed.table() == before
+
+    api = create_app(Settings(db_url=backend_url, warehouse=str(tmp_path / "w"), api_token=None))
+    api.state.lineage = changed.lineage
+    client = TestClient(api, base_url="http://127.0.0.1")
+    body = client.get(
+        f"/api/v1/namespaces/{changed.ns}/jobs/clean/gaps", params={"from": DAY, "to": "2023-01-01T05:00:00Z"}
+    ).json()
+    assert body["counts"]["stale"] == 3
+    [stale] = [r for r in body["runs"] if r["state"] == "stale"]
+    assert (stale["from"], stale["count"], stale["madeByVersion"], stale["currentVersion"]) == (
+        hour(0),
+        3,
+        1,
+        2,
+    )
