@@ -6,7 +6,9 @@
 The database of ``bench.gaps`` (a chain of 10 registered jobs with ``--years`` of PT5M lots each
 from 2023-01-01, the last job's lots with gaps of every kind; ``bench/_seed.py``, set-based), plus
 what a grid reads besides the report: a current dataset version and a manifest for each READY lot
-of the last job's dataset (as publishing leaves them), one in 20 of them empty.
+of the last job's dataset (as publishing leaves them), one in 20 of them empty; and the last job's
+code changed after its first version made the READY lots of the last 30 days (``STALE_DAYS``):
+8,640 stale lots (fewer of them READY where the seed left gaps), which every report and grid counts.
 
 Measured, median of ``--repeat`` calls after two warm-ups:
 
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import uuid
 from typing import Any
 
 import requests
@@ -47,12 +50,16 @@ from lotline.domain import gaps as g
 from lotline.domain import grid as lot_grid
 from lotline.domain.lots import Interval
 from lotline.services import Lineage
+from lotline.store import schema
 from lotline.store.engine import Store
 from lotline.store.queries import gaps
 from lotline.store.types import UtcDateTime
 
 #: One lot in this many of the last job's READY lots is published empty.
 EMPTY_EVERY = 20
+#: The last job's READY lots of this many last days were made by its version 1, before its code
+#: changed (version 2): stale lots, counted by every report, grid and matrix (issue 40.3).
+STALE_DAYS = 30
 TARGET_MS = {1: 300.0, 5: 500.0}
 MATRIX_TARGET_MS = 500.0
 PORT = 5097
@@ -90,6 +97,61 @@ def _seed_manifests(url: str, dataset_id: Any) -> int:
     return 2 * made
 
 
+def _seed_stale(url: str, job: str, dataset_id: Any, days: int) -> int:
+    """The last job's code changes (a new version, as the runner registers it), after its version 1
+    made the READY lots of the last ``STALE_DAYS`` days: each gets a run of version 1 (the seed's
+    runs have no version: not stale). Once per database (a kept one has it already)."""
+    lineage = Lineage.over(Store(url))
+    with lineage.store.read() as connection:
+        job_id = connection.execute(sa.select(schema.jobs.c.id).where(schema.jobs.c.name == job)).scalar_one()
+        versions = gaps.job_versions_of(connection, job_id)
+    if len(versions.numbers) > 1:
+        lineage.close()
+        return 0
+    old = versions.current
+    lineage.lots.register_job(NS, job, output=f"d{JOBS - 1}", inputs=[f"d{JOBS - 2}"], code_digest="changed")
+    lineage.close()
+    store = Store(url)
+    ds = schema.data_status
+    now = dt.datetime.now(dt.UTC)
+    with store.write() as connection:
+        lots = (
+            connection.execute(
+                sa.select(ds.c.lot).where(
+                    ds.c.dataset_id == dataset_id,
+                    ds.c.role == "OUTPUT",
+                    ds.c.status == "READY",
+                    ds.c.lot >= lot(days - STALE_DAYS, 0),
+                )
+            )
+            .scalars()
+            .all()
+        )
+        made = [{"id": uuid.uuid4(), "lot": found} for found in lots]
+        rows = [
+            {
+                "id": m["id"],
+                "job_id": job_id,
+                "job_version_id": old,
+                "lot": m["lot"],
+                "state": "COMPLETED",
+                "created_at": now,
+                "updated_at": now,
+            }
+            for m in made
+        ]
+        connection.execute(sa.insert(schema.runs), rows)
+        connection.execute(
+            sa.update(ds)
+            .where(ds.c.dataset_id == dataset_id, ds.c.role == "OUTPUT", ds.c.lot == sa.bindparam("b_lot"))
+            .values(run_id=sa.bindparam("b_run")),
+            [{"b_lot": m["lot"], "b_run": m["id"]} for m in made],
+        )
+    analyze(store)
+    store.dispose()
+    return len(made)
+
+
 def _page_ms(url: str, repeat: int) -> float:
     """``GET /lots?ns=`` (the matrix page) from a served process, median of ``repeat``."""
     with serve(url, PORT) as (base, _), requests.Session() as session:
@@ -108,6 +170,7 @@ def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict
     chain = kept or seed_chain(url, JOBS, days)
     dataset_id = chain.datasets[f"d{JOBS - 1}"]
     seeded = chain.rows + (0 if kept else _seed_manifests(url, dataset_id))
+    seeded += _seed_stale(url, f"j{JOBS - 1}", dataset_id, days)
     lineage = Lineage.over(Store(url))
     job, whole = f"j{JOBS - 1}", span(days)
     last_year = {"start": (dt.date.fromisoformat(whole["end"]) - dt.timedelta(days=365)).isoformat()}
@@ -147,6 +210,14 @@ def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict
         with lineage.store.read() as connection:
             return gaps.empty_lots(connection, dataset_id, first, last, pattern)
 
+    def stale() -> Any:  # what counting stale lots adds to a report: the job's versions, their lots
+        with lineage.store.read() as connection:
+            job_id = connection.execute(
+                sa.select(schema.jobs.c.id).where(schema.jobs.c.name == job)
+            ).scalar_one()
+            versions = gaps.job_versions_of(connection, job_id)
+            return gaps.stale_lots(connection, dataset_id, versions.older, first, last, pattern)
+
     made, empties = report(), empty()
     found = grid()
     totals = ", ".join(f"{s.value} {n}" for s, n in found.totals().items() if n)
@@ -157,6 +228,8 @@ def measure(backend: str, url: str, years: int, repeat: int, page: bool) -> dict
         "report": median_ms(report, repeat),
         "plain": median_ms(plain_count(lineage, dataset_id, days), repeat),
         "empty": median_ms(empty, repeat),
+        "stale": median_ms(stale, repeat),
+        "stale_lots": len(stale()),
         "build": median_ms(lambda: lot_grid.build(made, empties), repeat),
         "hourly": median_ms(hourly, repeat),
         "matrix": median_ms(matrix, repeat),
@@ -194,7 +267,8 @@ def _print(backend: str, years: int, found: dict[str, Any]) -> None:
     print(
         f"{backend:10} of which beyond the report: empty lots read {found['empty']:6.1f} ms, "
         f"cells built {found['build']:6.1f} ms; the last year's grid per hour (8,760 cells) "
-        f"{found['hourly']:6.1f} ms",
+        f"{found['hourly']:6.1f} ms; within the report, its {found['stale_lots']} stale lots read "
+        f"{found['stale']:6.1f} ms",
         flush=True,
     )
     print(

@@ -71,6 +71,7 @@ def test_job_and_dataset_gaps_with_paged_runs(
     assert (body["from"], body["to"]) == ("2023-01-01T00:00:00Z", "2023-01-01T06:00:00Z")
     assert body["counts"] == {
         "complete": 2,
+        "stale": 0,
         "running": 0,
         "failed": 1,
         "missing": 2,
@@ -89,6 +90,8 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "attempt": 1,
             "reason": "ValueError: bad row",
             "gaveUpAfter": None,
+            "madeByVersion": None,
+            "currentVersion": None,
         },
         {
             "state": "missing",
@@ -100,6 +103,8 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "attempt": None,
             "reason": None,
             "gaveUpAfter": None,
+            "madeByVersion": None,
+            "currentVersion": None,
         },
         {
             "state": "blocked",
@@ -111,6 +116,8 @@ def test_job_and_dataset_gaps_with_paged_runs(
             "attempt": None,
             "reason": None,
             "gaveUpAfter": None,
+            "madeByVersion": None,
+            "currentVersion": None,
         },
     ]
     assert body["totalRuns"] == 3

@@ -68,9 +68,10 @@ def test_the_demo_fails_a_lot_fixes_it_and_finishes_the_day(tmp_path: Path) -> N
         assert "published with a warning: job parse: check status < 500 warned on " in done.stdout
         # Its last table counts the lots as the start page does, up to now: every lot due is there.
         [parse_row] = [line.split() for line in done.stdout.splitlines() if line.startswith("parse ")]
-        complete, empty, running, pending, *trouble, warned = [int(cell) for cell in parse_row[1:]]
+        complete, empty, stale, running, pending, *trouble, warned = [int(cell) for cell in parse_row[1:]]
         assert complete + empty == sources[Status.READY] and empty > 0 and 0 < warned <= complete
-        assert running == 0 and pending <= 2 and trouble == [0] * 4  # the last lots may not be due yet
+        # The last lots may not be due yet.
+        assert stale == running == 0 and pending <= 2 and trouble == [0] * 4
         assert "the quiet 10:25 among them" in " ".join(done.stdout.split())  # however rich wraps it
         [version] = lineage.versions.list_versions(
             NS, "hits", broken_raw, states=[VersionState.CURRENT]
@@ -98,21 +99,48 @@ def _type_every_next_command(stdout: str, folder: Path) -> None:
     for command in commands[1:]:
         if command.endswith(" serve"):
             continue
-        done = subprocess.run(
-            f"{commands[0]} && {command}",
-            shell=True,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**_without_lotline_settings(), "LOTLINE_SPARK_MASTER": "local[1]"},
-            check=False,
-        )
-        assert done.returncode == 0, (command, done.stderr[-2000:])
+        done = _typed(commands[0], command)
         if " ingest " in command:
             assert "0 lots registered, 0 empty, 0 missing" in done.stdout, done.stdout
             assert "0 new versions (late or corrected)" in done.stdout, done.stdout
         if command.endswith(" run weblogs.py"):  # nothing, or the lots that fell due since the demo
             assert "Spark was not started" in done.stdout or "lotline run weblogs" in done.stdout
+    _edit_a_transform_and_run(commands, folder)
+
+
+def _edit_a_transform_and_run(commands: list[str], folder: Path) -> None:
+    """The hint "after editing a transform" is true: a docstring changes nothing; a change to what
+    hourly_counts computes makes its lots stale, and the run prints the backfill that remakes
+    them, which reopens exactly those (typed as printed)."""
+    [run] = [c for c in commands if c.endswith(" run weblogs.py")]
+    pipeline = folder / "weblogs.py"
+    said = '"""Requests and bytes per path and status in the hour."""'
+    pipeline.write_text(pipeline.read_text().replace(said, said[:-3] + ' (edited)."""\n    # a comment'))
+    assert " stale" not in _typed(commands[0], run).stdout  # no new version: nothing stale
+    counted = 'F.count("*").alias("hits"),'
+    pipeline.write_text(pipeline.read_text().replace(counted, counted + ' F.max("bytes").alias("largest"),'))
+    told = " ".join(_typed(commands[0], run).stdout.split())
+    assert "lots of hourly_counts are stale (made by version 1, now 2): `" in told, told
+    backfill = told.split("are stale (made by version 1, now 2): `")[1].split("`")[0]
+    assert backfill.endswith("--only stale") and " -n weblogs --job hourly_counts --from " in backfill
+    stale = int(told.split(" lots of hourly_counts are stale")[0].rsplit(" ", 1)[1])
+    done = _typed(commands[0], backfill)
+    assert f"reopened {stale} lots" in done.stdout, done.stdout
+
+
+def _typed(cd: str, command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` typed into a shell in the demo's folder, as printed; it must succeed."""
+    done = subprocess.run(
+        f"{cd} && {command}",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_without_lotline_settings(), "LOTLINE_SPARK_MASTER": "local[1]"},
+        check=False,
+    )
+    assert done.returncode == 0, (command, done.stderr[-2000:])
+    return done
 
 
 def _without_lotline_settings() -> dict[str, str]:

@@ -198,11 +198,11 @@ def test_the_error_kind_migration_marks_the_check_failures_written_before(empty_
     store = Store(empty_url)
     try:
         with store.write() as connection:
-            migrate.upgrade(connection, "0023_superseded_objects_removed")
+            migrate.upgrade(connection, "0025_runs_by_job_version")
         now = datetime.now(UTC)
         stamps = {"created_at": now, "updated_at": now}
         namespace_id, job_id = uuid.uuid4(), uuid.uuid4()
-        # The runs table as 0023 knew it (today's has error_kind).
+        # The runs table as 0025 knew it (today's has error_kind).
         runs = _columns("runs", "id", "job_id", "state", "error", "created_at", "updated_at")
         reasons = {
             "one": "check dep_delay IS NOT NULL failed: 1 of 4 rows",

@@ -41,6 +41,7 @@ def test_status_counts_lots_by_state(cli: CliRunner, chain: LotWorld) -> None:
         "DATASET",
         "COMPLETE",
         "EMPTY",
+        "STALE",
         "RUNNING",
         "PENDING",
         "FAILED",
@@ -49,8 +50,8 @@ def test_status_counts_lots_by_state(cli: CliRunner, chain: LotWorld) -> None:
         "HELD",
         "TOTAL",
     ]
-    assert lines[1].split() == ["JobA", "DataA", "3", "0", "0", "0", "0", "0", "0", "0", "3"]
-    assert lines[2].split() == ["JobB", "DataB", "1", "0", "0", "0", "1", "0", "0", "0", "2"]
+    assert lines[1].split() == ["JobA", "DataA", "3", "0", "0", "0", "0", "0", "0", "0", "0", "3"]
+    assert lines[2].split() == ["JobB", "DataB", "1", "0", "0", "0", "0", "1", "0", "0", "0", "2"]
     listed = cli.invoke(app, ["status", "-n", chain.ns, "--job", "JobB", "--lots"])
     assert [line.split() for line in listed.output.splitlines()[-3:]] == [
         ["DATASET", "LOT", "JOB", "STATE", "ATTEMPT", "OWNER", "REASON"],

@@ -90,6 +90,7 @@ def test_a_day_in_every_state_gives_exact_counts_and_runs(day: LotWorld) -> None
     )
     assert {s.value: n for s, n in report.counts.items()} == {
         "complete": 9,
+        "stale": 0,
         "running": 1,
         "failed": 2,
         "missing": 8,

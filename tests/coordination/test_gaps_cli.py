@@ -57,7 +57,7 @@ def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path
     lines = result.stdout.splitlines()
     assert lines[0] == "cleaned (job clean): 5 PT1H lots, 2023-01-01 00:00:00 .. 2023-01-01 05:00:00 UTC"
     assert lines[1].split() == [
-        *("complete", "1", "empty", "1", "running", "0", "pending", "0", "failed", "1"),
+        *("complete", "1", "empty", "1", "stale", "0", "running", "0", "pending", "0", "failed", "1"),
         *("blocked", "1", "missing", "1", "held", "0"),
     ]
     assert [line.split() for line in lines[3:]] == [

@@ -84,6 +84,7 @@ def test_urgency_runs_from_failed_to_complete() -> None:
         "held",
         "running",
         "pending",
+        "stale",
         "empty",
         "complete",
     ]
@@ -134,6 +135,7 @@ def test_one_cell_per_lot_in_each_state_and_empty_told_apart_from_complete() -> 
         "held": 1,
         "running": 1,
         "pending": 0,
+        "stale": 0,
         "empty": 2,
         "complete": 16,
     }
@@ -174,6 +176,7 @@ def test_hour_cells_take_the_most_urgent_state_and_count_every_lot() -> None:
         "held": 2,
         "running": 1,
         "pending": 0,
+        "stale": 0,
         "empty": 3,
         "complete": 268,
     }

@@ -39,7 +39,7 @@ def test_a_range_backfill_previews_what_it_would_reopen(tab: Tab, ui_server: UiS
     expect(run).to_be_enabled()
     assert ui_server.world.table() == before  # a preview changes nothing
 
-    page.locator("#backfill input[name=only]").uncheck()  # every lot: the complete ones reopen
+    page.locator("#backfill select[name=only]").select_option("")  # every lot: the complete ones reopen
     page.locator("[data-backfill=preview]").click()
     everything = ui_server.lineage.gaps.backfill(NS, "land", start=DAY, end=NEXT_DAY, dry_run=True)
     reopened = sum(r.count for r in everything.reopened)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -58,3 +62,15 @@ def config(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     for row in rows:
         shown = "(not set)" if row["value"] is None else row["value"]
         print(f"{row['key']:<{width}}  {shown}  [{row['source']}]")
+
+
+def lotline_command() -> str:
+    """How to call this lotline from any folder: ``lotline`` if that is what the PATH finds, else
+    the absolute path of the one beside this Python (the venv's), else ``python -m lotline``."""
+    beside = Path(sys.executable).parent / "lotline"
+    on_path = shutil.which("lotline")
+    if on_path is not None and beside.exists() and Path(on_path).resolve() == beside.resolve():
+        return "lotline"
+    if beside.exists():
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(sys.executable)} -m lotline"

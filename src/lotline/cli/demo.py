@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -22,6 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from lotline.cli.context import lotline_command
 from lotline.cli.run import print_summary, run_with_progress
 from lotline.domain.errors import InvalidInput
 from lotline.domain.grid import HEALTH_ORDER
@@ -123,7 +123,7 @@ def demo(
 def _print_next(console: Console, folder: Path, day: datetime, upto: datetime) -> None:
     """What to try next, each command as it can be typed: the folder to go to, lotline by the path
     that runs this one (unless ``lotline`` on the PATH is it), never wrapped at the terminal width."""
-    me = _command()
+    me = lotline_command()
     lines = [
         ("cd " + shlex.quote(str(folder)), ""),
         (f"{me} serve", "then open http://127.0.0.1:5000"),
@@ -131,23 +131,15 @@ def _print_next(console: Console, folder: Path, day: datetime, upto: datetime) -
         (f"{me} gaps --job parse", "parse's lots from the first up to now, by state"),
         (f"{me} events", "the lot availability log"),
         (" ".join([me, *_ingest_args(day, upto)]), "ingest again: nothing changed, nothing to do"),
-        (f"{me} run {PIPELINE_FILE}", "after editing a transform: a new job version"),
+        (
+            f"{me} run {PIPELINE_FILE}",
+            "after editing a transform: a new job version; it names the lots the old one made (stale) "
+            "and the backfill that remakes them",
+        ),
     ]
     console.print("Next, one command per line (copy as printed):", soft_wrap=True)
     for command, comment in lines:
         console.print(f"  {command}" + (f"    # {comment}" if comment else ""), soft_wrap=True, markup=False)
-
-
-def _command() -> str:
-    """How to call this lotline from any folder: ``lotline`` if that is what the PATH finds, else
-    the absolute path of the one beside this Python (the venv's), else ``python -m lotline``."""
-    beside = Path(sys.executable).parent / "lotline"
-    on_path = shutil.which("lotline")
-    if on_path is not None and beside.exists() and Path(on_path).resolve() == beside.resolve():
-        return "lotline"
-    if beside.exists():
-        return shlex.quote(str(beside))
-    return f"{shlex.quote(sys.executable)} -m lotline"
 
 
 def _ingest_args(day: datetime, upto: datetime) -> list[str]:

@@ -27,13 +27,16 @@ IntervalOption = Annotated[
 
 
 def _why(run: LotRun) -> str:
-    """What a run of lots waits on (blocked), or why it failed (failed)."""
+    """What a run of lots waits on (blocked), why it failed (failed), or which job version made it
+    (stale)."""
     if run.cause is not None:
         return f"{run.cause.dataset} {run.cause.first}..{run.cause.last} ({run.cause.state.value})"
     if run.failure is not None:
         failure = run.failure
         gave_up = "" if failure.gave_up_after is None else f", {gave_up_line(failure.gave_up_after)}"
         return f"attempt {failure.attempt}{gave_up}: {failure.reason or 'no reason recorded'}"
+    if run.made is not None:
+        return run.made.line
     return ""
 
 
@@ -70,7 +73,7 @@ def gaps(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON (counts and every run).")] = False,
 ) -> None:
     """Lots of a time range (by default up to now) by state, and the runs of lots missing, failed,
-    running, held, blocked or pending (not due yet)."""
+    running, held, blocked, pending (not due yet) or stale (made by an older job version)."""
     with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         report, health = lineage.gaps.counted(
@@ -113,7 +116,7 @@ def backfill(
     start: From,
     end: To,
     only: Annotated[
-        str | None, typer.Option(help="Only these lots: complete, missing, failed (comma-separated).")
+        str | None, typer.Option(help="Only these lots: complete, stale, missing, failed (comma-separated).")
     ] = None,
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Print what would change; change nothing.")
@@ -122,7 +125,8 @@ def backfill(
     namespace: Namespace = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Reopen the job's READY lots of the range (downstream too) and hint its missing and failed ones."""
+    """Reopen the job's READY lots of the range (downstream too) and hint its missing and failed ones;
+    ``--only stale``: remake the lots an older version of the job made."""
     with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         done = lineage.gaps.backfill(

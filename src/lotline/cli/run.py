@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import signal
 import socket
 import threading
@@ -20,10 +21,11 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from lotline.cli.context import lotline_command
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
-from lotline.domain.gaps import state_of
+from lotline.domain.gaps import GapState, TimeRange, state_of
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.ingest import ingest_job
@@ -96,6 +98,7 @@ def run(
             window=window,
             quiet=as_json,
         )
+        stale = stale_lots(lineage, loaded, jobs)
     except NothingEligible as nothing:
         document = {"pipeline": loaded.name, "namespace": loaded.namespace, "jobs": [], "errors": []}
         print(json.dumps({**document, "nothingEligible": str(nothing)}) if as_json else str(nothing))
@@ -103,6 +106,9 @@ def run(
     finally:
         lineage.close()
     print_summary(loaded, summary, as_json)
+    if not as_json:
+        for _, line in stale:
+            print(line)
     if summary.interrupted:
         raise typer.Exit(code=INTERRUPTED_EXIT)
     if summary.failed:
@@ -207,6 +213,11 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
         for status, count in lineage.lots.counts(pipeline.namespace, job.name).items():
             word = state_of(status).value
             totals[word] = totals.get(word, 0) + count
+    found = stale_lots(lineage, pipeline, jobs)
+    for count, _ in found:  # READY, told apart: an older version of the job made them
+        totals[GapState.COMPLETE.value] -= count
+        totals[GapState.STALE.value] = totals.get(GapState.STALE.value, 0) + count
+    stale = "".join(f"; {line}" for _, line in found)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(totals.items(), key=lambda item: -item[1]))
     produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
     sources = sorted({d.name for job in jobs for d in job.inputs} - produced)
@@ -227,10 +238,35 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
                 f"`lotline retry {job.name}` retries them"
             )
     return (
-        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}{waiting}; "
+        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}{stale}{waiting}; "
         "Spark was not started (new input lots, `lotline invalidate` or `lotline backfill` make "
         "lots eligible)"
     )
+
+
+def stale_lots(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec]) -> list[tuple[int, str]]:
+    """Each job's stale lots (made by an older version of it), counted, and in a line with the command
+    that remakes them: ``313 lots of hourly are stale (made by version 1, now 2): `lotline backfill
+    …` remakes them``."""
+    found = []
+    for job in jobs:
+        runs, span = lineage.gaps.stale(pipeline.namespace, job.name)
+        if not runs:
+            continue
+        count = sum(r.count for r in runs)
+        made = "; ".join(sorted({r.made.line for r in runs if r.made is not None}))
+        remake = (
+            "" if span is None else f": `{backfill_command(pipeline.namespace, job.name, span)}` remakes them"
+        )
+        found.append((count, f"{count} lots of {job.name} are stale ({made}){remake}"))
+    return found
+
+
+def backfill_command(namespace: str, job: str, span: TimeRange) -> str:
+    """The command that remakes a job's stale lots of ``span``, as it can be typed."""
+    at = "%Y-%m-%dT%H:%M:%SZ"
+    named = " ".join(shlex.quote(part) for part in ("-n", namespace, "--job", job))
+    return f"{lotline_command()} backfill {named} --from {span.start:{at}} --to {span.end:{at}} --only stale"
 
 
 def _count(lineage: Lineage, namespace: str, job: str, status: Status) -> int:

@@ -41,6 +41,9 @@ _INSTANT = re.compile(
 
 class GapState(StrEnum):
     COMPLETE = "complete"  # READY: present, whatever its data (an empty lot is present)
+    #: READY and readable, but made by an older version of its job than the job's current one
+    #: (its transform, checks, inputs, outputs or settings changed since): ``Made`` says which.
+    STALE = "stale"
     RUNNING = "running"  # a live or expired-but-not-reaped claim
     FAILED = "failed"  # ERROR: its last attempt failed (with its reason), whether or not its data is removed
     MISSING = "missing"  # never produced (no row), or reopened (RESUBMIT)
@@ -151,6 +154,19 @@ class Cause:
 
 
 @dataclass(frozen=True)
+class Made:
+    """A stale lot's job versions, numbered per job: the one that made it and the current one."""
+
+    by: int
+    now: int
+
+    @property
+    def line(self) -> str:
+        """``made by version 3, now 4``."""
+        return f"made by version {self.by}, now {self.now}"
+
+
+@dataclass(frozen=True)
 class Segment:
     """Lots ``[start, stop)`` (lot indexes) in one state."""
 
@@ -159,6 +175,7 @@ class Segment:
     state: GapState
     cause: Cause | None = None
     failure: LastAttempt | None = None
+    made: Made | None = None
 
 
 def index_of(lot: str, interval: Interval) -> int:
@@ -241,10 +258,11 @@ def coalesce(pieces: Iterable[Segment]) -> list[Segment]:
     merged: list[Segment] = []
     for piece in pieces:
         last = merged[-1] if merged else None
-        same = last is not None and (last.state, last.cause, last.failure) == (
+        same = last is not None and (last.state, last.cause, last.failure, last.made) == (
             piece.state,
             piece.cause,
             piece.failure,
+            piece.made,
         )
         if last and last.stop == piece.start and same:
             merged[-1] = replace(last, stop=piece.stop)
@@ -353,6 +371,16 @@ def awaiting_declaration(found: Sequence[Segment], start: int) -> list[Segment]:
     return coalesce(pieces)
 
 
+def mark_stale(found: Sequence[Segment], stale: Mapping[int, Made]) -> list[Segment]:
+    """The complete lots of ``stale`` (by index: READY lots an older job version made) as stale
+    segments among ``found``; an index a segment holds already is left as it is."""
+    if not stale:
+        return list(found)
+    held = states_at(found, stale)
+    pieces = [*found, *(Segment(i, i + 1, GapState.STALE, made=m) for i, m in stale.items() if i not in held)]
+    return coalesce(sorted(pieces, key=lambda s: s.start))
+
+
 def counts(found: Sequence[Segment], total: int) -> dict[GapState, int]:
     """Lots per state; whatever no segment covers is complete."""
     tally = dict.fromkeys(STATES, 0)
@@ -373,6 +401,8 @@ class LotRun:
     cause: Cause | None = None
     #: Failed lots: their last attempt and its reason (the same for every lot of the run).
     failure: LastAttempt | None = None
+    #: Stale lots: the job version that made them and the current one.
+    made: Made | None = None
 
 
 def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
@@ -384,6 +414,7 @@ def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
             s.stop - s.start,
             s.cause,
             s.failure,
+            s.made,
         )
         for s in found
     ]
@@ -421,12 +452,16 @@ class GapReport:
         )
 
 
-#: What a backfill may take: ``complete`` lots are reopened, ``missing`` and ``failed`` ones hinted.
-BACKFILL_STATES = (GapState.MISSING, GapState.FAILED, GapState.COMPLETE)
+#: What a backfill may take: ``complete`` and ``stale`` lots are reopened, ``missing`` and ``failed``
+#: ones hinted.
+BACKFILL_STATES = (GapState.MISSING, GapState.FAILED, GapState.COMPLETE, GapState.STALE)
+#: Reopened rather than hinted: lots that are READY.
+REOPENED_STATES = (GapState.COMPLETE, GapState.STALE)
 
 
 def parse_only(values: Sequence[str] | None) -> tuple[GapState, ...]:
-    """``--only missing,failed``: which lots a backfill takes (default: all three kinds)."""
+    """``--only missing,failed``: which lots a backfill takes (default: all of them, stale ones
+    with the complete ones)."""
     if not values:
         return BACKFILL_STATES
     allowed = ", ".join(s.value for s in BACKFILL_STATES)
@@ -489,6 +524,8 @@ def run_json(run: LotRun) -> dict[str, object]:
         "attempt": None if failure is None else failure.attempt,
         "reason": None if failure is None else failure.reason,
         "gaveUpAfter": None if failure is None else failure.gave_up_after,
+        "madeByVersion": None if run.made is None else run.made.by,
+        "currentVersion": None if run.made is None else run.made.now,
     }
 
 

@@ -38,6 +38,8 @@ class CellState(StrEnum):
     HELD = "held"
     RUNNING = "running"
     PENDING = "pending"
+    #: Complete and readable, made by an older version of its job: to recompute.
+    STALE = "stale"
     EMPTY = "empty"
     COMPLETE = "complete"
 
@@ -46,13 +48,15 @@ class CellState(StrEnum):
 URGENCY = tuple(CellState)
 #: The states of lots that are present: what a cell's fill measures.
 DONE = frozenset({CellState.EMPTY, CellState.COMPLETE})
-#: What sorts a job among others, most urgent first: not done, and due (pending lots are no trouble).
+#: What sorts a job among others, most urgent first: not done, and due (pending lots are no trouble;
+#: stale ones, readable, come last).
 TROUBLE = tuple(s for s in URGENCY if s not in DONE and s is not CellState.PENDING)
 
 #: The order of a health bar: done first, then what is under way, then trouble.
 HEALTH_ORDER = (
     CellState.COMPLETE,
     CellState.EMPTY,
+    CellState.STALE,
     CellState.RUNNING,
     CellState.PENDING,
     CellState.FAILED,
@@ -66,6 +70,7 @@ DEFAULT_SPAN = datetime.timedelta(days=366)
 #: A gap report's state as the grid names it.
 FROM_GAP = {
     GapState.COMPLETE: CellState.COMPLETE,
+    GapState.STALE: CellState.STALE,
     GapState.RUNNING: CellState.RUNNING,
     GapState.FAILED: CellState.FAILED,
     GapState.MISSING: CellState.MISSING,
@@ -395,15 +400,21 @@ class Health:
         status``: how fresh, and the due lots that are not there, by state."""
         lag = self.lag(now)
         parts = ["no complete lot yet" if lag is None else f"last lot {ago(lag)}"]
-        for state in (CellState.MISSING, CellState.FAILED, CellState.BLOCKED, CellState.HELD):
+        for state in (
+            CellState.MISSING,
+            CellState.FAILED,
+            CellState.BLOCKED,
+            CellState.HELD,
+            CellState.STALE,
+        ):
             if self.totals.get(state):
                 parts.append(f"{self.totals[state]} {state.value}")
         return " · ".join(parts)
 
     @property
     def trouble(self) -> tuple[int, ...]:
-        """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running
-        (pending lots are no trouble: they are not due)."""
+        """Sorts jobs most troubled first: failed lots, then blocked, missing, held, running,
+        stale (pending lots are no trouble: they are not due)."""
         return tuple(-self.totals.get(s, 0) for s in TROUBLE)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import textwrap
 import uuid
 from enum import StrEnum
 
@@ -58,3 +60,22 @@ def job_version_id(
     parts = [namespace, job, location or "", ",".join(sorted(inputs)), ",".join(sorted(outputs))]
     key = ":".join([*parts, code_digest] if code_digest else parts)
     return uuid.uuid3(uuid.NAMESPACE_URL, key)
+
+
+def code_text(source: str) -> str:
+    """What of a function's source enters its job's version: its syntax tree written out again, so
+    comments, blank lines, layout and docstrings (of the function, and of any function or class
+    in it) change nothing, while any change to what runs does. Source that does not parse alone
+    (a lambda cut out of a longer line) enters as it is."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
+            body = node.body
+            first = body[0] if body else None
+            value = first.value if isinstance(first, ast.Expr) else None
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):  # a docstring
+                node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)

@@ -313,8 +313,9 @@ class GapService:
         interval: str | None = None,
     ) -> Backfill:
         """Make the job's lots of ``[start, end)`` eligible: READY ones are reopened through the
-        invalidation cascade, missing and failed ones get a work-list hint; blocked, held and
-        running lots are left and reported. ``only`` narrows to some of complete/missing/failed."""
+        invalidation cascade (stale ones, made by an older job version, among them), missing and
+        failed ones get a work-list hint; blocked, held and running lots are left and reported.
+        ``only`` narrows to some of complete/stale/missing/failed."""
         taken = g.parse_only(only)
         span, wanted = _arguments(start, end, interval)
         now = self._clock.now()
@@ -327,17 +328,19 @@ class GapService:
                     "claim them by name instead."
                 )
             lots_of = report.interval
-            reopen: list[str] = []
+            stale = g.lot_ids([s for s in found if s.state is GapState.STALE], lots_of)
+            reopen: list[str] = stale if GapState.STALE in taken else []
             if GapState.COMPLETE in taken and report.counts[GapState.COMPLETE]:
                 first, stop = span.indexes(lots_of)
-                reopen = gaps.ready_lots(
+                ready = gaps.ready_lots(
                     connection,
                     target.dataset_id,
                     str(lot_from_index(first, lots_of)),
                     str(lot_from_index(stop - 1, lots_of)),
                     g.id_pattern(lots_of),
-                )
-        chosen = [s for s in found if s.state in taken]
+                )  # stale lots among them, taken only when asked
+                reopen = ready if GapState.STALE in taken else sorted(set(ready) - set(stale))
+        chosen = [s for s in found if s.state in taken and s.state not in g.REOPENED_STATES]
         left = [s for s in found if s.state not in taken]
         hintable = bool(lot_job.inputs)
         cascaded = 0
@@ -348,8 +351,10 @@ class GapService:
         if not dry_run and chosen and hintable:
             with self._store.write() as connection:
                 frontier.raise_for_job(connection, lot_job.job_id, g.lot_ids(chosen, lots_of), utcnow())
+        was_stale = set(stale)
         reopened = g.coalesce(
-            Segment(i, i + 1, GapState.COMPLETE) for i in (g.index_of(lot, lots_of) for lot in reopen)
+            Segment(i, i + 1, GapState.STALE if lot in was_stale else GapState.COMPLETE)
+            for i, lot in sorted((g.index_of(lot, lots_of), lot) for lot in reopen)
         )
         return Backfill(
             report,
@@ -360,6 +365,39 @@ class GapService:
             [] if hintable else g.runs(chosen, lots_of),
             g.runs(left, lots_of),
         )
+
+    def stale(self, namespace: str, job: str) -> tuple[list[g.LotRun], TimeRange | None]:
+        """The job's stale lots (made by an older version of it) from its first lot up to now, at
+        most ``MAX_RANGE`` back from the last, as the report's runs, and the range from the first
+        stale lot's start to the last one's end (None: none stale, or named lots, which have no
+        range)."""
+        span = self.span(namespace, job=job)
+        if span is None:
+            try:
+                found = self.report(namespace, job=job).runs
+            except InvalidInput:  # no lots yet
+                return [], None
+            return [r for r in found if r.state is GapState.STALE], None
+        start = max(span[0], span[1] - g.MAX_RANGE)
+        report = self.report(namespace, job=job, start=_iso(start), end=_iso(span[1]))
+        found = [r for r in report.runs if r.state is GapState.STALE]
+        if not found:
+            return [], None
+        first, last = parse_lot(found[0].first), parse_lot(found[-1].last)
+        if not isinstance(first, IntervalLot) or not isinstance(last, IntervalLot):
+            return found, None
+        return found, TimeRange(first.start, last.end)
+
+    def recompute_stale(self, namespace: str, job: str) -> int:
+        """A job declared ``on_change="recompute"``: its stale lots (``stale``) reopened with the
+        usual cascade, as ``backfill --only stale`` does; how many. Named lots have no range to
+        backfill: they stay flagged stale."""
+        _, span = self.stale(namespace, job)
+        if span is None:
+            return 0
+        only = [GapState.STALE.value]
+        done = self.backfill(namespace, job, start=_iso(span.start), end=_iso(span.end), only=only)
+        return sum(run.count for run in done.reopened)
 
     def _downstream(self, made: Sequence[DatasetRef], job_id: uuid.UUID, asked: set[str]) -> int:
         """The lots a reopening reached beyond those asked, each lot of a job once whatever the
@@ -578,6 +616,11 @@ def _namespace_targets(connection: Connection, namespace: str, limit: int) -> li
     ]
 
 
+def _iso(at: datetime.datetime) -> str:
+    """An instant as ``parse_time`` reads it (and as a command line types it): ``2023-01-01T04:10:00Z``."""
+    return at.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _resolution(text: str) -> Resolution:
     try:
         return Resolution(text)
@@ -709,6 +752,8 @@ def _report(
     if lot_job is not None and lot_job.inputs and waiting:
         found = g.block(found, _blockers(connection, lot_job, interval, first, stop, dust, arrival))
     found = g.settle(found, g.due_stop(now - arrival.late_after, interval))
+    if lot_job is not None:
+        found = g.mark_stale(found, _stale(connection, target.dataset_id, lot_job, interval, first, stop))
     report = GapReport(
         namespace,
         target.dataset,
@@ -721,6 +766,35 @@ def _report(
         g.runs(found, interval),
     )
     return report, found
+
+
+def _stale(
+    connection: Connection, dataset_id: uuid.UUID, lot_job: LotJob, interval: Interval, first: int, stop: int
+) -> dict[int, g.Made]:
+    """The READY lots of ``[first, stop)`` that an older version of their job made, by index, each
+    with that version's number and the current one's (none read when the job never changed)."""
+    bounds = str(lot_from_index(first, interval)), str(lot_from_index(stop - 1, interval))
+    found = _stale_lots(connection, dataset_id, lot_job, *bounds, g.id_pattern(interval))
+    indexes = g.indexes_of([lot for lot, _ in found], interval)
+    return {i: made for i, (_, made) in zip(indexes, found, strict=True)}
+
+
+def _stale_lots(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    lot_job: LotJob,
+    lot_from: str | None = None,
+    lot_to: str | None = None,
+    pattern: str | None = None,
+) -> list[tuple[str, g.Made]]:
+    """The READY lots (in ``[lot_from, lot_to]``; all of them for named lots) that an older version
+    of their job made, in lot order, with that version's number and the current one's."""
+    versions = gaps.job_versions_of(connection, lot_job.job_id)
+    if versions.current is None or not versions.older:
+        return []
+    now = versions.numbers.get(versions.current, len(versions.numbers))
+    found = gaps.stale_lots(connection, dataset_id, versions.older, lot_from, lot_to, pattern)
+    return [(lot, g.Made(versions.numbers[version], now)) for lot, version in found]
 
 
 def _blockers(
@@ -867,11 +941,22 @@ def _named_report(connection: Connection, namespace: str, target: _Target, span:
         if held and state in (GapState.MISSING, GapState.FAILED):
             state = GapState.HELD
         listed.append(g.LotRun(state, row.lot, row.lot, 1, failure=failures.get(row.lot)))
+    stale = [] if target.lot_job is None else _stale_lots(connection, target.dataset_id, target.lot_job)
+    listed += [g.LotRun(GapState.STALE, lot, lot, 1, made=made) for lot, made in stale]
+    listed.sort(key=lambda run: run.first)
     ready = gaps.count_ready(connection, target.dataset_id)
     tally = dict.fromkeys(g.STATES, 0)
     for run in listed:
         tally[run.state] += 1
-    tally[GapState.COMPLETE] = ready
+    tally[GapState.COMPLETE] = ready - len(stale)
     return GapReport(
-        namespace, target.dataset, target.job, None, span.start, span.end, ready + len(listed), tally, listed
+        namespace,
+        target.dataset,
+        target.job,
+        None,
+        span.start,
+        span.end,
+        ready + len(listed) - len(stale),
+        tally,
+        listed,
     )

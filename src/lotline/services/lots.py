@@ -128,8 +128,15 @@ class LotService:
                 [f"{namespace}:{d}" for d in outputs],
                 code_digest,
             )
+            same = stored.current_version_id == version  # a new version is recorded after the others
             jobs.set_current_version(
-                connection, job_id, version, location=location, inputs=input_ids, outputs=output_ids, now=now
+                connection,
+                job_id,
+                version,
+                location=location,
+                inputs=input_ids,
+                outputs=output_ids,
+                now=now if same else jobs.version_stamp(connection, job_id, now),
             )
             describe = {i: f"{namespace}:{d}" for i, d in zip(output_ids, outputs, strict=True)}
             describe.update({i: f"{namespace}:{d}" for i, d in zip(input_ids, inputs, strict=True)})

@@ -42,6 +42,7 @@ from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.lots import Interval
 from lotline.domain.names import validate_name
 from lotline.domain.reading import check_table_name
+from lotline.domain.versions import code_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -125,6 +126,10 @@ class Lot:
     child_run_id: uuid.UUID | None = None
 
 
+#: What ``on_change=`` may say: flag a changed job's older lots stale, or recompute them at once.
+ON_CHANGE = ("flag", "recompute")
+
+
 @dataclass(frozen=True)
 class JobSpec:
     name: str
@@ -149,6 +154,10 @@ class JobSpec:
     #: transform then returns a dict by dataset name (or a tuple in declared order).
     others: tuple[DatasetSpec, ...] = ()
     several: bool = False
+    #: What a new job version does to the lots an older one made (``ON_CHANGE``): ``flag`` them stale,
+    #: or ``recompute`` them (reopened when the runner registers the new version). Not part of the
+    #: version: it says how a change is treated, not what is computed.
+    on_change: str = "flag"
 
     @property
     def outputs(self) -> tuple[DatasetSpec, ...]:
@@ -166,9 +175,10 @@ class JobSpec:
 
     @property
     def code_digest(self) -> str:
-        """SHA-256 of the transform's source and of the declarations: a change is a new job version."""
+        """SHA-256 of the transform's code (``code_text``: comments and docstrings left out) and of
+        the declarations: a change is a new job version (docs/pipelines.md "Job versions")."""
         try:
-            source = inspect.getsource(self.transform)
+            source = code_text(inspect.getsource(self.transform))
         except (OSError, TypeError):
             source = self.location  # no source to read (e.g. built at run time): its name stands in
         declared = {
@@ -381,6 +391,7 @@ class Pipeline:
         partition_by: Sequence[str] | int | None = None,
         parallel_parts: int = 2,
         checks: Sequence[Check] | None = None,
+        on_change: str = "flag",
     ) -> Callable[[Callable[..., DataFrame]], Callable[..., DataFrame]]:
         """Decorate a transform: it receives its inputs' DataFrames by dataset name (and ``lot``).
 
@@ -395,10 +406,17 @@ class Pipeline:
         a list for one output; with several outputs, a dict by output (dataset or name) of lists,
         each evaluated on its output's write. ``drop`` expectations add the quarantine job
         (``<job>__quarantine``) and a quarantine dataset per output that drops (``<output>__quarantine``).
+        ``on_change``: when the job's version changes, its lots made by an older version are stale;
+        ``"flag"`` (the default) shows them so (``lotline backfill --only stale`` remakes them),
+        ``"recompute"`` makes them eligible at once.
         """
 
         def declare(transform: Callable[..., DataFrame]) -> Callable[..., DataFrame]:
             job = name or transform.__name__
+            if on_change not in ON_CHANGE:
+                raise PipelineError(
+                    f"job {job}: on_change={on_change!r} is not one of {', '.join(map(repr, ON_CHANGE))}."
+                )
             declared = _declared_outputs(job, output, outputs)
             names = [d.name if isinstance(d, DatasetSpec) else d for d in declared]
             try:
@@ -413,6 +431,7 @@ class Pipeline:
                 parallel_parts=parallel_parts,
                 several=outputs is not None,
                 checks=declared_checks,
+                on_change=on_change,
             )
             self._add_quarantine(self.jobs[job])
             return transform
@@ -578,7 +597,7 @@ def _match_parameters(
 
 def _source(function: Callable[..., Any]) -> str:
     try:
-        return inspect.getsource(function)
+        return code_text(inspect.getsource(function))
     except (OSError, TypeError):
         return getattr(function, "__qualname__", repr(function))
 

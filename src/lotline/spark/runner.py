@@ -101,7 +101,8 @@ class ClaimLost(Conflict):
 def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False) -> None:
     """Check the pipeline against what exists (``SourceService.check``: intervals, typos, and with
     ``require_lots`` sources nothing fills; a refusal registers nothing), then declare the namespace,
-    the datasets and every job for coordination; a job's version follows its code (``code_digest``).
+    the datasets and every job for coordination; a job's version follows its code (``code_digest``),
+    and a job declared ``on_change="recompute"`` has the lots an older version made reopened.
 
     A new dataset this pipeline writes is recorded at its storage place; an existing one keeps its
     recorded location (the runner records where it writes when it writes), and a source keeps its
@@ -141,6 +142,8 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
             location=job.location,
             code_digest=job.code_digest,
         )
+        if job.on_change == "recompute":
+            lineage.gaps.recompute_stale(namespace, job.name)
     for dataset in pipeline.datasets.values():
         if dataset.arrival is not None and dataset.interval is not None:
             lineage.arrival.declare(

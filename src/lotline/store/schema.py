@@ -203,6 +203,8 @@ runs = Table(
     *_timestamps(),
     CheckConstraint(f"state IN ({RUN_STATES})", name="state"),
     Index(None, "job_id", "created_at"),
+    # Stale lots: the runs of a job's older versions (services/gaps, docs/lots.md "Stale lots").
+    Index(None, "job_version_id"),
 )
 
 run_transitions = Table(

@@ -39,6 +39,7 @@ MEANINGS = {
     CellState.HELD: "on hold: nothing runs on it",
     CellState.RUNNING: "being made",
     CellState.PENDING: "not due yet (or waiting for its policy to declare it empty)",
+    CellState.STALE: "done, but made by an older version of its job: backfill stale lots to remake it",
     CellState.EMPTY: "done, no data (declared empty)",
     CellState.COMPLETE: "done",
 }

@@ -89,7 +89,7 @@ def backfill(
     lineage: Services,
     within: Range,
     only: Annotated[
-        list[str] | None, Query(description="complete, missing, failed (repeat or comma-separate).")
+        list[str] | None, Query(description="complete, stale, missing, failed (repeat or comma-separate).")
     ] = None,
     dry_run: Annotated[
         bool, Query(alias="dryRun", description="Say what would change; change nothing.")

@@ -37,7 +37,7 @@ from lotline.domain.ready_counts import TEN
 from lotline.domain.versions import VersionState
 from lotline.store.dialect import in_values, locks_rows
 from lotline.store.schema import data_status as ds
-from lotline.store.schema import dataset_versions, manifests
+from lotline.store.schema import dataset_versions, job_versions, jobs, manifests, runs
 from lotline.store.schema import ready_lot_counts as counts
 
 #: Spelled out, not ``!= 'READY'``: an IN list is a few short ranges of the status index.
@@ -249,6 +249,74 @@ def ready_lots(
         .order_by(ds.c.lot)
     )
     return list(connection.execute(query).scalars())
+
+
+@dataclass(frozen=True, slots=True)
+class JobVersions:
+    """A job's versions numbered 1, 2, … in the order they were first recorded, and its current one."""
+
+    numbers: dict[uuid.UUID, int]
+    current: uuid.UUID | None
+
+    @property
+    def older(self) -> list[uuid.UUID]:
+        """Every version but the current one (what stale lots were made by)."""
+        return [v for v in self.numbers if v != self.current]
+
+
+def job_versions_of(connection: Connection, job_id: uuid.UUID) -> JobVersions:
+    """The job's versions, numbered by when each was first recorded (ties by id), and its current
+    one: a few rows per job, read whole."""
+    query = (
+        select(job_versions.c.id)
+        .where(job_versions.c.job_id == job_id)
+        .order_by(job_versions.c.created_at, job_versions.c.id)
+    )
+    numbers = {version: n for n, version in enumerate(connection.execute(query).scalars(), start=1)}
+    current = connection.execute(select(jobs.c.current_version_id).where(jobs.c.id == job_id)).scalar()
+    return JobVersions(numbers, current)
+
+
+def stale_lots(
+    connection: Connection,
+    dataset_id: uuid.UUID,
+    versions: Sequence[uuid.UUID],
+    lot_from: str | None = None,
+    lot_to: str | None = None,
+    pattern: str | None = None,
+) -> list[tuple[str, uuid.UUID]]:
+    """The READY OUTPUT lots in ``[lot_from, lot_to]`` whose run ran one of ``versions`` (a job's
+    older versions), with that version, in lot order: the runs of those versions first (index on
+    ``runs.job_version_id``), then their lots' rows by (dataset, lot), kept where the row's run is
+    the old one. Two statements, not a join: PostgreSQL merge-joined the whole ``run_id`` index
+    (a second for a year of PT5M lots). A job that never changed costs nothing here; one that did
+    costs the runs its older versions made, not the range's READY lots."""
+    if not versions:
+        return []
+    made = select(runs.c.id, runs.c.lot, runs.c.job_version_id).where(
+        runs.c.job_version_id.in_(list(versions))
+    )
+    if lot_from is not None:
+        made = made.where(runs.c.lot >= lot_from)
+    if lot_to is not None:
+        made = made.where(runs.c.lot <= lot_to)
+    found = connection.execute(made).all()
+    by_run = {run_id: version for run_id, _, version in found}
+    lots = sorted({lot for _, lot, _ in found if pattern is None or _like(lot, pattern)})
+    stale: list[tuple[str, uuid.UUID]] = []
+    for at in range(0, len(lots), _CHUNK):
+        query = select(ds.c.lot, ds.c.run_id).where(
+            *_rows(dataset_id, None, None, None),
+            ds.c.status == Status.READY.value,
+            in_values(connection, ds.c.lot, lots[at : at + _CHUNK]),
+        )
+        stale += [(lot, by_run[run]) for lot, run in connection.execute(query) if run in by_run]
+    return sorted(stale)
+
+
+def _like(lot: str, pattern: str) -> bool:
+    """``lot LIKE pattern`` for the patterns of ``domain.gaps.id_pattern`` (``_`` any one character)."""
+    return len(lot) == len(pattern) and all(p in ("_", c) for p, c in zip(pattern, lot, strict=True))
 
 
 def last_output_lot(connection: Connection, dataset_id: uuid.UUID) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from sqlalchemy import (
@@ -196,6 +196,16 @@ def set_current_version(
 ) -> None:
     """Record the job version (once: its id is derived from its content) and make it current."""
     _set_current_version_rows(connection, _NewJobVersion(job_id, version_id, location, inputs, outputs, now))
+
+
+def version_stamp(connection: Connection, job_id: uuid.UUID, now: datetime) -> datetime:
+    """When a new version of the job is recorded: ``now``, or a microsecond after the job's newest
+    version when the clock has not moved past it (a test's clock that stands still, a clock set
+    back), so that a job's versions number in the order they came (``gaps.job_versions_of``)."""
+    newest = connection.execute(
+        select(func.max(job_versions.c.created_at)).where(job_versions.c.job_id == job_id)
+    ).scalar()
+    return now if newest is None or newest < now else newest + timedelta(microseconds=1)
 
 
 class _NewJobVersion(NamedTuple):

@@ -699,8 +699,8 @@ function backfillRange(form) {
 
 function backfillUrl(form, dry) {
   const query = new URLSearchParams(backfillRange(form));
-  const only = form.querySelector("input[name=only]");
-  if (only.checked) query.set("only", only.value);
+  const only = form.elements["only"].value;  // empty: every lot of the range
+  if (only) query.set("only", only);
   if (dry) query.set("dryRun", "true");
   return form.dataset.url + "?" + query;
 }

@@ -1,7 +1,7 @@
 """runs.error_kind: a failed run's kind of failure, as data
 
 Revision ID: 0026_run_error_kind
-Revises: 0023_superseded_objects_removed
+Revises: 0025_runs_by_job_version
 Create Date: 2026-11-28
 
 A failed run records its kind of failure next to its one-line reason: the code of the lotline
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0026_run_error_kind"
-down_revision = "0023_superseded_objects_removed"
+down_revision = "0025_runs_by_job_version"
 branch_labels = None
 depends_on = None
 
