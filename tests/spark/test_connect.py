@@ -132,6 +132,7 @@ def test_an_unreachable_connect_server_is_one_line_before_any_claim(tmp_path: Pa
             "LOTLINE_SPARK_MASTER": f"sc://127.0.0.1:{port}",
             "LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"),
         },
+        process=True,  # in this process, the suite's classic session would be found instead
     )
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
