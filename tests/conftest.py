@@ -181,9 +181,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     session.stop()
 
 
-# One Spark Connect server for the whole run (tests marked ``connect``), from pyspark's own
-# distribution, started on first use only: the rest of the suite never pays for it.
-@pytest.fixture(scope="session")
+# One Spark Connect server (tests marked ``connect``), from pyspark's own distribution, started on
+# first use and stopped after the module that used it (test_connect.py): a server left idle to the
+# session's end kept a JVM busy beside every later test.
+@pytest.fixture(scope="module")
 def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from support.connect_server import connect_server
 
