@@ -48,7 +48,8 @@ def test_days_of_a_mostly_done_job_read_green_and_flag_what_is_not(tab: Tab, ui_
             assert share(image, RED) == 0
     assert share(look(cells.nth(9)), HATCH, 30) > 0.1  # half a day missing: hatched
     expect(page.locator("#legend")).to_contain_text("fills green by its share of complete and empty lots")
-    expect(page.locator("#legend [data-key]")).to_have_count(8)
+    expect(page.locator("#legend [data-key]")).to_have_count(9)  # every state, stale and empty among them
+    expect(page.locator('#legend [data-key="stale"]')).to_contain_text("made by an older version")
 
 
 def test_missing_and_empty_lots_differ_at_cell_size(tab: Tab, ui_server: UiServer) -> None:
