@@ -8,6 +8,7 @@ import datetime
 
 import pytest
 
+from lotline.cli.gaps import _summary
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.gaps import report_json
 from lotline.domain.grid import Resolution
@@ -111,6 +112,11 @@ def test_hours_make_new_york_days_of_23_and_25_hours_as_pandas_counts_them(world
     assert (first["startUtc"], first["endUtc"]) == ("2026-03-07T05:00:00Z", "2026-03-08T05:00:00Z")
     assert (last["from"], last["count"]) == ("20260309P1D.America.New_York.000", 1)
     assert (last["start"], last["end"]) == ("2026-03-09T00:00:00-04:00", "2026-03-10T00:00:00-04:00")
+    # lotline gaps names the range in the zone, and in UTC beside it.
+    assert _summary(report).splitlines()[0] == (
+        "ny_days (job daily): 3 P1D[America/New_York] lots, 2026-03-07 07:00:00 .. 2026-03-09 20:00:00 "
+        "America/New_York (2026-03-07 12:00:00 .. 2026-03-10 00:00:00 UTC)"
+    )
 
 
 @pytest.mark.parametrize(

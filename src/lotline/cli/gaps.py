@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Annotated
 
@@ -57,10 +58,18 @@ def _summary(report: GapReport, health: Health | None = None) -> str:
             counts += f"  (published with warnings: {health.warned})"
     if report.failed_by_check:
         counts += f"  (failed by a check: {report.failed_by_check})"
-    span = f"{report.start:%Y-%m-%d %H:%M:%S} .. {report.end:%Y-%m-%d %H:%M:%S} UTC"
-    if health is not None and health.range is not None and health.range.to_now:
-        span = f"{report.start:%Y-%m-%d %H:%M:%S} .. now, {report.end:%Y-%m-%d %H:%M:%S} UTC"
+    to_now = health is not None and health.range is not None and health.range.to_now
+    span = _span(report.start, report.end, "UTC", to_now)
+    if report.interval is not None and report.interval.zone:  # local days: their bounds in the zone too
+        tz, zone = report.interval.tzinfo, report.interval.zone
+        local = _span(report.start.astimezone(tz), report.end.astimezone(tz), zone, to_now)
+        span = f"{local} ({span})"
     return f"{report.dataset}{owner}: {report.total} {lots}, {span}\n{counts}"
+
+
+def _span(start: datetime.datetime, end: datetime.datetime, zone: str, to_now: bool) -> str:
+    now = "now, " if to_now else ""
+    return f"{start:%Y-%m-%d %H:%M:%S} .. {now}{end:%Y-%m-%d %H:%M:%S} {zone}"
 
 
 def gaps(
