@@ -24,7 +24,7 @@ from rich.table import Table
 from lotline.cli.context import lotline_command
 from lotline.cli.run import print_summary, run_with_progress
 from lotline.domain.errors import InvalidInput
-from lotline.domain.grid import HEALTH_ORDER
+from lotline.domain.grid import HEALTH_ORDER, CellState
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval, lot_at
 from lotline.services import Lineage, open_lineage
@@ -233,17 +233,24 @@ def _show_report(
 
 def _show_status(console: Console, lineage: Lineage, pipeline: Pipeline) -> None:
     """The lots of every job as the start page counts them (``lotline serve``): its words, totals."""
+    healths = lineage.gaps.namespace_health(pipeline.namespace, now=datetime.now(UTC))
+    # The start page names only the states some lot is in; so does this table, which then fits in 80
+    # columns (all nine states and warned do not: rich cut every header to "compl…").
+    shown = [s for s in HEALTH_ORDER if s == CellState.COMPLETE or any(h.totals.get(s) for h in healths)]
+    absent = [s.value for s in HEALTH_ORDER if s not in shown]
+    left_out = " or ".join([", ".join(absent[:-1]), absent[-1]] if len(absent) > 1 else absent)
     table = Table(
         title="lots by job, as the start page shows them (lotline gaps)",
-        caption="warned: published with warnings (a warn check did not hold)",
+        caption="warned: published with warnings (a warn check did not hold)"
+        + (f"; no lot is {left_out}" if left_out else ""),
         box=None,
         padding=(0, 1, 0, 0),
     )
     table.add_column("job", no_wrap=True)
-    for state in HEALTH_ORDER:
+    for state in shown:
         table.add_column(state.value, justify="right")
     table.add_column("warned", justify="right")
-    for health in lineage.gaps.namespace_health(pipeline.namespace, now=datetime.now(UTC)):
-        counts = [str(health.totals.get(state, 0)) for state in HEALTH_ORDER]
+    for health in healths:
+        counts = [str(health.totals.get(state, 0)) for state in shown]
         table.add_row(health.job or health.dataset, *counts, str(health.warned))
     console.print(table)
