@@ -170,3 +170,24 @@ def test_a_year_of_monthly_lots_is_one_row_of_12_cells_marked_by_state(tab: Tab,
     assert cells.nth(6).get_attribute("data-lot") == "20220701P1M000"
     assert share(look(cells.nth(6)), RED) > 0.05 and share(look(cells.nth(0)), GREEN) > 0.6
     assert share(look(cells.nth(8)), HATCH, 30) > 0.1  # missing: hatched
+
+
+def test_a_zoned_day_s_lot_page_gives_its_local_bounds_and_utc_s(tab: Tab, ui_server: UiServer) -> None:
+    """The spring-forward New York day is 23 hours: 00:00 to 00:00 local, 05:00 to 04:00 UTC."""
+    lot = "20260308P1D.America.New_York.000"
+    if ui_server.url not in _ZONED_SEEDED:
+        world = LotWorld(ui_server.lineage, ZONED_NS)
+        world.job("daily", output="ny_days")
+        world.produce("daily", lot)
+        _ZONED_SEEDED.add(ui_server.url)
+    page = tab.page
+    page.goto(f"/datasets/{ZONED_NS}/ny_days/lots/{lot}")
+    dash = "\N{EN DASH}"
+    expect(page.locator("#window")).to_have_text(
+        f"2026-03-08 00:00:00 {dash} 2026-03-09 00:00:00 America/New_York \N{MIDDLE DOT} "
+        f"2026-03-08 05:00:00 {dash} 2026-03-09 04:00:00 UTC"
+    )
+
+
+ZONED_NS = "zoned"
+_ZONED_SEEDED: set[str] = set()

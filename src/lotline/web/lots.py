@@ -22,7 +22,7 @@ from lotline.domain.lots import MINUTES_PER_DAY, IntervalLot, NamedLot, lot_at, 
 from lotline.services import Lineage
 from lotline.web.pages import DATASET, JOB
 from lotline.web.params import text, utc_time
-from lotline.web.render import lineage_of, page, templates
+from lotline.web.render import TIME_FORMAT, lineage_of, page, templates
 
 router = APIRouter(include_in_schema=False)
 
@@ -251,6 +251,13 @@ async def backfill_progress(request: Request, namespace: str, job: str) -> HTMLR
     return await page(request, "backfill.html", build)
 
 
+def _local_window(lot: IntervalLot | NamedLot) -> tuple[str, str, str] | None:
+    """A zoned lot's bounds in its zone (a New York day is 23, 24 or 25 hours), named beside UTC's."""
+    if not isinstance(lot, IntervalLot) or not lot.interval.zone:
+        return None
+    return lot.local_start.strftime(TIME_FORMAT), lot.local_end.strftime(TIME_FORMAT), lot.interval.zone
+
+
 def _due(lineage: Lineage, namespace: str, dataset: str, lot: IntervalLot | NamedLot) -> bool:
     """A lot that nothing has touched yet still has a page (a missing cell opens it) if it is due:
     a window of the dataset's interval inside where its lots are. Any other id is no lot of it."""
@@ -298,6 +305,7 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
             "dataset": dataset,
             "lot": lot,
             "window": (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else None,
+            "local_window": _local_window(parsed),
             "producer": producer,
             # what its hold and release buttons can do: hold a lot that is not held, release a held one
             "held": any(s.role is Role.OUTPUT and s.status is Status.HOLD for s in statuses),
