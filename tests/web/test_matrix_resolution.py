@@ -72,3 +72,32 @@ def test_a_wide_matrix_opens_on_its_latest_trouble(tab: Tab, ui_server: UiServer
     wrap = page.locator("#matrix-wrap")
     expect(wrap).to_have_attribute("data-opened", "2023-01-07T23:00:00+00:00")  # the last missing hour
     assert page.evaluate("document.getElementById('matrix-wrap').scrollLeft") > 0
+
+
+CALENDAR_NS = "calendar"
+_CALENDAR_SEEDED: set[str] = set()
+
+
+def test_a_monthly_row_spans_the_day_columns_of_its_month(tab: Tab, ui_server: UiServer) -> None:
+    """Issue 40: a month beside days is one cell over its 28 (February) or 31 day columns."""
+    if ui_server.url not in _CALENDAR_SEEDED:
+        world = LotWorld(ui_server.lineage, CALENDAR_NS)
+        world.job("daily", output="days")
+        world.job("monthly", output="months")
+        world.produce("daily", *(f"202202{d:02d}P1D000" for d in range(1, 29)), "20220301P1D000")
+        world.produce("monthly", "20220201P1M000")
+        _CALENDAR_SEEDED.add(ui_server.url)
+    page = tab.page
+    answer = page.goto(f"/lots?ns={CALENDAR_NS}&from=2022-02-01&to=2022-04-01&res=day")
+    assert answer is not None and answer.status == 200
+    days = page.locator("#matrix tr[data-job=daily] a.c")
+    expect(days).to_have_count(59)
+    months = page.locator("#matrix tr[data-job=monthly] a.c")
+    expect(months).to_have_count(2)
+    february, march = months.first, months.last
+    expect(february).to_have_attribute("data-lot", "20220201P1M000")
+    expect(february).to_have_attribute("data-columns", "28")
+    expect(march).to_have_attribute("data-columns", "31")
+    first, last, wide = days.first.bounding_box(), days.nth(27).bounding_box(), february.bounding_box()
+    assert first and last and wide
+    assert wide["x"] == first["x"] and wide["x"] + wide["width"] == last["x"] + last["width"]
