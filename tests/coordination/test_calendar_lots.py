@@ -70,6 +70,14 @@ def test_a_monthly_lot_consumes_exactly_its_days(world: LotWorld) -> None:
         ("blocked", "20240101P1M000", 1),
         ("blocked", "20240501P1M000", 8),
     ]
+    # The start page's health bars: months counted from the job's first (February), not a refusal
+    # to draw months per day.
+    now = datetime.datetime(2026, 6, 1, tzinfo=UTC)
+    health = {
+        h.job: h.totals
+        for h in world.lineage.gaps.namespace_health(world.ns, start="2024-01-01", end="2025-01-01", now=now)
+    }
+    assert {s.value: n for s, n in health["monthly"].items()} == {"complete": 3, "blocked": 8}
 
 
 def test_a_weekly_lot_takes_its_seven_days_across_a_year_boundary(world: LotWorld) -> None:
@@ -82,6 +90,12 @@ def test_a_weekly_lot_takes_its_seven_days_across_a_year_boundary(world: LotWorl
     assert claim.lot == "20251229P1W000"
     assert [lot for _, lot in claim.input_lots] == days
     assert world.claim("weekly", worker="w2") is None
+    world.lots.complete(claim)
+    now = datetime.datetime(
+        2026, 1, 13, tzinfo=UTC
+    )  # the next week is due (its days missing), the one after not yet
+    [health] = [h for h in world.lineage.gaps.namespace_health(world.ns, now=now) if h.job == "weekly"]
+    assert {s.value: n for s, n in health.totals.items()} == {"complete": 1, "blocked": 1, "pending": 1}
 
 
 def test_hours_make_new_york_days_of_23_and_25_hours_as_pandas_counts_them(world: LotWorld) -> None:

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from api.conftest import TOKEN
 from lotline.services import facets
 from web.conftest import Tab, UiServer
-from web.world import NS, send_event
+from web.world import send_event
 
 COLS = "cols"
 _SENT: set[str] = set()
@@ -67,7 +67,6 @@ def _send(ui_server: UiServer) -> str:
             outputs=[report],
         )
     _SENT.add(ui_server.url)
-    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")  # the start page stays on ``ui``
     return run_id
 
 

@@ -73,7 +73,6 @@ def test_a_lot_lineage_opens_at_the_deepest_depth_that_draws_quickly(tab: Tab, u
     world.produce("five", *(f"20230101PT5M{n:03d}" for n in range(288)))
     world.produce("hour", *(f"20230101PT1H{n:03d}" for n in range(24)))
     world.produce("day", day)
-    lineage.catalog.upsert_namespace(NS, owner_name="tests")  # the start page stays on ``ui``
     sizes = {}
     for depth in (1, 2):
         found = lineage.lot_lineage.of_lot("fan", "d1", day, depth=depth)

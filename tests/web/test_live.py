@@ -4,7 +4,6 @@ reload, and a filter applied in place is in the URL, so Back and a shared link s
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import expect
@@ -20,16 +19,14 @@ _HOME_SEEDED: set[str] = set()
 
 
 @pytest.fixture
-def live(ui_server: UiServer) -> Iterator[LotWorld]:
+def live(ui_server: UiServer) -> LotWorld:
     """A job of its own with lots 0 and 2 of a day made, 1 missing."""
     world = LotWorld(ui_server.lineage, LIVE_NS)
     if ui_server.url not in _SEEDED:
         world.job("feed", output="fed")
         world.produce("feed", "20230101PT1H000", "20230101PT1H002")
         _SEEDED.add(ui_server.url)
-    yield world
-    # the start page opens on the namespace written to last: leave it the one the other tests see
-    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")
+    return world
 
 
 def test_the_grid_follows_lot_events_without_a_reload(tab: Tab, live: LotWorld) -> None:
@@ -68,19 +65,16 @@ def test_the_start_page_follows_lot_events_without_a_reload(tab: Tab, ui_server:
         world.job("home", output="homed")
         world.produce("home", "20230110PT1H021", "20230110PT1H023")
         _HOME_SEEDED.add(ui_server.url)
-    try:
-        page = tab.page
-        page.goto(f"/?ns={LIVE_NS}")
-        row = page.locator("#jobs tr[data-job=home]")
-        expect(row.locator(".n[data-state=missing] b")).to_have_text("1")
-        expect(row.locator(".n[data-state=complete] b")).to_have_text("2")
-        page.evaluate("window.notReloaded = true")
-        world.produce("home", "20230110PT1H022")
-        expect(row.locator(".n[data-state=complete] b")).to_have_text("3", timeout=30_000)
-        expect(row.locator(".n[data-state=missing]")).to_have_count(0)
-        assert page.evaluate("window.notReloaded === true")
-    finally:
-        ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")
+    page = tab.page
+    page.goto(f"/?ns={LIVE_NS}")
+    row = page.locator("#jobs tr[data-job=home]")
+    expect(row.locator(".n[data-state=missing] b")).to_have_text("1")
+    expect(row.locator(".n[data-state=complete] b")).to_have_text("2")
+    page.evaluate("window.notReloaded = true")
+    world.produce("home", "20230110PT1H022")
+    expect(row.locator(".n[data-state=complete] b")).to_have_text("3", timeout=30_000)
+    expect(row.locator(".n[data-state=missing]")).to_have_count(0)
+    assert page.evaluate("window.notReloaded === true")
 
 
 def test_a_dataset_s_filters_are_in_the_url(tab: Tab) -> None:

@@ -32,8 +32,9 @@ def grid_states(tab: Tab) -> dict[str, str]:
 
 
 def test_from_the_start_page_to_a_run_and_its_error(tab: Tab, ui_server: UiServer) -> None:
+    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")  # now the one last written to
     page = tab.page
-    page.goto("/")
+    page.goto("/")  # opens on the namespace last written to
     expect(page.locator("#ns-switcher")).to_have_value(NS)
     jobs = page.locator("#jobs tbody tr")
     expect(jobs).to_have_count(2)

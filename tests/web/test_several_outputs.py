@@ -40,7 +40,6 @@ def _seed(ui_server: UiServer) -> None:
         side = OtherOutput(facets=WARNING if lot in WARNED else None)
         lineage.lots.complete(claim, others={"side_out": side})
     _SEEDED.add(ui_server.url)
-    lineage.catalog.upsert_namespace("ui", owner_name="tests")  # the start page's default stays ``ui``
 
 
 def test_a_job_with_two_outputs_counts_its_lots_once_and_shows_each_outputs_health(

@@ -33,7 +33,6 @@ def seeded(ui_server: UiServer) -> UiServer:
     if ui_server.url not in _SEEDED:
         _seed(LotWorld(ui_server.lineage, STALE_NS))
         _SEEDED.add(ui_server.url)
-        ui_server.lineage.catalog.upsert_namespace("ui", owner_name="tests")  # the start page's default
     return ui_server
 
 

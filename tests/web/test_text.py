@@ -44,7 +44,6 @@ def test_every_time_shown_has_one_format(tab: Tab, ui_server: UiServer) -> None:
         run={"runId": run_id},
         job={"namespace": TIMES, "name": "stamp"},
     )
-    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")  # the start page stays on ``ui``
     failed = ui_server.lineage.runs.list_runs(NS, "clean").items[0]
     pages = [
         f"/events?run={run_id}",
@@ -76,7 +75,6 @@ def _long_failure(ui_server: UiServer) -> str:
         assert claim is not None
         ui_server.lineage.lots.fail(claim, error=LONG_ERROR)
         found = ui_server.lineage.runs.list_runs(WRAP, "long").items
-    ui_server.lineage.catalog.upsert_namespace(NS, owner_name="tests")  # the start page stays on ``ui``
     return str(found[0].id)
 
 

@@ -9,6 +9,7 @@ import shlex
 import signal
 import socket
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -25,7 +26,8 @@ from lotline.cli.context import lotline_command
 from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
-from lotline.domain.gaps import GapState, TimeRange, state_of
+from lotline.domain.gaps import TimeRange
+from lotline.domain.grid import HEALTH_ORDER, CellState, DueRange
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.ingest import ingest_job
@@ -206,19 +208,23 @@ class NothingEligible(Exception):
 
 
 def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec]) -> str:
-    """``no eligible lots for parse, hourly: 72 complete, 1 failed`` — the jobs' output lots in the
-    gap report's words (``state_of``; a reopened lot is missing, a held or pending one held)."""
-    totals: dict[str, int] = {}
+    """``no eligible lots for parse, hourly (2025-11-28 09:00 to now, 2026-11-28 09:00 UTC): 72
+    complete, 3 empty, 1 failed`` — the jobs' lots in the words, totals and range of ``lotline
+    status`` and the start page (each job's health: lots due with no row included, an empty lot
+    told from a complete one, the most recent ``DEFAULT_SPAN`` at most)."""
+    now = lineage.clock.now()
+    totals: Counter[CellState] = Counter()
+    ranges = []
     for job in jobs:
-        for status, count in lineage.lots.counts(pipeline.namespace, job.name).items():
-            word = state_of(status).value
-            totals[word] = totals.get(word, 0) + count
-    found = stale_lots(lineage, pipeline, jobs)
-    for count, _ in found:  # READY, told apart: an older version of the job made them
-        totals[GapState.COMPLETE.value] -= count
-        totals[GapState.STALE.value] = totals.get(GapState.STALE.value, 0) + count
-    stale = "".join(f"; {line}" for _, line in found)
-    counts = ", ".join(f"{n} {s}" for s, n in sorted(totals.items(), key=lambda item: -item[1]))
+        health = lineage.gaps.health(pipeline.namespace, job=job.name, now=now)
+        totals.update(health.totals)
+        ranges += [health.range] if health.range is not None and not health.range.empty else []
+    over = ""
+    if ranges:
+        start, end = min(r.start for r in ranges), max(r.end for r in ranges)
+        over = f" ({DueRange(start, end, to_now=all(r.to_now for r in ranges)).label})"
+    stale = "".join(f"; {line}" for _, line in stale_lots(lineage, pipeline, jobs))
+    counts = ", ".join(f"{totals[s]} {s.value}" for s in HEALTH_ORDER if totals[s])
     produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
     sources = sorted({d.name for job in jobs for d in job.inputs} - produced)
     reopened = {
@@ -237,8 +243,9 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
                 f"; {len(given_up)} failed lots of {job.name} given up on ({gave_up_line(most)}): "
                 f"`lotline retry {job.name}` retries them"
             )
+    named = ", ".join(j.name for j in jobs)
     return (
-        f"no eligible lots for {', '.join(j.name for j in jobs)}: {counts or 'no lots yet'}{stale}{waiting}; "
+        f"no eligible lots for {named}{over}: {counts or 'no lots yet'}{stale}{waiting}; "
         "Spark was not started (new input lots, `lotline invalidate` or `lotline backfill` make "
         "lots eligible)"
     )

@@ -176,7 +176,13 @@ def choose_resolution(interval: Interval, lots: int, wanted: Resolution | None) 
             continue
         if -(-lots // lots_per_cell(interval, resolution)) <= AUTO_CELLS:
             return resolution
-    return Resolution.DAY
+    return day_resolution(interval)
+
+
+def day_resolution(interval: Interval) -> Resolution:
+    """A day or the lot, whichever is longer: the coarsest a grid of ``interval`` lots can always be
+    drawn at (a day, a week, a month or a year per cell; lots shorter than a day, per day)."""
+    return Resolution.LOT if interval.minutes >= MINUTES_PER_DAY else Resolution.DAY
 
 
 def build(

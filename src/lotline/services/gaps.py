@@ -549,7 +549,8 @@ def _health(
     if due.empty:
         return Health(namespace, target.job, target.dataset, held, due, {})
     shown = TimeRange(due.start, due.end)
-    grid = _grid(connection, namespace, target, shown, Resolution.DAY, dust, now, known=interval)
+    per_day = lot_grid.day_resolution(interval)  # a health counts lots: a cell a day is enough
+    grid = _grid(connection, namespace, target, shown, per_day, dust, now, known=interval)
     totals = {s: n for s, n in grid.totals().items() if n}
     warned = sum(cell.warned for cell in grid.cells)
     return Health(
