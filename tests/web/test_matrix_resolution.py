@@ -100,9 +100,16 @@ def test_a_monthly_row_spans_the_day_columns_of_its_month(tab: Tab, ui_server: U
     first, last, wide = days.first.bounding_box(), days.nth(27).bounding_box(), february.bounding_box()
     assert first and last and wide
     assert wide["x"] == first["x"] and wide["x"] + wide["width"] == last["x"] + last["width"]
-    # The pages that count lots per day (the start page's health bars, the job's page) count months
-    # as months: each answers, with February done.
-    for path in (f"/?ns={CALENDAR_NS}", f"/jobs/{CALENDAR_NS}/monthly", f"/datasets/{CALENDAR_NS}/months"):
+    # What counts lots per day (the start page's health bars, the job's page, the freshness
+    # metrics) counts months as months: each answers, with February done.
+    for path in (
+        f"/?ns={CALENDAR_NS}",
+        f"/jobs/{CALENDAR_NS}/monthly",
+        f"/datasets/{CALENDAR_NS}/months",
+        f"/jobs/{CALENDAR_NS}/monthly/lots",
+        f"/lots?ns={CALENDAR_NS}",
+        "/metrics",
+    ):
         answer = page.goto(path)
         assert answer is not None and answer.status == 200, path
     page.goto(f"/?ns={CALENDAR_NS}")
