@@ -134,6 +134,29 @@ def test_a_run_with_nothing_eligible_does_not_start_spark(backend_url: str, tmp_
     ), stdout
 
 
+def test_a_source_nothing_fills_refuses_only_the_jobs_that_read_it(backend_url: str, tmp_path: Path) -> None:
+    """``--job parse`` is not refused for a source only another job of the pipeline reads."""
+    pipeline = _one_lot_parsed(backend_url, tmp_path)
+    with pipeline.open("a") as more:
+        more.write(
+            "\n\nclicks = p.dataset('clicks', format='text', interval='PT1H')\n"
+            "clicked = p.dataset('clicked', format='parquet', interval='PT1H')\n\n\n"
+            "@p.job(inputs=[clicks], output=clicked)\n"
+            "def count_clicks(clicks: DataFrame) -> DataFrame:\n"
+            "    return clicks\n"
+        )
+    settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
+
+    def run(job: str) -> tuple[int, str, str]:
+        args = ("run", str(pipeline), "--job", job)
+        return _done(lotline(*args, cwd=tmp_path, db_url=backend_url, settings=settings, process=True))
+
+    returncode, stdout, stderr = run("parse")
+    assert returncode == 0, stderr
+    assert stdout.startswith("no eligible lots for parse ("), stdout
+    _refused(run("count_clicks"), f"source dataset {NS}:clicks has no lots yet")
+
+
 def test_another_warehouse_rewrites_no_location_it_did_not_write(backend_url: str, tmp_path: Path) -> None:
     first = _lineage(backend_url, tmp_path, "warehouse")
     try:

@@ -147,7 +147,7 @@ def _run(
 ) -> RunSummary:
     """Register first (a bad registration fails fast), then start Spark, which takes seconds —
     unless no job has an eligible lot: then ``NothingEligible`` says so without starting Spark."""
-    register(lineage, pipeline, require_lots=True)
+    register(lineage, pipeline, running=jobs)
     lineage.lots.reap()  # a killed run's expired claim makes its lot eligible again
     eligible = lineage.sources.eligible(pipeline.namespace, [j.name for j in jobs])
     claimed = any(lineage.lots.counts(pipeline.namespace, j.name).get(Status.RUNNING) for j in jobs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
@@ -61,11 +61,14 @@ class SourceService:
             manifest = manifests.readable(connection, found, [last]).get(last)
         return manifest.objects[0].format if manifest is not None and manifest.objects else None
 
-    def check(self, namespace: str, declared: Sequence[DeclaredDataset], *, require_lots: bool) -> None:
+    def check(
+        self, namespace: str, declared: Sequence[DeclaredDataset], *, require_lots: Collection[str] = ()
+    ) -> None:
         """Refuse a pipeline whose datasets contradict what exists: a dataset whose lots have
         another interval than declared; a source (produced by no job of the pipeline) that nothing
-        fills while a dataset of a near name is filled (a typo); with ``require_lots``, a source
-        with no lots and no producer at all (nothing was ingested yet)."""
+        fills while a dataset of a near name is filled (a typo); a source named in
+        ``require_lots`` (one the jobs about to run read) with no lots and no producer at all
+        (nothing was ingested yet)."""
         with self._store.read() as connection:
             ids = {d.name: datasets.dataset_id(connection, namespace, d.name) for d in declared}
             for spec in declared:
@@ -86,7 +89,7 @@ class SourceService:
                         f"source dataset {namespace}:{spec.name} has no lots and nothing produces it; "
                         f"did you mean `{near}`?"
                     )
-                if require_lots:
+                if spec.name in require_lots:
                     raise InvalidInput(
                         f"source dataset {namespace}:{spec.name} has no lots yet (nothing was ingested "
                         f"and no job produces it): run `lotline ingest -n {namespace} -d {spec.name} "

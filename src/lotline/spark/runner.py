@@ -98,9 +98,10 @@ class ClaimLost(Conflict):
     """The claim stopped being live while Spark worked (lease expired, or the lot was invalidated)."""
 
 
-def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False) -> None:
-    """Check the pipeline against what exists (``SourceService.check``: intervals, typos, and with
-    ``require_lots`` sources nothing fills; a refusal registers nothing), then declare the namespace,
+def register(lineage: Lineage, pipeline: Pipeline, *, running: Sequence[JobSpec] = ()) -> None:
+    """Check the pipeline against what exists (``SourceService.check``: intervals, typos, and
+    sources nothing fills that a job of ``running``, those about to run, reads; a refusal
+    registers nothing), then declare the namespace,
     the datasets and every job for coordination; a job's version follows its code (``code_digest``),
     and a job declared ``on_change="recompute"`` has the lots an older version made reopened.
 
@@ -113,7 +114,8 @@ def register(lineage: Lineage, pipeline: Pipeline, *, require_lots: bool = False
         DeclaredDataset(d.name, str(d.interval) if d.interval else NAMED_LOTS, d.name in produced)
         for d in pipeline.datasets.values()
     ]
-    lineage.sources.check(namespace, declared, require_lots=require_lots)
+    read = {d.name for job in running for d in job.inputs} - produced
+    lineage.sources.check(namespace, declared, require_lots=read)
     _check_storage(lineage, pipeline)
     for dataset in pipeline.datasets.values():
         if dataset.arrival is not None and dataset.name in produced:
