@@ -132,6 +132,16 @@ def test_a_source_that_stopped_shows_its_missing_lots_up_to_now(
     assert counted.counts[GapState.MISSING] == 31 and counted.end == clock.now()
 
 
+def test_a_job_whose_lots_all_lie_after_now_has_none_due(world: Lineage, clock: ManualClock) -> None:
+    """Lots registered ahead of the clock (a forecast, a skewed sender): nothing is due yet, and
+    the namespace's health (the start page, /metrics) says so instead of refusing the range."""
+    ahead = LotWorld(world, "ahead")
+    ahead.job("forecast", output="forecasts")
+    ahead.produce("forecast", f"{clock.now() + timedelta(days=2):%Y%m%d}P1D000")
+    [health] = world.gaps.namespace_health("ahead", now=clock.now())
+    assert health.range is not None and health.range.empty and health.totals == {}
+
+
 def test_an_absent_empty_source_has_its_quiet_hours_declared_empty_by_the_pass(
     world: Lineage, clock: ManualClock, tmp_path: Path
 ) -> None:

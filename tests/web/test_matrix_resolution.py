@@ -114,3 +114,43 @@ def test_a_monthly_row_spans_the_day_columns_of_its_month(tab: Tab, ui_server: U
         assert answer is not None and answer.status == 200, path
     page.goto(f"/?ns={CALENDAR_NS}")
     expect(page.locator("#jobs tr[data-job=monthly] .n[data-state=complete] b")).to_have_text("1")
+
+
+ZONED_NS = "zonedmix"
+_ZONED_SEEDED: set[str] = set()
+#: March 2022 to the 19th: New York springs forward on the 13th (a day of 23 hours).
+MARCH = range(1, 20)
+
+
+def test_new_york_days_sit_in_the_utc_day_columns_most_of_them_lies_in(tab: Tab, ui_server: UiServer) -> None:
+    """A New York day (05:00 to 05:00 UTC, 04:00 after the 13th) beside UTC days: one cell per
+    column, each in the column of its own date, none overlapping the next; a job with no lots yet
+    says so; scrolled to its latest trouble, a wide matrix keeps its rows' names in sight."""
+    if ui_server.url not in _ZONED_SEEDED:
+        world = LotWorld(ui_server.lineage, ZONED_NS)
+        world.job("utc_days", output="days")
+        world.job("ny_days", output="nydays")
+        world.job("later", inputs=["nothing_yet"], output="laters", mapping="PT1H->P1D")
+        world.produce("utc_days", *(f"202203{d:02d}P1D000" for d in MARCH))
+        world.produce("ny_days", *(f"202203{d:02d}P1D.America.New_York.000" for d in MARCH))
+        _ZONED_SEEDED.add(ui_server.url)
+    page = tab.page
+    answer = page.goto(f"/lots?ns={ZONED_NS}&from=2022-03-01&to=2022-03-20")
+    assert answer is not None and answer.status == 200
+    utc = page.locator("#matrix tr[data-job=utc_days] a.c")
+    ny = page.locator("#matrix tr[data-job=ny_days] a.c")
+    expect(utc).to_have_count(len(MARCH))
+    expect(ny).to_have_count(len(MARCH))
+    for n in range(len(MARCH)):
+        day, local = utc.nth(n).bounding_box(), ny.nth(n).bounding_box()
+        assert day and local and (local["x"], local["width"]) == (day["x"], day["width"]), n
+    assert ny.nth(12).get_attribute("data-lot") == "20220313P1D.America.New_York.000"
+
+    page.goto(f"/lots?ns={ZONED_NS}")  # from March to the world's now: opens on its latest trouble
+    expect(page.locator("#matrix tr[data-job=later] th")).to_contain_text("no lots yet")  # as its health
+    wrap = page.locator("#matrix-wrap")
+    assert page.evaluate("document.getElementById('matrix-wrap').scrollLeft") > 0
+    name, box = page.locator("#matrix tr[data-job=ny_days] th a"), wrap.bounding_box()
+    seen = name.bounding_box()
+    assert seen and box and box["x"] <= seen["x"] < box["x"] + box["width"] / 2
+    expect(page.locator("#matrix .blank[style*='-']")).to_have_count(0)  # no negative gap

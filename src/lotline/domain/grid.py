@@ -317,6 +317,8 @@ def due_range(
     default_end = now  # every lot up to now is due or pending: a stopped source shows its gap
     start = parse_time("from", asked_from) if asked_from else max(first, default_end - DEFAULT_SPAN)
     end = parse_time("to", asked_to) if asked_to else default_end
+    if asked_from is None and asked_to is None and end <= start:  # lots only after now: none due
+        return DueRange(start, start, to_now=True)
     if end <= start:
         shown = [f"{t.astimezone(datetime.UTC):%Y-%m-%d %H:%M:%S}" for t in (start, end)]
         raise InvalidInput(f"from {shown[0]} must be before to {shown[1]} (UTC).")
@@ -476,12 +478,13 @@ class Matrix:
     on one time axis of ``column_minutes`` columns (``resolution``: per lot, hour or day). Each row
     keeps its own lots' resolution: a row of lots finer than a column aggregates them per column,
     a row of lots as long as several columns draws each lot across them (a daily job's day spans 24
-    hour columns). No range: no job has lots yet."""
+    hour columns); a job with no lots yet (nor its inputs) has no grid. No range: no job has lots
+    yet."""
 
     namespace: str
     range: DueRange | None
     resolution: Resolution | None
-    rows: list[tuple[Health, Grid]]
+    rows: list[tuple[Health, Grid | None]]
     column_minutes: int = 0
 
 

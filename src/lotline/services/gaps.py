@@ -290,8 +290,12 @@ class GapService:
             intervals = [interval for _, interval, _ in rows]
             common = lot_grid.matrix_resolution(intervals, shown, chosen)
             width = lot_grid.column_minutes(intervals, common)
-            grids = []
-            for target, interval, _ in rows:  # a row's totals are its health: the same lots, alike
+            grids: list[tuple[Health, Grid | None]] = []
+            for target, interval, span in rows:  # a row's totals are its health: the same lots, alike
+                if span is None and (start is None or end is None):  # as its health: no lots yet
+                    held = target.lot_job is not None and target.lot_job.held
+                    grids.append((Health(namespace, target.job, target.dataset, held, None, {}), None))
+                    continue
                 own = lot_grid.row_resolution(interval, width)
                 grid = _grid(connection, namespace, target, shown, own, dust, now, known=interval)
                 held = target.lot_job is not None and target.lot_job.held

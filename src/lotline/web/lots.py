@@ -317,11 +317,14 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
 
 
 #: Matrix axis: a label every so many columns, and its format, per resolution.
-_MATRIX_AXIS = {
-    Resolution.DAY: (7, "%m-%d"),
-    Resolution.HOUR: (6, "%m-%d %H:00"),
-    Resolution.LOT: (12, "%H:%M"),
-}
+def _axis_labels(column: datetime.timedelta) -> tuple[int, str]:
+    """Every how many columns the matrix's axis is labelled, and how: dates for columns of a day
+    or more, hours for hours, times for finer ones."""
+    if column >= datetime.timedelta(days=1):
+        return 7, "%m-%d"
+    if column >= datetime.timedelta(hours=1):
+        return 6, "%m-%d %H:00"
+    return 12, "%H:%M"
 
 
 @dataclass(frozen=True)
@@ -337,13 +340,23 @@ def place(
     grid: Grid, base: datetime.datetime, column: datetime.timedelta, end: datetime.datetime
 ) -> list[Placed]:
     """A row's cells on the matrix's columns (from ``base``, each ``column`` long, up to ``end``):
-    a cell of lots longer than a column spans the columns its lots cover, cut to the range."""
+    a cell of lots longer than a column spans the columns its lots cover, cut to the range. A lot
+    whose bounds are not column bounds (a New York day in UTC day columns) takes the columns most
+    of it lies in, so that a row's cells follow one another as its lots do; one mostly outside the
+    range is left out."""
+    limit = -(-(end - base) // column)
+
+    def nearest(moment: datetime.datetime) -> int:
+        return min(max(int((moment - base) / column + 0.5), 0), limit)
+
     found, at = [], 0
     for cell in grid.cells:
-        first = max(cell.start - base, datetime.timedelta(0)) // column
-        stop = -(-(min(cell.end, end) - base) // column)
-        found.append(Placed(cell, first - at, max(stop - first, 1)))
-        at = first + max(stop - first, 1)
+        first = max(nearest(cell.start), at)
+        span = (limit if cell.end >= end else nearest(cell.end)) - first  # the last column may be cut
+        if span <= 0:  # most of it lies outside the range's columns (a zoned day at either end)
+            continue
+        found.append(Placed(cell, first - at, span))
+        at = first + span
     return found
 
 
@@ -390,12 +403,14 @@ async def matrix_page(request: Request) -> HTMLResponse:
         midnight = found.range.start.replace(hour=0, minute=0, second=0, microsecond=0)
         base = midnight + (found.range.start - midnight) // column * column
         count = -(-(found.range.end - base) // column)
-        every, pattern = _MATRIX_AXIS[found.resolution]
+        every, pattern = _axis_labels(column)
         starts = [base + n * column for n in range(count)]
         return {
             **context,
             "axis": [s.strftime(pattern) if n % every == 0 else "" for n, s in enumerate(starts)],
-            "placed": [place(grid, base, column, found.range.end) for _, grid in found.rows],
+            "placed": [
+                [] if grid is None else place(grid, base, column, found.range.end) for _, grid in found.rows
+            ],
             "finers": _FINER,
         }
 
