@@ -41,24 +41,40 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _BY_MODE = ("spark_applicationDetails",)
 
 
-def _events(folder: Path) -> dict[tuple[str, str, str, int | None], dict[str, Any]]:
-    """The scenario's events by (job, lot, type, attempt), run ids and the folder taken out."""
+def _normalized(folder: Path, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's events in the folder's database, in order, with what differs by mode or by
+    run taken out: run ids, the folder, event times, the application, stack traces."""
     with open_lineage(f"sqlite:///{folder / 'lineage.db'}", Storage(str(folder / "warehouse"))) as lineage:
-        page = lineage.openlineage.list_events(job_namespace=both_modes.NS, limit=1000, sort_direction="asc")
+        page = lineage.openlineage.list_events(job_namespace=namespace, limit=1000, sort_direction="asc")
         events = list(page.items)
+    found: list[dict[str, Any]] = json.loads(
+        _UUID.sub("<uuid>", json.dumps(events).replace(str(folder), "<folder>"))
+    )
+    for event in found:
+        event.pop("eventTime")
+        facets = event["run"]["facets"]
+        for facet in _BY_MODE:
+            facets.pop(facet, None)
+        facets.get("errorMessage", {}).pop("stackTrace", None)  # py4j's frames, or gRPC's
+    return found
+
+
+def _events(folder: Path) -> dict[tuple[str, str, str, int | None], dict[str, Any]]:
+    """The demo scenario's events by (job, lot, type, attempt)."""
     found = {}
-    for event in json.loads(_UUID.sub("<uuid>", json.dumps(events).replace(str(folder), "<folder>"))):
+    for event in _normalized(folder, both_modes.NS):
         facets = event["run"]["facets"]
         lot = facets.get("lotline_lot", {})
         name = lot.get("lot") or facets["nominalTime"]["nominalStartTime"]
         if not str(name).startswith(("2023", "20230101")):
             continue  # the arrival policy's empty lots up to the wall clock's now: not the scenario's
-        event.pop("eventTime")
-        for facet in _BY_MODE:
-            facets.pop(facet, None)
-        facets.get("errorMessage", {}).pop("stackTrace", None)  # py4j's frames, or gRPC's
         found[(event["job"]["name"], name, event["eventType"], lot.get("attempt"))] = event
     return found
+
+
+def _sorted_events(folder: Path, namespace: str) -> list[str]:
+    """``_normalized``, each as canonical JSON, sorted: child runs' parts may run in either order."""
+    return sorted(json.dumps(e, sort_keys=True) for e in _normalized(folder, namespace))
 
 
 def _on_connect(module: str, *args: str) -> None:
@@ -135,6 +151,10 @@ def test_several_outputs_with_checks_and_a_failed_part_retried_give_on_connect_w
     on_connect = json.loads((connect / "observed.json").read_text())
 
     assert on_connect == json.loads(json.dumps(classic, default=str))
+    events = {s: _sorted_events(tmp_path / "classic" / s, several_outputs.CHECKED_NS) for s in classic}
+    for scenario, on_classic in events.items():  # and so are their OpenLineage events
+        assert _sorted_events(connect / scenario, several_outputs.CHECKED_NS) == on_classic
+    assert sum('"dataQualityAssertions"' in e for e in events["checked_outputs"]) == 1  # sizes' COMPLETE
     # What the equality covers, on both: the fail check published neither output, the drop checks
     # quarantined their rows, the warn check marked its output, every check's facet; the retry ran
     # only the failed part and left the other's objects as they were.
