@@ -6,6 +6,9 @@ itself) runs once on the suite's classic ``local[1]`` session, in this process, 
 Connect server started from pyspark's own distribution (``connect_url``), in a process of its own.
 The OpenLineage events of the two runs are equal — reads, undeclared reads, column lineage, schemas,
 statistics, quality facets, failures — but for what names the Spark application and the run ids.
+The runner's acceptance scenarios with several outputs (``support.several_outputs``: checks that
+drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) run on
+Connect with the code their classic tests run, and observe what classic mode observes.
 Bad input: an unreachable server is one line naming host and port, before anything is claimed.
 """
 
@@ -25,7 +28,7 @@ from lotline.services import open_lineage
 from lotline.spark.pipeline import load_pipeline
 from lotline.spark.runner import register
 from lotline.storage.objects import Storage
-from support import both_modes
+from support import both_modes, several_outputs
 from support.connect_server import free_port
 from support.processes import lotline
 
@@ -38,30 +41,47 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _BY_MODE = ("spark_applicationDetails",)
 
 
-def _events(folder: Path) -> dict[tuple[str, str, str, int | None], dict[str, Any]]:
-    """The scenario's events by (job, lot, type, attempt), run ids and the folder taken out."""
+def _normalized(folder: Path, namespace: str) -> list[dict[str, Any]]:
+    """The namespace's events in the folder's database, in order, with what differs by mode or by
+    run taken out: run ids, the folder, event times, the application, stack traces."""
     with open_lineage(f"sqlite:///{folder / 'lineage.db'}", Storage(str(folder / "warehouse"))) as lineage:
-        page = lineage.openlineage.list_events(job_namespace=both_modes.NS, limit=1000, sort_direction="asc")
+        page = lineage.openlineage.list_events(job_namespace=namespace, limit=1000, sort_direction="asc")
         events = list(page.items)
+    found: list[dict[str, Any]] = json.loads(
+        _UUID.sub("<uuid>", json.dumps(events).replace(str(folder), "<folder>"))
+    )
+    for event in found:
+        event.pop("eventTime")
+        facets = event["run"]["facets"]
+        for facet in _BY_MODE:
+            facets.pop(facet, None)
+        facets.get("errorMessage", {}).pop("stackTrace", None)  # py4j's frames, or gRPC's
+    return found
+
+
+def _events(folder: Path) -> dict[tuple[str, str, str, int | None], dict[str, Any]]:
+    """The demo scenario's events by (job, lot, type, attempt)."""
     found = {}
-    for event in json.loads(_UUID.sub("<uuid>", json.dumps(events).replace(str(folder), "<folder>"))):
+    for event in _normalized(folder, both_modes.NS):
         facets = event["run"]["facets"]
         lot = facets.get("lotline_lot", {})
         name = lot.get("lot") or facets["nominalTime"]["nominalStartTime"]
         if not str(name).startswith(("2023", "20230101")):
             continue  # the arrival policy's empty lots up to the wall clock's now: not the scenario's
-        event.pop("eventTime")
-        for facet in _BY_MODE:
-            facets.pop(facet, None)
-        facets.get("errorMessage", {}).pop("stackTrace", None)  # py4j's frames, or gRPC's
         found[(event["job"]["name"], name, event["eventType"], lot.get("attempt"))] = event
     return found
 
 
-def _run_on_connect(url: str, folder: Path) -> None:
+def _sorted_events(folder: Path, namespace: str) -> list[str]:
+    """``_normalized``, each as canonical JSON, sorted: child runs' parts may run in either order."""
+    return sorted(json.dumps(e, sort_keys=True) for e in _normalized(folder, namespace))
+
+
+def _on_connect(module: str, *args: str) -> None:
+    """``python -m support.<module> ARGS``: a process of its own, whose session is on Connect."""
     tests = Path(__file__).parent.parent
     done = subprocess.run(
-        [sys.executable, "-m", "support.both_modes", url, f"sqlite:///{folder / 'lineage.db'}", str(folder)],
+        [sys.executable, "-m", f"support.{module}", *args],
         cwd=tests,
         capture_output=True,
         text=True,
@@ -81,7 +101,7 @@ def test_the_demo_pipeline_gives_the_same_lineage_on_classic_and_on_connect(
     with open_lineage(f"sqlite:///{classic / 'lineage.db'}", Storage(str(classic / "warehouse"))) as lineage:
         first, second = both_modes.run(lineage, spark, classic)
         assert first.failed and not second.failed  # the broken line, then its fixed file
-    _run_on_connect(connect_url, connect)
+    _on_connect("both_modes", connect_url, f"sqlite:///{connect / 'lineage.db'}", str(connect))
 
     on_classic, on_connect = _events(classic), _events(connect)
     assert sorted(on_classic) == sorted(on_connect)
@@ -112,6 +132,56 @@ def test_the_demo_pipeline_gives_the_same_lineage_on_classic_and_on_connect(
     )
     warned = [e for (job, _, kind, _), e in on_connect.items() if (job, kind) == ("parse", "COMPLETE")]
     assert all("dataQualityAssertions" in e["outputs"][0]["facets"] for e in warned)
+
+
+def test_several_outputs_with_checks_and_a_failed_part_retried_give_on_connect_what_classic_gives(
+    spark: SparkSession, connect_url: str, tmp_path: Path
+) -> None:
+    """Two acceptance scenarios of the runner, the same code on both modes (``support.several_outputs``):
+    a job with two outputs and drop, warn and fail checks; child work whose failed part is retried."""
+    classic = {}
+    for scenario in (several_outputs.checked_outputs, several_outputs.retried_part):
+        place = tmp_path / "classic" / scenario.__name__
+        place.mkdir(parents=True)
+        with open_lineage(f"sqlite:///{place / 'lineage.db'}", Storage(str(place / "warehouse"))) as lineage:
+            classic[scenario.__name__] = scenario(lineage, spark)
+    connect = tmp_path / "connect"
+    connect.mkdir()
+    _on_connect("several_outputs", connect_url, str(connect))
+    on_connect = json.loads((connect / "observed.json").read_text())
+
+    assert on_connect == json.loads(json.dumps(classic, default=str))
+    events = {s: _sorted_events(tmp_path / "classic" / s, several_outputs.CHECKED_NS) for s in classic}
+    for scenario, on_classic in events.items():  # and so are their OpenLineage events
+        assert _sorted_events(connect / scenario, several_outputs.CHECKED_NS) == on_classic
+    assert sum('"dataQualityAssertions"' in e for e in events["checked_outputs"]) == 1  # sizes' COMPLETE
+    # What the equality covers, on both: the fail check published neither output, the drop checks
+    # quarantined their rows, the warn check marked its output, every check's facet; the retry ran
+    # only the failed part and left the other's objects as they were.
+    checked, parts = on_connect["checked_outputs"], on_connect["retried_part"]
+    assert checked["failed"]["first"]["status"] == [
+        "ERROR",
+        "output second: check n < 100 failed: 1 of 3 rows",
+    ]
+    assert checked["rows"]["low__quarantine"] == [[None, "n IS NOT NULL"]]
+    assert checked["rows"]["high__quarantine"] == [[20, "n <> 20"]]
+    assert [checked["facets"][d]["warned"] for d in ("low", "high")] == [False, True]
+    assert checked["checks"]["warnings"] == ["n < 100"]
+    assert parts["parts"] == {"kept": ["part=00000"], "ran": ["part=00001"], "failed": []}
+    assert parts["kept"] == {"evens": [[1, "complete"]], "odds": [[1, "complete"]]}
+    assert parts["kept untouched"]
+
+
+@pytest.mark.parametrize(
+    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
+)
+def test_a_lot_killed_mid_write_on_connect_is_redone_by_the_next_run(
+    backend_url: str, connect_url: str, tmp_path: Path
+) -> None:
+    """The classic test's scenario (``test_several_outputs``) with ``lotline run`` on ``sc://``: the
+    client is SIGKILLed while its second output is written (the server may finish that write: it
+    is never listed), and the next run publishes both outputs from attempt 2."""
+    several_outputs.killed_between_writes(backend_url, tmp_path, connect_url)
 
 
 def test_an_unreachable_connect_server_is_one_line_before_any_claim(tmp_path: Path) -> None:

@@ -6,13 +6,9 @@ refused with one line."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +16,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from lotline.api.app import create_app
-from lotline.domain.checks import published_with_warnings
 from lotline.domain.coordination import Status
 from lotline.domain.errors import InvalidInput
 from lotline.domain.manifests import LotEventKind
@@ -29,18 +24,15 @@ from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.services.config import Settings
 from lotline.spark.pipeline import Lot, Pipeline, PipelineError, expect, load_pipeline
-from lotline.spark.run import run_pipeline
 from lotline.spark.runner import LotRunner, register
-from lotline.storage.objects import Storage
-from lotline.store.engine import Store
-from support.polling import wait_until
+from support import several_outputs
+from support.several_outputs import CHECKED, CHECKED_NS, LOT
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 NS = "multiout"
-LOT = "20230101PT1H000"
 FILE = PIPELINES / "multiout.py"
 
 
@@ -190,87 +182,36 @@ def test_bad_declarations_and_results_are_refused_in_one_line(spark: SparkSessio
 def test_a_run_killed_between_the_two_writes_publishes_nothing_and_its_retry_both(
     backend_url: str, tmp_path: Path
 ) -> None:
-    warehouse = tmp_path / "warehouse"
-    with Lineage.over(Store(backend_url), Storage(str(warehouse))) as lineage:
-        register(lineage, load_pipeline(str(FILE)))
-        ingest(lineage, NS, "numbers", LOT, [["1", "-2"]])
-        env = {
-            **os.environ,
-            "LOTLINE_DB_URL": backend_url,
-            "LOTLINE_WAREHOUSE": str(warehouse),
-            "LOTLINE_SPARK_MASTER": "local[1]",
-        }
-        command = [sys.executable, "-m", "lotline", "run", str(FILE), "--job", "split", "--lease", "2"]
-        killed = subprocess.run(
-            command,
-            check=False,
-            env={**env, "MULTIOUT_KILL": "1"},
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-        # Killed while writing the second output, after the first: nothing is readable.
-        assert list(lineage.storage.objects_under(lineage.storage.attempt_uri(NS, "kept", LOT, 1))) != []
-        for dataset in ("kept", "rejected"):
-            assert lineage.manifests.readable(NS, dataset, [LOT]) == {}
-            [status] = lineage.lots.status(NS, dataset=dataset)
-            assert status.status is Status.RUNNING and status.lease_expires_at is not None
-        expires = status.lease_expires_at
-        wait_until(lambda: datetime.now(UTC) > expires, timeout=60, what="the killed lease to expire")
-
-        again = subprocess.run(
-            command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600
-        )
-        assert again.returncode == 0, again.stderr[-2000:]
-        for dataset, rows in (("kept", 1), ("rejected", 1)):
-            manifest = lineage.manifests.readable(NS, dataset, [LOT])[LOT]
-            assert manifest.attempt == 2 and manifest.row_count == rows
-        runs = sorted(lineage.runs.list_runs(NS, "split").items, key=lambda r: r.created_at)
-        assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]
-
-
-CHECKED = PIPELINES / "multichecked.py"
-CHECKED_NS = "multichecked"
+    several_outputs.killed_between_writes(backend_url, tmp_path, "local[1]")
 
 
 def test_checks_per_output_gate_each_output_and_a_failure_publishes_none(
     lineage: Lineage, spark: SparkSession, backend_url: str, tmp_path: Path
 ) -> None:
-    pipeline = load_pipeline(str(CHECKED))
-    assert sorted(pipeline.jobs) == ["pair", "parted", "sizes", "sizes__quarantine"]
-    register(lineage, pipeline)
-    ingest(lineage, CHECKED_NS, "numbers", LOT, [["1", "x", "500", "20"]])
-    runner = LotRunner(lineage, pipeline, spark)
-    summary = run_pipeline(runner, pipeline.select(["pair", "sizes", "sizes__quarantine"]), worker="t")
+    observed = several_outputs.checked_outputs(lineage, spark)
+    assert sorted(load_pipeline(str(CHECKED)).jobs) == ["pair", "parted", "sizes", "sizes__quarantine"]
 
     # fail on pair's second output: neither output is published, every attempt's objects removed.
     reason = "output second: check n < 100 failed: 1 of 3 rows"
-    assert summary.errors == [f"job pair lot {LOT} (attempt 1): {reason}"]
-    storage = lineage.storage
+    assert observed["errors"] == [f"job pair lot {LOT} (attempt 1): {reason}"]
     for dataset in ("first", "second"):
-        assert lineage.manifests.readable(CHECKED_NS, dataset, [LOT]) == {}
-        [status] = lineage.lots.status(CHECKED_NS, dataset=dataset)
-        assert (status.status, status.error) == (Status.ERROR, reason)
-        assert list(storage.objects_under(storage.attempt_uri(CHECKED_NS, dataset, LOT, 1))) == []
+        assert observed["failed"][dataset] == {"readable": [], "status": ["ERROR", reason], "left": []}
 
     # drop on each of sizes' outputs (each into its own quarantine), warn on high only.
-    def rows(dataset: str) -> list[tuple[object, ...]]:
-        manifest = lineage.manifests.readable(CHECKED_NS, dataset, [LOT])[LOT]
-        return sorted(tuple(r) for r in spark.read.parquet(*[o.uri for o in manifest.objects]).collect())
-
-    assert rows("low") == [(1,)] and rows("high") == [(500,)]
-    assert rows("low__quarantine") == [(None, "n IS NOT NULL")]
-    assert rows("high__quarantine") == [(20, "n <> 20")]
-    quarantine = lineage.catalog.get_job(CHECKED_NS, "sizes__quarantine")
-    assert sorted(d.name for d in quarantine.outputs) == ["high__quarantine", "low__quarantine"]
-    assert [d.name for d in quarantine.inputs] == ["numbers"]
-    assert summary.tallies["sizes"].done == 1 and summary.tallies["sizes__quarantine"].done == 1
+    assert observed["rows"] == {
+        "low": [[1]],
+        "high": [[500]],
+        "low__quarantine": [[None, "n IS NOT NULL"]],
+        "high__quarantine": [[20, "n <> 20"]],
+    }
+    assert observed["quarantine"] == {
+        "inputs": ["numbers"],
+        "outputs": ["high__quarantine", "low__quarantine"],
+    }
+    assert observed["done"] == {"sizes": 1, "sizes__quarantine": 1}
 
     # Each output's version carries its own checks' results; only high's is marked as warned.
-    versions = {d: lineage.versions.current_version(CHECKED_NS, d, LOT) for d in ("low", "high")}
-    facets = {d: v.facets if v is not None else {} for d, v in versions.items()}
+    facets = observed["facets"]
     assertions = {
         d: {a["assertion"]: (a["success"], a["severity"]) for a in f["dataQualityAssertions"]["assertions"]}
         for d, f in facets.items()
@@ -282,9 +223,8 @@ def test_checks_per_output_gate_each_output_and_a_failure_publishes_none(
     assert facets["low"]["dataQualityMetrics"]["rowCount"] == 2
     assert facets["low"]["dataQualityMetrics"]["columnMetrics"]["n"]["nullCount"] == 1
     assert facets["high"]["dataQualityMetrics"]["rowCount"] == 2
-    assert [published_with_warnings(facets[d]) for d in ("low", "high")] == [False, True]
-    [run] = lineage.lots.status(CHECKED_NS, dataset="low")
-    checks = lineage.runs.get_run(run.run_id).facets["lotline_checks"]
+    assert [facets[d]["warned"] for d in ("low", "high")] == [False, True]
+    checks = observed["checks"]
     assert [(r["dataset"], r["check"]) for r in checks["results"]] == [
         ("low", "n IS NOT NULL"),
         ("high", "n < 100"),
@@ -294,6 +234,7 @@ def test_checks_per_output_gate_each_output_and_a_failure_publishes_none(
     assert checks["warnings"] == ["n < 100"]
 
     # The run page shows each result with its output, and the dropped rows by output.
+    [run] = lineage.lots.status(CHECKED_NS, dataset="low")
     app = create_app(Settings(db_url=backend_url, warehouse=str(tmp_path / "warehouse"), api_token=None))
     app.state.lineage = lineage
     page = TestClient(app, base_url="http://127.0.0.1").get(f"/runs/{run.run_id}").text
@@ -334,33 +275,18 @@ def test_checks_per_output_refused_at_load_declare_nothing() -> None:
 def test_a_retry_of_child_work_with_two_outputs_runs_only_the_failed_part(
     lineage: Lineage, spark: SparkSession
 ) -> None:
-    pipeline = load_pipeline(str(CHECKED))
-    register(lineage, pipeline)
-    ingest(lineage, CHECKED_NS, "numbers", LOT, [["1", "2"], ["3", "4", "5"]])
-    module = sys.modules[pipeline.jobs["parted"].transform.__module__]
-    runner = LotRunner(lineage, pipeline, spark)
-    parted = pipeline.jobs["parted"]
-    module.FAIL_PART = "part=00001"
-    try:
-        claim = runner.claim("w", parted)
-        assert claim is not None
-        failed = runner.execute(parted, claim)
-    finally:
-        module.FAIL_PART = None
-    assert not failed.ok and "1 of 2 parts failed" in (failed.error or "")
-    for dataset in ("evens", "odds"):
-        assert lineage.manifests.readable(CHECKED_NS, dataset, [LOT]) == {}
+    observed = several_outputs.retried_part(lineage, spark)
+    ok, error = observed["failed"]
+    assert not ok and "1 of 2 parts failed" in error
+    assert observed["readable"] == {"evens": [], "odds": []}  # nothing of the failed lot is readable
 
-    lineage.lots.retry_now(CHECKED_NS, "parted")
-    claim = runner.claim("w", parted)
-    assert claim is not None and claim.attempt == 2
-    assert runner.execute(parted, claim).ok
-    parts = lineage.runs.get_run(claim.run_id).facets["lotline_parts"]
-    assert (parts["kept"], parts["ran"], parts["failed"]) == (["part=00000"], ["part=00001"], [])
+    assert observed["retry"] == [2, True]
+    assert observed["parts"] == {"kept": ["part=00000"], "ran": ["part=00001"], "failed": []}
     for dataset, count in (("evens", 2), ("odds", 3)):
-        manifest = lineage.manifests.readable(CHECKED_NS, dataset, [LOT])[LOT]
-        assert manifest.row_count == count
-        read = spark.read.parquet(*[o.uri for o in manifest.objects]).count()
-        assert read == count
-        places = {tuple(o.uri.split("/attempt=")[1].split("/")[:2]) for o in manifest.objects}
-        assert places == {("1", "part=00000"), ("2", "part=00001")}  # the kept part is not redone
+        assert observed["published"][dataset] == {
+            "rows": count,
+            "read": count,
+            "places": ["1/part=00000", "2/part=00001"],  # the kept part is not redone
+        }
+    assert observed["kept"] == {"evens": [[1, "complete"]], "odds": [[1, "complete"]]}
+    assert observed["kept untouched"]  # the same objects, sizes and times as before the retry
