@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pytest
@@ -77,6 +78,33 @@ def test_status_lists_only_the_states_asked_for(cli: CliRunner, chain: LotWorld)
         ("DataA", "3", "complete"),
         ("DataB", "1", "complete"),
     }
+
+
+def test_status_lots_names_the_lots_that_have_no_row(cli: CliRunner, world: LotWorld) -> None:
+    """A missing hour, the hours since, and the day blocked on them have no row: ``--lots`` names
+    them as the gap report's runs (what waits on what), and their counts are the table's."""
+    day = datetime.datetime.now(datetime.UTC).date() - datetime.timedelta(days=2)
+    world.job("land", output="hours")
+    world.job("daily", inputs=["hours"], output="days", mapping="PT1H->P1D")
+    world.produce("land", *(f"{day:%Y%m%d}PT1H{h:03d}" for h in (0, 1, 3)))
+    listed = cli.invoke(app, ["status", "-n", world.ns, "--lots", "--state", "missing,blocked"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert "DATASET  LOT" not in listed.output  # no row is missing or blocked: no table of rows
+    at = lines.index(
+        "lots with no row yet (never delivered or made, or not due), as `lotline gaps` lists them:"
+    )
+    runs = [line.split() for line in lines[at + 2 :]]
+    hour = f"{day:%Y%m%d}PT1H"
+    assert runs[0][:6] == ["hours", "missing", f"{hour}002", f"{hour}002", "1", "land"]
+    assert runs[1][:3] == ["hours", "missing", f"{hour}004"]
+    assert runs[2][:6] == ["days", "blocked", f"{day:%Y%m%d}P1D000", f"{day:%Y%m%d}P1D000", "1", "daily"]
+    assert runs[2][6:] == ["hours", f"{hour}002..{hour}002", "(missing)"]
+    document = json.loads(cli.invoke(app, ["status", "-n", world.ns, "--json"]).output)
+    counted = {(j["dataset"], s): n for j in document["jobs"] for s, n in j["counts"].items()}
+    for state in ("missing", "blocked"):
+        named = [r for r in document["lotsWithoutRow"] if r["state"] == state]
+        assert sum(r["count"] for r in named) == sum(n for (_, s), n in counted.items() if s == state)
 
 
 def test_status_json(cli: CliRunner, chain: LotWorld) -> None:

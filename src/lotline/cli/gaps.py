@@ -10,7 +10,6 @@ import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.cli.lots import table
-from lotline.domain.coordination import gave_up_line
 from lotline.domain.gaps import STATES, Backfill, GapReport, LotRun, backfill_json
 from lotline.domain.grid import HEALTH_ORDER, Health, counted_json
 
@@ -27,22 +26,8 @@ IntervalOption = Annotated[
 ]
 
 
-def _why(run: LotRun) -> str:
-    """What a run of lots waits on (blocked), why it failed (failed), or which job version made it
-    (stale)."""
-    if run.cause is not None:
-        return f"{run.cause.dataset} {run.cause.first}..{run.cause.last} ({run.cause.state.value})"
-    if run.failure is not None:
-        failure = run.failure
-        gave_up = "" if failure.gave_up_after is None else f", {gave_up_line(failure.gave_up_after)}"
-        return f"attempt {failure.attempt}{gave_up}: {failure.reason or 'no reason recorded'}"
-    if run.made is not None:
-        return run.made.line
-    return ""
-
-
 def _runs(runs: list[LotRun]) -> str:
-    rows = [[r.state.value, r.first, r.last, str(r.count), _why(r)] for r in runs]
+    rows = [[r.state.value, r.first, r.last, str(r.count), r.why] for r in runs]
     return table(["STATE", "FROM", "TO", "COUNT", "WAITING ON / REASON"], rows)
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from collections import Counter
 from typing import Annotated, Any
@@ -10,10 +11,11 @@ from typing import Annotated, Any
 import typer
 
 from lotline.cli.context import Namespace, namespace_in, open_existing
-from lotline.domain.clock import SYSTEM_CLOCK
 from lotline.domain.coordination import LotStatus, Role
 from lotline.domain.errors import InvalidInput
-from lotline.domain.grid import HEALTH_ORDER, CellState
+from lotline.domain.gaps import GapState, LotRun, run_json, without_rows
+from lotline.domain.grid import HEALTH_ORDER, CellState, DueRange, Health
+from lotline.services import Lineage
 from lotline.services.ingest import ingest_job
 
 #: The words of ``lotline status``: every page's (the gap report's states, empty told apart).
@@ -84,7 +86,7 @@ def status(
         for name in sorted({r.dataset for r in rows}):
             found = lineage.gaps.lot_states(namespace, name, [r.lot for r in rows if r.dataset == name])
             told.update({(name, lot): word for lot, word in found.items()})
-        now = SYSTEM_CLOCK.now()
+        now = lineage.clock.now()
         healths = [
             h
             for h in lineage.gaps.namespace_health(namespace, now=now)
@@ -92,6 +94,7 @@ def status(
             and (job is None or h.job == job)
             and (dataset is None or h.dataset == dataset)
         ]
+        unlisted = _unlisted(lineage, namespace, healths, rows, wanted) if lots or as_json else []
     rows = [r for r in rows if told[(r.dataset, r.lot)] in wanted]
     counts: Counter[tuple[str, str, str]] = Counter(
         (r.job, r.dataset, told[(r.dataset, r.lot)]) for r in rows
@@ -119,6 +122,7 @@ def status(
             "jobs": summary,
             "freshness": freshness,
             "lots": [_as_json(r, told[(r.dataset, r.lot)]) for r in rows],
+            "lotsWithoutRow": [{"job": j, "dataset": d, **run_json(run)} for j, d, run in unlisted],
         }
         print(json.dumps(document, indent=2))
         return
@@ -144,28 +148,83 @@ def status(
         )
     if healths:
         print()
-        print(f"freshness: every lot from the first up to now, {now:%Y-%m-%d %H:%M} UTC")
-        print(
-            table(
-                ["JOB", "DATASET", "FRESHNESS"],
-                [[h.job or "", h.dataset, h.freshness_line(now)] for h in healths],
-            )
-        )
+        _print_freshness(healths, now)
     if lots:
         print()
-        detail = [
-            [
-                r.dataset,
-                r.lot,
-                r.job,
-                told[(r.dataset, r.lot)].value,
-                str(r.attempt),
-                r.owner or "",
-                "; ".join(x for x in (r.gave_up, r.error) if x),
-            ]
-            for r in rows
+        _print_lots(rows, told, unlisted)
+
+
+def _print_freshness(healths: list[Health], now: datetime.datetime) -> None:
+    """Each job's freshness, under the range its counts cover (from the first lot, at most a year
+    back, to now)."""
+    counted = [h.range for h in healths if h.range is not None and not h.range.empty]
+    if counted:
+        print(f"freshness, of the lots {DueRange(min(r.start for r in counted), now, to_now=True).label}:")
+    else:
+        print(f"freshness, to now, {now:%Y-%m-%d %H:%M} UTC:")
+    print(
+        table(
+            ["JOB", "DATASET", "FRESHNESS"],
+            [[h.job or "", h.dataset, h.freshness_line(now)] for h in healths],
+        )
+    )
+
+
+def _print_lots(
+    rows: list[LotStatus], told: dict[tuple[str, str], CellState], unlisted: list[tuple[str, str, LotRun]]
+) -> None:
+    """The lots that have a row, one a line; then those that have none, as the gap report's runs."""
+    detail = [
+        [
+            r.dataset,
+            r.lot,
+            r.job,
+            told[(r.dataset, r.lot)].value,
+            str(r.attempt),
+            r.owner or "",
+            "; ".join(x for x in (r.gave_up, r.error) if x),
         ]
+        for r in rows
+    ]
+    if detail:
         print(table(["DATASET", "LOT", "JOB", "STATE", "ATTEMPT", "OWNER", "REASON"], detail))
+    if unlisted:
+        if detail:
+            print()
+        print("lots with no row yet (never delivered or made, or not due), as `lotline gaps` lists them:")
+        body = [[d, r.state.value, r.first, r.last, str(r.count), j, r.why] for j, d, r in unlisted]
+        print(table(["DATASET", "STATE", "FROM", "TO", "COUNT", "JOB", "WAITING ON"], body))
+
+
+#: The states of lots that may have no row: a listing of rows leaves them out.
+_ROWLESS = (GapState.MISSING, GapState.BLOCKED, GapState.PENDING)
+
+
+def _unlisted(
+    lineage: Lineage,
+    namespace: str,
+    healths: list[Health],
+    rows: list[LotStatus],
+    wanted: frozenset[CellState],
+) -> list[tuple[str, str, LotRun]]:
+    """Each job's lots counted (its health's range) in ``wanted`` states that have no row, as runs
+    of the gap report: the lots ``status --lots`` would otherwise count but not name."""
+    found = []
+    for health in healths:
+        if health.job is None or health.range is None or health.range.empty:
+            continue
+        if not any(CellState(s.value) in wanted for s in _ROWLESS):
+            break
+        at = (health.range.start.isoformat(), health.range.end.isoformat())
+        report = lineage.gaps.report(namespace, job=health.job, start=at[0], end=at[1])
+        if report.interval is None:
+            continue
+        present = [r.lot for r in rows if r.dataset == health.dataset]
+        for run in report.runs:
+            if run.state in _ROWLESS and CellState(run.state.value) in wanted:
+                parts = without_rows(run, report.interval, present)
+                found += [(health.job, health.dataset, part) for part in parts]
+    return found
 
 
 def invalidate(

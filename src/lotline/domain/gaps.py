@@ -404,6 +404,20 @@ class LotRun:
     #: Stale lots: the job version that made them and the current one.
     made: Made | None = None
 
+    @property
+    def why(self) -> str:
+        """What the run waits on (blocked), why it failed (failed), or which job version made it
+        (stale); empty for the rest."""
+        if self.cause is not None:
+            return f"{self.cause.dataset} {self.cause.first}..{self.cause.last} ({self.cause.state.value})"
+        if self.failure is not None:
+            failure = self.failure
+            gave_up = "" if failure.gave_up_after is None else f", {gave_up_line(failure.gave_up_after)}"
+            return f"attempt {failure.attempt}{gave_up}: {failure.reason or 'no reason recorded'}"
+        if self.made is not None:
+            return self.made.line
+        return ""
+
 
 def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
     return [
@@ -418,6 +432,20 @@ def runs(found: Sequence[Segment], interval: Interval) -> list[LotRun]:
         )
         for s in found
     ]
+
+
+def without_rows(run: LotRun, interval: Interval, present: Sequence[str]) -> list[LotRun]:
+    """The parts of ``run`` whose lots have no row (``present``: the ids of the dataset's lots that
+    have one): what a listing of rows leaves out — never delivered, blocked before any attempt, not
+    due yet."""
+    first, stop = index_of(run.first, interval), index_of(run.last, interval) + 1
+    taken = sorted(i for i in indexes_of(present, interval) if first <= i < stop)
+    found, at = [], first
+    for i in (*taken, stop):
+        if i > at:
+            found.append(Segment(at, i, run.state, run.cause, run.failure, run.made))
+        at = max(at, i + 1)
+    return runs(found, interval)
 
 
 def lot_ids(found: Iterable[Segment], interval: Interval) -> list[str]:
