@@ -1,5 +1,6 @@
-"""Spark Connect's edge cases (issue 41): a server that requires a token, and a UDF whose helper
-modules sit beside the pipeline file, shipped to the server with ``addArtifacts``.
+"""Spark Connect's edge cases (issue 41): a server that requires a token, a UDF whose helper
+modules sit beside the pipeline file, shipped to the server with ``addArtifacts``, and ``spark.sql``
+text over a lot's input, parsed on the client by openlineage-sql.
 
 One server for the module, started from pyspark's distribution with ``spark.connect.authenticate.token``
 (``support.connect_server``): every run here gives the token, or the wrong one. The client sends a
@@ -37,12 +38,12 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield int(url.rsplit(":", 1)[1])
 
 
-def _run(lineage: Lineage, folder: Path, master: str) -> tuple[int, str, str]:
-    """``lotline run`` of ``helped.py`` on ``master``, a process of its own (this process's Spark is
+def _run(lineage: Lineage, folder: Path, master: str, pipeline: Path = HELPED) -> tuple[int, str, str]:
+    """``lotline run`` of ``pipeline`` on ``master``, a process of its own (this process's Spark is
     the suite's classic session), from a folder that is not the pipeline's."""
     done = lotline(
         "run",
-        str(HELPED),
+        str(pipeline),
         cwd=folder,
         db_url=lineage.store.url,
         settings={"LOTLINE_SPARK_MASTER": master, "LOTLINE_WAREHOUSE": lineage.storage.root},
@@ -109,3 +110,32 @@ def test_a_refused_client_is_one_line_naming_the_server_and_nothing_is_claimed(
     assert TOKEN not in stderr and "wrong-token" not in stderr
     assert helped.lots.counts("helped", "name_pages") == {}  # no lot was claimed
     assert helped.runs.list_runs("helped", "name_pages").items == []
+
+
+def test_spark_sql_text_gets_its_reads_and_column_sources_on_connect(
+    lineage: Lineage, port: int, tmp_path: Path
+) -> None:
+    """``spark.sql("… FROM {split}", split=frame)``: openlineage-sql parses the text on the client;
+    the frame's plan comes with it, so the written columns trace back to the input's ``value``,
+    as a DIRECT source without subtype (openlineage-sql gives none), which the run says."""
+    sqltext = PIPELINES / "sqltext.py"
+    register(lineage, load_pipeline(str(sqltext)))
+    ingest(
+        lineage, "sqltext", "raw_logs", LOT, [["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /a 404"]]
+    )
+    code, stdout, stderr = _run(lineage, tmp_path, f"sc://localhost:{port}/;token={TOKEN}", sqltext)
+    assert code == 0, stdout[-2000:] + stderr[-2000:]
+    events = lineage.openlineage.list_events(job_namespace="sqltext", limit=100).items
+    [complete] = [e for e in events if e["eventType"] == "COMPLETE" and e["job"]["name"] == "count_pages"]
+    fields = complete["outputs"][0]["facets"]["columnLineage"]["fields"]
+    [source] = fields["page"]["inputFields"]
+    assert source == {
+        "namespace": "sqltext",
+        "name": "raw_logs",
+        "field": "value",
+        "transformations": [{"type": "DIRECT", "description": "", "masking": False}],  # no subtype
+    }
+    assert fields["hits"]["inputFields"] == []
+    assert complete["run"]["facets"]["lotline_capture"]["notCaptured"] == [
+        "spark.sql text: its columns' sources are captured without their subtype"
+    ]
