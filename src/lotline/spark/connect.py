@@ -212,7 +212,7 @@ def refusal(url: ConnectUrl, error: BaseException) -> InvalidInput:
     if status == "UNAVAILABLE" and url.tls:
         return InvalidInput(
             f"the Spark Connect server at {where} does not answer over TLS, which the client uses with "
-            f"use_ssl=true or a token (but on localhost): {message}"
+            f"use_ssl=true or a token (except to localhost): {message}"
         )
     return InvalidInput(f"Spark Connect server at {url.shown}: {status + ': ' if status else ''}{message}")
 
