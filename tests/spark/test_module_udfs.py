@@ -72,3 +72,20 @@ def test_the_venv_s_lotline_called_by_its_path_runs_udfs_without_the_venv_on_the
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     (status,) = lineage.lots.status("udfs", job="name_pages")
     assert status.status is Status.READY, status
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)  # the store is not the point
+def test_a_udf_imports_modules_beside_the_pipeline_file(lineage: Lineage, spark: SparkSession) -> None:
+    """``shipped/helped.py``'s UDF calls ``pagenames``, a module beside it that imports another,
+    ``pathstyle``: installed nowhere, they travel with the UDF (Spark Connect: test_connect_edges.py)."""
+    pipeline = load_pipeline(str(PIPELINES / "shipped" / "helped.py"))
+    register(lineage, pipeline)
+    ingest(
+        lineage, "helped", "raw_logs", LOT, [["2023-01-01T00:01:00 /a 200", "2023-01-01T00:02:00 /b/ 404"]]
+    )
+    summary = run_pipeline(LotRunner(lineage, pipeline, spark), pipeline.ordered_jobs(), worker="test")
+    assert not summary.failed, summary
+    manifest = lineage.manifests.current("helped", "pages", LOT)
+    assert manifest is not None
+    rows = spark.read.parquet(*[o.uri for o in manifest.objects]).collect()
+    assert sorted(r.page for r in rows) == ["page:A", "page:B"]

@@ -12,7 +12,7 @@ import pytest
 
 from lotline.domain.errors import InvalidInput
 from lotline.services.config import load_settings, parse_spark_conf
-from lotline.spark.connect import parse_url
+from lotline.spark.connect import check_version, parse_url
 from lotline.spark.pipeline import Pipeline, PipelineError, load_pipeline
 from lotline.spark.session import check_master
 
@@ -254,3 +254,37 @@ def test_a_connect_url_is_shown_without_its_token() -> None:
     with pytest.raises(InvalidInput) as refused:
         check_master("sc://h/;token=s3cret;Oops")
     assert "s3cret" not in refused.value.message
+
+
+def test_a_token_means_tls_but_to_localhost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As pyspark's client: a token to ``localhost`` goes over gRPC's local credentials (no TLS)."""
+    monkeypatch.delenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", raising=False)
+    assert parse_url("sc://spark.example.com/;token=t").tls
+    assert not parse_url("sc://localhost:15002/;token=t").tls
+    assert parse_url("sc://localhost:15002/;token=t;use_ssl=true").tls
+    assert not parse_url("sc://spark.example.com").tls
+    monkeypatch.setenv("SPARK_CONNECT_AUTHENTICATE_TOKEN", "t")  # pyspark sends it when the URL has none
+    assert parse_url("sc://spark.example.com").tls
+
+
+# No Spark 3 server is at hand: the decision is the version string's, tested alone; connect.start
+# asks the server for ``spark.version`` and stops the session before raising it.
+@pytest.mark.parametrize("version", ["4.0.0", "4.0.1-preview2", "4.3.0", "5.0", " 4.1.0 ", "10.0.0"])
+def test_a_spark_4_server_is_accepted(version: str) -> None:
+    check_version(version, "h:15002")
+
+
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        ("3.5.2", "runs Spark 3.5.2; lotline needs Spark 4.0 or newer."),
+        ("3.5.0-databricks", "runs Spark 3.5.0-databricks; lotline needs Spark 4.0 or newer."),
+        ("2.4", "runs Spark 2.4; lotline needs Spark 4.0 or newer."),
+        ("", "reports Spark version '', not major.minor; lotline needs Spark 4.0 or newer."),
+        ("unknown", "reports Spark version 'unknown', not major.minor; lotline needs Spark 4.0 or newer."),
+    ],
+)
+def test_a_server_older_than_spark_4_is_one_line(version: str, said: str) -> None:
+    with pytest.raises(InvalidInput) as refused:
+        check_version(version, "h:15002")
+    assert refused.value.message == f"the Spark Connect server at h:15002 {said}"

@@ -46,8 +46,9 @@ def _answers(port: int) -> bool:
 
 
 @contextmanager
-def connect_server(folder: Path) -> Iterator[str]:
-    """``sc://127.0.0.1:<port>`` while the block runs; the server's log is ``folder/server.log``."""
+def connect_server(folder: Path, conf: dict[str, str] | None = None) -> Iterator[str]:
+    """``sc://127.0.0.1:<port>`` while the block runs, with ``conf`` beside ``CONF`` (a token: see
+    ``tests/spark/test_connect_edges.py``); the server's log is ``folder/server.log``."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -63,7 +64,7 @@ def connect_server(folder: Path) -> Iterator[str]:
         "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
     }
     command = [str(home / "sbin" / "start-connect-server.sh"), "--master", "local[1]"]
-    for key, value in {**CONF, "spark.connect.grpc.binding.port": str(port)}.items():
+    for key, value in {**CONF, **(conf or {}), "spark.connect.grpc.binding.port": str(port)}.items():
         command += ["--conf", f"{key}={value}"]
     log = (folder / "server.log").open("w")
     server = subprocess.Popen(

@@ -174,7 +174,7 @@ def schema(fields: Sequence[FieldSpec]) -> Facet:
 
 def column_lineage(columns: Mapping[str, Sequence[tuple[str, str, str, str]]]) -> Facet:
     """``columnLineage``: for each output column, its (namespace, dataset, field, subtype) sources,
-    each a DIRECT transformation."""
+    each a DIRECT transformation (an empty subtype: none given, not known)."""
     return _json(
         column_lineage_dataset.ColumnLineageDatasetFacet(
             fields={
@@ -186,7 +186,7 @@ def column_lineage(columns: Mapping[str, Sequence[tuple[str, str, str, str]]]) -
                             field=field,
                             transformations=[
                                 column_lineage_dataset.Transformation(
-                                    type="DIRECT", subtype=subtype, description="", masking=False
+                                    type="DIRECT", subtype=subtype or None, description="", masking=False
                                 )
                             ],
                         )

@@ -8,10 +8,13 @@ client instead (``spark.connect_capture``). This module parses the URL as Spark 
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote
 
@@ -31,7 +34,6 @@ MINIMUM_SPARK = (4, 0)
 #: How long the reachability probe waits for the server's port.
 PROBE_TIMEOUT_S = 5.0
 _HOST_PORT = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[^:/\[\]]+)(:(?P<port>[0-9]{1,5}))?")
-_TRUE = ("true", "1")
 
 
 @dataclass(frozen=True)
@@ -51,9 +53,14 @@ class ConnectUrl:
 
     @property
     def tls(self) -> bool:
-        """Spark Connect uses TLS when asked (``use_ssl=true``) and whenever a token is given."""
+        """pyspark uses TLS when asked (``use_ssl=true``) and whenever a token is given (by the URL
+        or ``TOKEN_VARIABLE``), but to ``localhost``: a token goes there over gRPC's local
+        credentials, a plain connection."""
         given = dict(self.params)
-        return "token" in given or given.get("use_ssl", "").lower() in _TRUE
+        if given.get("use_ssl", "").lower() == "true":
+            return True
+        token = "token" in given or bool(os.environ.get(TOKEN_VARIABLE))
+        return token and self.host != "localhost"
 
 
 def is_connect_master(master: str) -> bool:
@@ -115,6 +122,8 @@ def start(url: ConnectUrl, app_name: str, conf: dict[str, str]) -> SparkSession:
     warnings.filterwarnings(
         "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
     )
+    # gRPC's core logs each failed TLS handshake on stderr (at INFO) unless told before it loads.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         import pyspark.sql.connect.session  # noqa: F401  # the client's dependencies (grpcio, …)
         from pyspark.sql import SparkSession
@@ -125,30 +134,101 @@ def start(url: ConnectUrl, app_name: str, conf: dict[str, str]) -> SparkSession:
         ) from None
     # pyspark's own builder (not the Connect session's): it also puts the process in Connect mode,
     # so that ``pyspark.sql.functions`` in a pipeline file make Connect's columns.
-    builder: Any = SparkSession.builder.remote(url.url).appName(app_name)
-    for key, value in conf.items():
-        builder = builder.config(key, value)
+    # No options on the builder: getOrCreate would send them at once, with pyspark's default retries.
+    builder: Any = SparkSession.builder.remote(url.url)
     try:
-        spark = builder.getOrCreate()
-        version = spark.version
+        spark = builder.getOrCreate()  # no call to the server yet
     except Exception as error:
-        raise InvalidInput(f"Spark Connect server at {url.shown}: {_first_line(error)}") from None
-    if _version(version) < MINIMUM_SPARK:
+        raise refusal(url, error) from None
+    try:
+        version = _first_calls(spark, {"spark.app.name": app_name, **conf})
+    except Exception as error:
+        # Closed, the client makes no call at exit (pyspark's clean-up, with its default retries).
+        spark.client.close()
+        raise refusal(url, error) from None
+    try:
+        check_version(version, f"{url.host}:{url.port}")
+    except InvalidInput:
         spark.stop()
-        raise InvalidInput(
-            f"the Spark Connect server at {url.host}:{url.port} runs Spark {version}; lotline needs "
-            f"Spark {'.'.join(map(str, MINIMUM_SPARK))} or newer."
-        )
+        raise
     return cast("SparkSession", spark)
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"[0-9]+", text)[:2])
+def _first_calls(spark: Any, conf: dict[str, str]) -> str:
+    """Send the session's settings, then ask the server's Spark version, with few retries: the port
+    answered the probe, so calls that keep failing are a server that will not talk to this client
+    (TLS on one side only), which pyspark's default policy would retry for ten minutes."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    client = spark.client
+    policies = client.get_retry_policies()
+    client.set_retry_policies([DefaultPolicy(max_retries=FIRST_CALL_RETRIES)])
+    try:
+        with warnings.catch_warnings():  # pyspark's own line when the retries run out
+            warnings.filterwarnings("ignore", message=r"\[RETRIES_EXCEEDED\]")
+            # As the builder would send them: a static setting (the app's name) is skipped silently.
+            spark.conf._set_all(configs=conf, silent=True)
+            return str(spark.version)
+    finally:
+        client.set_retry_policies(policies)
+
+
+#: Retries of the first call (waits of about 0.05, 0.2, 0.8 and 3.2 s).
+FIRST_CALL_RETRIES = 4
+
+
+def check_version(version: str, where: str) -> None:
+    """Refuse a server whose Spark (``spark.version``: ``4.0.1``, ``3.5.2-databricks``) is older
+    than ``MINIMUM_SPARK``, or whose version does not start with major.minor."""
+    needs = f"lotline needs Spark {'.'.join(map(str, MINIMUM_SPARK))} or newer"
+    found = re.match(r"([0-9]+)\.([0-9]+)", version.strip())
+    if found is None:
+        raise InvalidInput(
+            f"the Spark Connect server at {where} reports Spark version {version!r}, "
+            f"not major.minor; {needs}."
+        )
+    if (int(found[1]), int(found[2])) < MINIMUM_SPARK:
+        raise InvalidInput(f"the Spark Connect server at {where} runs Spark {version}; {needs}.")
+
+
+def refusal(url: ConnectUrl, error: BaseException) -> InvalidInput:
+    """The one line for a server that answered the probe but not the client: a refused (or missing)
+    token, a TLS mismatch, any other RPC failure; never the token's value."""
+    where = f"{url.host}:{url.port}"
+    code = getattr(error, "getGrpcStatusCode", lambda: None)()
+    status = getattr(code, "name", None)
+    message = _first_line(error)
+    if status in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        given = dict(url.params)
+        if "token" in given:
+            hint = "check the URL's token="
+        elif os.environ.get(TOKEN_VARIABLE):
+            hint = f"check {TOKEN_VARIABLE}, the token pyspark sends when the URL gives none"
+        else:
+            hint = "it requires a token (sc://host:port/;token=…)"
+        return InvalidInput(
+            f"the Spark Connect server at {where} refused the client: {status} ({message}); {hint}"
+        )
+    if status == "UNAVAILABLE" and url.tls:
+        return InvalidInput(
+            f"the Spark Connect server at {where} does not answer over TLS, which the client uses with "
+            f"use_ssl=true or a token (except to localhost): {message}"
+        )
+    return InvalidInput(f"Spark Connect server at {url.shown}: {status + ': ' if status else ''}{message}")
+
+
+#: The environment variable pyspark takes a token from when the URL has none (and the server too).
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+_DETAILS = re.compile(r'details = "(?P<details>[^"]*)"')
 
 
 def _first_line(error: BaseException) -> str:
-    """A refused token or an RPC failure, as the one line gRPC's status message gives."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    """An RPC failure in one line: gRPC's status details (pyspark gives the whole status text)."""
+    text = str(error)
+    details = _DETAILS.search(text)
+    if details:
+        return details["details"][:300]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[0][:300] if lines else type(error).__name__
 
 
@@ -158,6 +238,27 @@ def master_of(client: Any) -> str:
     builder = client._builder
     params = "".join(f";{k}={v}" for k, v in sorted(builder._params.items()))
     return parse_url(f"sc://{builder.url.netloc}" + (f"/{params}" if params else "")).shown
+
+
+def ship_modules(spark: Any, files: Sequence[Path]) -> None:
+    """Send ``files`` (a pipeline's helper modules) to the server's Python workers, each once per
+    session: a UDF pickles their functions by reference, and the server has no copy of them."""
+    session = str(spark.client._session_id)
+    for file in files:
+        if (session, file) in _SHIPPED:
+            continue
+        try:
+            spark.addArtifacts(str(file), pyfile=True)
+        except Exception as error:
+            raise InvalidInput(
+                f"cannot ship {file} to the Spark Connect server ({master_of(spark.client)}): "
+                f"{_first_line(error)}"
+            ) from None
+        _SHIPPED.add((session, file))
+
+
+#: (session id, file) of each module ``ship_modules`` sent.
+_SHIPPED: set[tuple[str, Path]] = set()
 
 
 def is_connect(spark: Any) -> bool:

@@ -110,6 +110,8 @@ _PASS_THROUGH = {
     "fill_na": "Project",
     "replace": "Project",
 }
+#: ``format.`path``` in spark.sql text: a file read (Spark's "SQL on files").
+SQL_FILE_FORMATS = frozenset({"parquet", "csv", "json", "text", "orc", "avro"})
 #: Leaves that are not files: no dataset, as in classic mode (``spark.plans``).
 _NOT_FILES = {"local_relation", "cached_local_relation", "range", "cached_remote_relation"}
 _TEXT_FIELDS = (("value", "string"),)
@@ -149,7 +151,15 @@ def connect_facts(relation: Any, written: Sequence[str], schema_of: SchemaOf) ->
     walk = _Walk(schema_of)
     root = walk.node(relation)
     output = root["output"]
-    if len(output) == len(written):
+    if root.get("by_name"):  # spark.sql text written as it is: its columns are known by name
+        known = {column[0].lower(): column[1] for column in output}
+        root["output"] = []
+        for name in written:
+            if name.lower() not in known:  # a column without sources (count(*), a literal)
+                known[name.lower()] = walk.fresh_id()
+                root["expressions"].append({"named": known[name.lower()], "how": "", "references": []})
+            root["output"].append([name, known[name.lower()]])
+    elif len(output) == len(written):
         root["output"] = [
             [name, column[1], *column[2:]] for name, column in zip(written, output, strict=True)
         ]
@@ -205,9 +215,8 @@ class _Walk:
             return self._renamed(body.input, lambda _, name: lowered.get(name.lower()))
         if kind == "drop":
             return self._drop(body)
-        if kind == "sql":
-            self.gaps.append("spark.sql text: its reads and column lineage are not captured on Spark Connect")
-            return _plain("SQL", [], [])
+        if kind in ("sql", "with_relations"):
+            return self._sql_relation(kind, body)
         return self._unknown(kind, body)
 
     # -- leaves --------------------------------------------------------------------------------
@@ -223,14 +232,84 @@ class _Walk:
             return self._fresh("data_source", ())
         options = dict(source.options)
         schema = source.schema if source.HasField("schema") else ""
-        fields = self._schema_of(source.format or "parquet", schema, options, paths)
+        return self._files(source.format or "parquet", schema, options, paths)
+
+    def _files(
+        self, format: str, schema: str, options: Mapping[str, str], paths: tuple[str, ...]
+    ) -> dict[str, Any]:
+        fields = self._schema_of(format, schema, options, paths)
         columns = [[name, next(self._ids), type_] for name, type_ in fields]
         return {
             "kind": "LogicalRelation",
-            "format": source.format or "parquet",
+            "format": format,
             "paths": [_qualified(p) for p in paths],
             "output": columns,
         }
+
+    def _sql_relation(self, kind: str, body: Any) -> dict[str, Any]:
+        """``spark.sql`` text alone, or with the DataFrames it names (``with_relations``: pyspark's
+        ``spark.sql("… FROM {hits}", hits=frame)``; the text names each by the alias of a
+        reference, whose plan is here, so its columns resolve as any other relation's)."""
+        if kind == "sql":
+            return self._sql(body.query, {}, [])
+        if body.root.WhichOneof("rel_type") != "sql":
+            return self._unknown(kind, body)
+        views, children = {}, []
+        for reference in body.references:
+            node = self.node(reference)
+            children.append(node)
+            if reference.WhichOneof("rel_type") == "subquery_alias":
+                views[reference.subquery_alias.alias] = {c[0].lower(): c[1] for c in node["output"]}
+        return self._sql(body.root.sql.query, views, children)
+
+    def _sql(
+        self, query: str, views: dict[str, dict[str, int]], children: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``spark.sql`` text, parsed by openlineage-sql: the files it reads by path
+        (``parquet.`/data/hits```), the DataFrames it reads (``views``: alias -> columns by lower-case
+        name) and the source columns of each output column it names. It gives no transformation
+        subtype (``Transformation.UNSPECIFIED``), and a view or catalog table of the server's is
+        not resolved: both named as gaps. Its output columns are known by name only, so any other
+        name resolves, to a column without sources."""
+        opaque = {**_plain("SQL", [], children), "opaque": True, "by_name": True}
+        try:
+            from openlineage_sql import parse
+        except ImportError:
+            self.gaps.append(
+                "spark.sql text: not parsed, openlineage-sql is not installed (lotline[connect])"
+            )
+            return opaque
+        parsed = parse([query], dialect="spark")
+        if parsed is None or parsed.errors:
+            why = "; ".join(e.message for e in parsed.errors) if parsed else "nothing found"
+            self.gaps.append(f"spark.sql text: openlineage-sql could not parse it ({why[:200]})")
+            return opaque
+        tables, children = dict(views), list(children)
+        for table in parsed.in_tables:
+            if table.name in views:
+                continue
+            if (table.schema or "").lower() in SQL_FILE_FORMATS and "/" in table.name:
+                read = self._files(table.schema.lower(), "", {}, (table.name,))
+                children.append(read)
+                tables[table.name] = {c[0].lower(): c[1] for c in read["output"]}
+            else:
+                self.gaps.append(
+                    f"spark.sql text reads {table.qualified_name}, a view or table the server resolves: "
+                    "its files and columns are not captured on Spark Connect"
+                )
+        output, expressions = [], []
+        for lineage in parsed.column_lineage:
+            column = self.fresh_id()
+            references = [
+                tables[source.origin.name][source.name.lower()]
+                for source in lineage.lineage
+                if source.origin and source.name.lower() in tables.get(source.origin.name, {})
+            ]
+            output.append([lineage.descendant.name, column])
+            expressions.append({"named": column, "how": "", "references": references})
+        if expressions:
+            self.gaps.append("spark.sql text: its columns' sources are captured without their subtype")
+        return {**_plain("SQL", output, children, expressions), "opaque": True, "by_name": True}
 
     def _leaf(self, kind: str, body: Any) -> dict[str, Any]:
         names: tuple[str, ...] = ()
@@ -268,7 +347,7 @@ class _Walk:
         expressions = [{"named": c[1], "how": "IDENTITY", "references": [c[1]]} for c in output]
         for alias in with_columns.aliases:
             name = alias.name[0]
-            column = self._fresh_id()
+            column = self.fresh_id()
             expressions.append(self._describe(alias.expr, scope, column))
             at = [i for i, c in enumerate(output) if c[0].lower() == name.lower()]
             if at:
@@ -307,7 +386,7 @@ class _Walk:
                 self.gaps.append(f"join column {name} is not in both sides")
                 continue
             if kind == 2:  # full outer: coalesce(left, right)
-                column = self._fresh_id()
+                column = self.fresh_id()
                 keys.append([left_keys[name][0], column])
                 expressions.append(
                     {
@@ -343,7 +422,7 @@ class _Walk:
                 output.append([name, column])
                 expressions.append({"named": column, "how": "IDENTITY", "references": [column]})
                 continue
-            fresh = self._fresh_id()
+            fresh = self.fresh_id()
             output.append([new, fresh])
             expressions.append({"named": fresh, "how": "IDENTITY", "references": [column]})
         return _plain("Project", output, [child], expressions)
@@ -358,7 +437,7 @@ class _Walk:
         return _plain("Project", [list(c)[:2] for c in output], [child])
 
     # -- expressions ---------------------------------------------------------------------------
-    def _fresh_id(self) -> int:
+    def fresh_id(self) -> int:
         return next(self._ids)
 
     def _named(self, expression: Any, scope: list[Column]) -> list[tuple[list[Any], dict[str, Any]]]:
@@ -371,7 +450,7 @@ class _Walk:
             if found is not None:
                 return [([found.name, found.id], _identity(found.id))]
         name = _name_of(expression)
-        column = self._fresh_id()
+        column = self.fresh_id()
         return [([name, column], self._describe(expression, scope, column))]
 
     def _describe(self, expression: Any, scope: list[Column], column: int) -> dict[str, Any]:
@@ -430,7 +509,7 @@ class _Walk:
             if matches:
                 return matches[0]
         if getattr(candidates, "open", False):
-            return Column(parts[-1], self._fresh_id())
+            return Column(parts[-1], self.fresh_id())
         self.gaps.append(f"column {attribute.unparsed_identifier} is not resolved")
         return None
 

@@ -531,6 +531,20 @@ class Pipeline:
         names = sorted({job.transform.__module__ for job in self.jobs.values()})
         return tuple(sys.modules[n] for n in names if n.startswith(FILE_MODULE_PREFIX) and n in sys.modules)
 
+    def local_modules(self) -> tuple[Path, ...]:
+        """The ``.py`` files of the modules imported from the folders of the pipeline's files (its
+        helpers, and theirs): pickled by reference in a UDF, they must be importable where it runs.
+        The pipeline files themselves are not among them (``file_modules`` go by value)."""
+        folders = {Path(m.__file__).resolve().parent for m in self.file_modules() if m.__file__}
+        found = set()
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None)
+            if file and not name.startswith(FILE_MODULE_PREFIX) and "." not in name:
+                path = Path(file).resolve()
+                if path.parent in folders and path.name == f"{name}.py":
+                    found.add(path)
+        return tuple(sorted(found))
+
     def ordered_jobs(self) -> list[JobSpec]:
         """Jobs in dependency order (producers first); a cycle is a PipelineError naming it."""
         producer = {d.name: j.name for j in self.jobs.values() for d in j.outputs}
@@ -668,6 +682,9 @@ def _import_file(path: Path) -> Any:
     if not path.is_file():
         raise PipelineError(f"no such file {path}")
     name = f"{FILE_MODULE_PREFIX}{_identifier(path.stem)}"
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # its helper modules import, after what is installed (no shadowing)
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise PipelineError(f"{path} is not a Python module")

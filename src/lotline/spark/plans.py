@@ -24,6 +24,9 @@ class Transformation(StrEnum):
     IDENTITY = "IDENTITY"
     TRANSFORMATION = "TRANSFORMATION"
     AGGREGATION = "AGGREGATION"
+    #: A direct source whose subtype is not known (``spark.sql`` text parsed on a Connect client):
+    #: a DIRECT transformation without subtype; any step after it leaves it unknown.
+    UNSPECIFIED = ""
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,12 @@ class WritePlan:
 
 #: exprId -> the input columns behind it, each as (read index, field name) -> transformation.
 _Sources = dict[int, dict[tuple[int, str], Transformation]]
-_STRENGTH = {Transformation.IDENTITY: 0, Transformation.TRANSFORMATION: 1, Transformation.AGGREGATION: 2}
+_STRENGTH = {
+    Transformation.IDENTITY: 0,
+    Transformation.TRANSFORMATION: 1,
+    Transformation.AGGREGATION: 2,
+    Transformation.UNSPECIFIED: 3,
+}
 
 
 def write_plan(query: Mapping[str, Any]) -> WritePlan:

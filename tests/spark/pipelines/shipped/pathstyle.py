@@ -1,0 +1,3 @@
+"""Imported by ``pagenames``, not by the pipeline itself: shipped as well."""
+
+PREFIX = "page:"
