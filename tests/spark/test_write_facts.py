@@ -20,7 +20,11 @@ from lotline.spark.plans import ColumnSource, FileRead, Transformation
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-IDENTITY, TRANSFORMATION, AGGREGATION = Transformation
+IDENTITY, TRANSFORMATION, AGGREGATION = (
+    Transformation.IDENTITY,
+    Transformation.TRANSFORMATION,
+    Transformation.AGGREGATION,
+)
 
 
 def test_the_listener_reports_reads_column_lineage_and_rows_of_each_plan_kind(
