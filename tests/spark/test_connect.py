@@ -7,8 +7,9 @@ Connect server started from pyspark's own distribution (``connect_url``), in a p
 The OpenLineage events of the two runs are equal — reads, undeclared reads, column lineage, schemas,
 statistics, quality facets, failures — but for what names the Spark application and the run ids.
 The runner's acceptance scenarios with several outputs (``support.several_outputs``: checks that
-drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) run on
-Connect with the code their classic tests run, and observe what classic mode observes.
+drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) and
+Ctrl-C (``support.waiting``: the lot fails as interrupted, the server's task stops, the next run redoes
+it) run on Connect with the code their classic tests run, and observe what classic mode observes.
 Bad input: an unreachable server is one line naming host and port, before anything is claimed.
 """
 
@@ -31,6 +32,7 @@ from lotline.storage.objects import Storage
 from support import both_modes, several_outputs
 from support.connect_server import free_port
 from support.processes import lotline
+from support.waiting import interrupted_and_redone
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -182,6 +184,16 @@ def test_a_lot_killed_mid_write_on_connect_is_redone_by_the_next_run(
     client is SIGKILLed while its second output is written (the server may finish that write: it
     is never listed), and the next run publishes both outputs from attempt 2."""
     several_outputs.killed_between_writes(backend_url, tmp_path, connect_url)
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_ctrl_c_on_connect_interrupts_the_server_s_task_and_the_next_run_redoes_the_lot(
+    backend_url: str, connect_url: str, tmp_path: Path
+) -> None:
+    """The classic test's scenario (``test_interrupt``) with ``lotline run`` on ``sc://``: Ctrl-C
+    fails the lot as interrupted in one line, exit 130, and the server stops the lot's task (its
+    Python worker ends) instead of running it on, detached, as it does for a killed client."""
+    interrupted_and_redone(backend_url, tmp_path, connect_url)
 
 
 def test_an_unreachable_connect_server_is_one_line_before_any_claim(tmp_path: Path) -> None:
