@@ -10,6 +10,7 @@ The runner's acceptance scenarios with several outputs (``support.several_output
 drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) and
 Ctrl-C (``support.waiting``: the lot fails as interrupted, the server's task stops, the next run redoes
 it) run on Connect with the code their classic tests run, and observe what classic mode observes.
+The Connect run counts the requests its client sends: a write and its schema per lot, no more.
 Bad input: an unreachable server is one line naming host and port, before anything is claimed.
 """
 
@@ -104,6 +105,13 @@ def test_the_demo_pipeline_gives_the_same_lineage_on_classic_and_on_connect(
         first, second = both_modes.run(lineage, spark, classic)
         assert first.failed and not second.failed  # the broken line, then its fixed file
     _on_connect("both_modes", connect_url, f"sqlite:///{connect / 'lineage.db'}", str(connect))
+    # What the lots asked of the server (docs/deploy.md "Round trips per lot"): each write, its
+    # written schema, and one schema per distinct read whose schema is not fixed: hits' and
+    # hourly_hits' declared schemas and the lookup's CSV at one path. Nothing else: the row count
+    # and the checks' metrics come in the write's response (no ``isStreaming`` question either).
+    asked = json.loads((connect / "requests.json").read_text())
+    assert set(asked) == {"execute:write_operation", "analyze:schema"}, asked
+    assert asked["analyze:schema"] == asked["execute:write_operation"] + 3, asked
 
     on_classic, on_connect = _events(classic), _events(connect)
     assert sorted(on_classic) == sorted(on_connect)
