@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lotline.server.projector import ProjectorProcess
-from support.polling import wait_until
+from support.polling import running, wait_until
 
 HANG_S = 60.0  # far beyond any wait here: reaching it means something hangs
 
@@ -67,16 +67,7 @@ def test_a_projector_whose_server_died_stops_by_itself(tmp_path: Path) -> None:
     server.start()
     server.join(HANG_S)
     pid = int(pid_file.read_text())
-    wait_until(lambda: not _running(pid), timeout=HANG_S, what="the orphaned projector to stop", every=0.05)
-
-
-def _running(pid: int) -> bool:
-    """Alive and not a zombie (an orphan's exit is reaped by whoever adopted it, maybe late)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+    wait_until(lambda: not running(pid), timeout=HANG_S, what="the orphaned projector to stop", every=0.05)
 
 
 def test_the_projector_runs_only_on_cpu_nothing_else_wants(tmp_path: Path) -> None:

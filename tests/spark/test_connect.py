@@ -7,8 +7,10 @@ Connect server started from pyspark's own distribution (``connect_url``), in a p
 The OpenLineage events of the two runs are equal — reads, undeclared reads, column lineage, schemas,
 statistics, quality facets, failures — but for what names the Spark application and the run ids.
 The runner's acceptance scenarios with several outputs (``support.several_outputs``: checks that
-drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) run on
-Connect with the code their classic tests run, and observe what classic mode observes.
+drop, warn and fail; a failed part retried; ``lotline run`` SIGKILLed mid-write and redone) and
+Ctrl-C (``support.waiting``: the lot fails as interrupted, the server's task stops, the next run redoes
+it) run on Connect with the code their classic tests run, and observe what classic mode observes.
+The Connect run counts the requests its client sends: a write and its schema per lot, no more.
 Bad input: an unreachable server is one line naming host and port, before anything is claimed.
 """
 
@@ -31,6 +33,7 @@ from lotline.storage.objects import Storage
 from support import both_modes, several_outputs
 from support.connect_server import free_port
 from support.processes import lotline
+from support.waiting import interrupted_and_redone
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -102,6 +105,13 @@ def test_the_demo_pipeline_gives_the_same_lineage_on_classic_and_on_connect(
         first, second = both_modes.run(lineage, spark, classic)
         assert first.failed and not second.failed  # the broken line, then its fixed file
     _on_connect("both_modes", connect_url, f"sqlite:///{connect / 'lineage.db'}", str(connect))
+    # What the lots asked of the server (docs/deploy.md "Round trips per lot"): each write, its
+    # written schema, and one schema per distinct read whose schema is not fixed: hits' and
+    # hourly_hits' declared schemas and the lookup's CSV at one path. Nothing else: the row count
+    # and the checks' metrics come in the write's response (no ``isStreaming`` question either).
+    asked = json.loads((connect / "requests.json").read_text())
+    assert set(asked) == {"execute:write_operation", "analyze:schema"}, asked
+    assert asked["analyze:schema"] == asked["execute:write_operation"] + 3, asked
 
     on_classic, on_connect = _events(classic), _events(connect)
     assert sorted(on_classic) == sorted(on_connect)
@@ -182,6 +192,16 @@ def test_a_lot_killed_mid_write_on_connect_is_redone_by_the_next_run(
     client is SIGKILLed while its second output is written (the server may finish that write: it
     is never listed), and the next run publishes both outputs from attempt 2."""
     several_outputs.killed_between_writes(backend_url, tmp_path, connect_url)
+
+
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
+def test_ctrl_c_on_connect_interrupts_the_server_s_task_and_the_next_run_redoes_the_lot(
+    backend_url: str, connect_url: str, tmp_path: Path
+) -> None:
+    """The classic test's scenario (``test_interrupt``) with ``lotline run`` on ``sc://``: Ctrl-C
+    fails the lot as interrupted in one line, exit 130, and the server stops the lot's task (its
+    Python worker ends) instead of running it on, detached, as it does for a killed client."""
+    interrupted_and_redone(backend_url, tmp_path, connect_url)
 
 
 def test_an_unreachable_connect_server_is_one_line_before_any_claim(tmp_path: Path) -> None:

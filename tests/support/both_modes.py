@@ -11,10 +11,12 @@ itself, as the flights example does (an undeclared read): ``label`` joins each h
 
 from __future__ import annotations
 
+import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from lotline.domain.ingress import TimeRule
 from lotline.domain.lots import Interval
@@ -95,16 +97,40 @@ def run(lineage: Lineage, spark: SparkSession, folder: Path) -> list[RunSummary]
     return [first, run_pipeline(runner, p.ordered_jobs(), worker="w", retries=0)]
 
 
+def counting_requests(spark: SparkSession) -> Counter[str]:
+    """The requests the Connect client sends from now on, by kind (``execute:write_operation``,
+    ``analyze:schema``, …): its gRPC stub's two calls, passed through unchanged."""
+    asked: Counter[str] = Counter()
+    stub = cast(Any, spark).client._stub
+    execute, analyze = stub.ExecutePlan, stub.AnalyzePlan
+
+    def execute_plan(request: Any, *args: Any, **kwargs: Any) -> Any:
+        plan = request.plan
+        op = plan.WhichOneof("op_type")
+        asked[f"execute:{plan.command.WhichOneof('command_type') if op == 'command' else op}"] += 1
+        return execute(request, *args, **kwargs)
+
+    def analyze_plan(request: Any, *args: Any, **kwargs: Any) -> Any:
+        asked[f"analyze:{request.WhichOneof('analyze')}"] += 1
+        return analyze(request, *args, **kwargs)
+
+    stub.ExecutePlan, stub.AnalyzePlan = execute_plan, analyze_plan
+    return asked
+
+
 def main(url: str, db_url: str, folder: str) -> None:
+    """The scenario on Connect; the requests the client sent go to ``FOLDER/requests.json``."""
     from lotline.spark.connect import parse_url, start
 
     spark = start(parse_url(url), "lotline both modes", {"spark.sql.session.timeZone": "UTC"})
     root = Path(folder)
+    asked = counting_requests(spark)
     try:
         with open_lineage(db_url, Storage(str(root / "warehouse"))) as lineage:
             run(lineage, spark, root)
     finally:
         spark.stop()
+    (root / "requests.json").write_text(json.dumps(asked))
 
 
 if __name__ == "__main__":

@@ -121,11 +121,9 @@ class Gate:
     frame: DataFrame
     checks: tuple[Any, ...]
     columns: tuple[str, ...]
-    #: The name of the write's observation (its metrics come with the write's report); None: no checks.
+    #: The name of the write's observation (its metrics come with the write's report: classic mode's
+    #: listener reads them, Spark Connect returns them in the write's response); None: no checks.
     observation: str | None
-    #: On Spark Connect, the observation itself (a pyspark ``Observation``: its metrics arrive in
-    #: the write's response, ``spark.connect_capture``); classic mode reads them in its listener.
-    observer: Any = None
 
     @classmethod
     def over(cls, output: DataFrame, job: JobSpec, dataset: str) -> Gate:
@@ -142,17 +140,13 @@ class Gate:
         # A named observation: its metrics ride on the write's QueryExecution, which the capture
         # listener reads anyway (a pyspark ``Observation`` waits on a listener of its own). A name
         # per lot attributes the metrics to their write; Spark's generated code does not contain it
-        # (its codegen cache still serves every lot: docs/benchmarks.md, "bench.overhead").
+        # (its codegen cache still serves every lot: docs/benchmarks.md, "bench.overhead"). On Spark
+        # Connect a name, not an ``Observation``: that one asks the server whether the frame streams.
         observation = f"lotline_checks_{uuid.uuid4().hex}"
-        observer = None
-        if is_connect(spark):
-            from pyspark.sql import Observation
-
-            observer = Observation(observation)
-        frame = output.observe(observer or observation, *metrics)
+        frame = output.observe(observation, *metrics)
         if keep is not None:
             frame = frame.where(keep)
-        return cls(frame, checks, columns, observation, observer)
+        return cls(frame, checks, columns, observation)
 
     def verdict(
         self,

@@ -5,8 +5,11 @@
   (``spark.connect_plans``; a file read's schema is asked of the server once per distinct read
   whose schema the relation does not declare — the text source's is known);
 - the row count: a ``DataFrame.observe`` of the written rows, whose metrics come back in the
-  write's own response (so do a job's checks' metrics: ``spark.checks``);
-- the written columns: the written DataFrame's schema (one ``AnalyzePlan`` call);
+  write's own response (so do a job's checks' metrics: ``spark.checks``), read from the written
+  frame's ``executionInfo`` (observations by name: a pyspark ``Observation`` would first ask the
+  server, in a round trip of its own, whether the frame streams);
+- the written columns: the written DataFrame's schema (one ``AnalyzePlan`` call, sent while the
+  write runs, so the lot does not wait for it);
 - the written objects, their bytes and files: the runner lists the attempt folder anyway.
 """
 
@@ -16,6 +19,7 @@ import logging
 import threading
 import uuid
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
 from lotline.spark.capture import WriteReport
@@ -41,24 +45,27 @@ class ConnectCapture:
         self._spark = spark
         self._schemas: dict[_SchemaKey, tuple[tuple[str, str], ...]] = {}
         self._lock = threading.Lock()
+        #: Asks the written frame's schema while its write runs (one thread per concurrent write).
+        self._asking = ThreadPoolExecutor(thread_name_prefix="lotline schema")
         #: What the last report could not capture (the runner's ``lotline_capture`` run facet).
         self.gaps: dict[str, list[str]] = {}
 
     def write(self, frame: DataFrame, spec: DatasetSpec, location: str, checks: Gate) -> WriteReport:
         """Write ``frame`` to ``location`` (``frames.write_attempt``) and report it, with the metrics
-        of the checks' observation (``checks.observer``) when the frame has one."""
-        from pyspark.sql import Observation
+        of the checks' observation (``checks.observation``) when the frame has one."""
         from pyspark.sql import functions as F
 
         client: Any = self._spark.client
         relation = cast(Any, frame)._plan.plan(client)  # the protobuf the client sends for it
-        rows = Observation(f"lotline_rows_{uuid.uuid4().hex}")
-        write_attempt(frame.observe(rows, F.count(F.lit(1)).alias(_ROWS)), spec, location)
-        observed: dict[str, dict[str, Any]] = {}
-        if checks.observation is not None and checks.observer is not None:
-            observed[checks.observation] = dict(checks.observer.get)
-        count = rows.get.get(_ROWS)
-        fields = tuple((f.name, f.dataType.simpleString()) for f in frame.schema.fields)
+        rows = f"lotline_rows_{uuid.uuid4().hex}"
+        observed_frame = frame.observe(rows, F.count(F.lit(1)).alias(_ROWS))
+        schema = self._asking.submit(lambda: frame.schema)
+        write_attempt(observed_frame, spec, location)
+        info = observed_frame.executionInfo
+        flows = dict(info.flows) if info is not None else {}
+        observed = {name: dict(flows[name]) for name in (checks.observation,) if name in flows}
+        count = flows.get(rows, {}).get(_ROWS)
+        fields = tuple((f.name, f.dataType.simpleString()) for f in schema.result().fields)
         plan = None
         try:
             found = connect_facts(relation, [name for name, _ in fields], self._schema_of)
