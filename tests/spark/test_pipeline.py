@@ -76,6 +76,46 @@ def test_the_job_version_digest_follows_code_and_declarations(tmp_path: Path) ->
     assert pipeline.jobs["parse"].code_digest != first.code_digest  # other reader options
 
 
+def test_the_job_version_follows_the_helpers_and_constants_of_its_file_it_uses(tmp_path: Path) -> None:
+    """A helper function of the pipeline file the transform calls (and what that calls), a class
+    it uses and a constant it names enter the version; a function it does not use, a comment in a
+    helper, and anything imported do not."""
+    body = """
+    import textwrap
+
+    LIMIT = {limit}
+
+    class Shape:
+        def size(self, frame):
+            return frame.limit({size})
+
+    def keep(frame):
+        # {comment}
+        return Shape().size(frame).limit(LIMIT)
+
+    def unused():
+        return {unused}
+
+    def total(frame):
+        return keep(frame)
+
+    @p.job(inputs=[raw], output=hits)
+    def parse(raw_logs):
+        return total(raw_logs)
+    """
+    base = {"limit": 5, "size": 9, "comment": "as it came", "unused": 1}
+    digests = {}
+    for n, (key, value) in enumerate(
+        [("", None), ("limit", 6), ("size", 8), ("comment", "x"), ("unused", 2)]
+    ):
+        values = base | ({key: value} if key else {})
+        path = write_pipeline(tmp_path, body.format(**values), f"v{n}.py")
+        digests[key] = load_pipeline(str(path)).jobs["parse"].code_digest
+    assert digests["limit"] != digests[""]  # a constant the helper names
+    assert digests["size"] != digests[""]  # a method of a class the helper uses
+    assert digests["comment"] == digests[""] == digests["unused"]  # no change to what runs
+
+
 def test_a_pipeline_loads_from_a_module_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_pipeline(
         tmp_path,

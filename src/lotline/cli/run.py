@@ -265,7 +265,8 @@ def stale_lots(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec]) -> lis
         remake = (
             "" if span is None else f": `{backfill_command(pipeline.namespace, job.name, span)}` remakes them"
         )
-        found.append((count, f"{count} lots of {job.name} are stale ({made}){remake}"))
+        lots = f"1 lot of {job.name} is" if count == 1 else f"{count} lots of {job.name} are"
+        found.append((count, f"{lots} stale ({made}){remake}"))
     return found
 
 

@@ -181,6 +181,8 @@ class JobSpec:
             source = code_text(inspect.getsource(self.transform))
         except (OSError, TypeError):
             source = self.location  # no source to read (e.g. built at run time): its name stands in
+        customs = [c.function for listed in self.checks.values() for c in listed if isinstance(c, Custom)]
+        source += _helpers(self.transform, *customs)
         declared = {
             "inputs": [d.declaration() for d in self.inputs],
             "output": self.output.declaration(),
@@ -607,6 +609,51 @@ def _match_parameters(
     if missing and not takes_any:
         raise PipelineError(f"job {job}: input {', '.join(missing)} is not a parameter of the transform.")
     return parameters, takes_lot
+
+
+#: Module-level values whose repr stands for them in a job's version (a threshold, a list of codes).
+_PLAIN = (int, float, complex, str, bytes, bool, type(None))
+
+
+def _plain(value: object) -> bool:
+    if isinstance(value, tuple | frozenset):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _PLAIN)
+
+
+def _helpers(*functions: Callable[..., Any]) -> str:
+    """The functions, classes and plain constants of the functions' own module that they use, and
+    that those use in turn: editing a helper of the pipeline file (or a threshold it names) changes
+    what the job computes as much as editing the transform does. Imported modules and anything
+    defined elsewhere (installed packages) are not followed."""
+    found: dict[str, str] = {}
+    todo = list(functions)
+    while todo:
+        current = todo.pop()
+        module, scope = getattr(current, "__module__", None), getattr(current, "__globals__", {})
+        codes, names = [getattr(current, "__code__", None)], set()
+        while codes:
+            code = codes.pop()
+            if code is not None:
+                names.update(code.co_names)
+                codes += [c for c in code.co_consts if inspect.iscode(c)]
+        for name in sorted(names - found.keys()):
+            value = scope.get(name, scope)  # ``scope`` itself: not a global of its module
+            if name.startswith("__") or value is scope:
+                continue
+            if _plain(value):
+                found[name] = repr(value)
+            elif (inspect.isfunction(value) or inspect.isclass(value)) and value.__module__ == module:
+                found[name] = _source(value)
+                todo += [value] if inspect.isfunction(value) else list(_methods(value))
+    return "".join(f"\n{name}: {text}" for name, text in sorted(found.items()))
+
+
+def _methods(cls: type) -> Iterable[Callable[..., Any]]:
+    for member in vars(cls).values():
+        function = getattr(member, "__func__", member)  # a staticmethod's or classmethod's function
+        if inspect.isfunction(function):
+            yield function
 
 
 def _source(function: Callable[..., Any]) -> str:
