@@ -305,7 +305,7 @@ def test_a_claim_taken_away_mid_lot_commits_nothing(lineage: Lineage, spark: Spa
 def test_the_heartbeat_notices_a_lost_claim_before_the_commit(
     lineage: Lineage, spark: SparkSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="lotline.spark.runner")
+    caplog.set_level(logging.WARNING, logger="lotline.spark.heartbeats")
     summary = _revoked(
         lineage, spark, SHORT_LEASE, _invalidate(lineage), _until_the_heartbeat_notices(caplog)
     )

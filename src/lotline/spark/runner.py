@@ -3,7 +3,8 @@
 The claim (made by the caller) created and started the run; this module ends it, through the
 services only: ``lots.complete`` publishes the manifest of what was actually written with the
 run's facets, ``lots.fail`` records the error and what the attempt wrote (which is then removed).
-While Spark works, the runner's daemon thread heartbeats the claim, so a live worker keeps its lot.
+While Spark works, the runner's heartbeat thread (``heartbeats.py``) keeps the claim, so a live
+worker keeps its lot.
 """
 
 from __future__ import annotations
@@ -14,9 +15,8 @@ import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ from lotline.spark.connect import is_connect, ship_modules
 from lotline.spark.connect_capture import ConnectCapture
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects
+from lotline.spark.heartbeats import Heartbeats
 from lotline.spark.parts import split
 from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, PipelineError
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
@@ -92,10 +93,6 @@ class Interrupted(KeyboardInterrupt):
 
 class PartsFailed(LotlineError):
     """Some parts of a lot failed: the lot fails; the parts that succeeded are kept for the retry."""
-
-
-class ClaimLost(Conflict):
-    """The claim stopped being live while Spark worked (lease expired, or the lot was invalidated)."""
 
 
 def register(lineage: Lineage, pipeline: Pipeline, *, running: Sequence[JobSpec] = ()) -> None:
@@ -230,7 +227,7 @@ class LotRunner:
         self._capture: WriteCapture | ConnectCapture = (
             ConnectCapture(spark) if self._connected else WriteCapture.for_session(spark)
         )
-        self._heartbeats = _Heartbeats(lineage, lease)
+        self._heartbeats = Heartbeats(lineage, lease)
         # The Spark application's facets, the same for each lot (each is a py4j call to read).
         self._engine = ol.processing_engine("spark", spark.version)
         self._application = ol.custom(**application(spark))
@@ -762,91 +759,3 @@ def _add_log(facets: dict[str, Any], run_log: RunLog) -> None:
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
     seconds = time.monotonic() - started
     return LotResult(job.name, claim.lot, claim.attempt, claim.run_id, ok=ok, seconds=seconds, **more)
-
-
-def _lost(claim: LotClaim, reason: str) -> str:
-    return (
-        f"the claim on lot {claim.lot} is no longer live ({reason}); "
-        "its result was not committed and the lot will be run again"
-    )
-
-
-class _Beat:
-    """One lot's claim in the runner's heartbeat (``_Heartbeats``): when it is due, and why it was
-    lost, if a heartbeat found it no longer live."""
-
-    def __init__(self, claim: LotClaim, due: float) -> None:
-        self.claim = claim
-        self.due = due
-        self.lost: str | None = None
-
-    def check(self) -> None:
-        """Raise ClaimLost if a heartbeat found the claim no longer live (the commit would be refused)."""
-        if self.lost is not None:
-            raise ClaimLost(_lost(self.claim, self.lost))
-
-
-class _Heartbeats:
-    """Extends the lease of each lot the runner works on every lease/3 until its end, from one daemon
-    thread per runner: a thread started and joined per lot cost both on every lot's path. The
-    thread ends after a lease/3 without lots (a runner that is done leaves none behind)."""
-
-    def __init__(self, lineage: Lineage, lease: timedelta) -> None:
-        self._lineage, self._lease = lineage, lease
-        self._period = lease.total_seconds() / 3
-        self._beats: set[_Beat] = set()
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    @contextmanager
-    def beating(self, claim: LotClaim) -> Iterator[_Beat]:
-        """Heartbeat ``claim`` while the block runs."""
-        beat = _Beat(claim, time.monotonic() + self._period)
-        with self._changed:
-            # No wake-up: the thread's next wait ends by then (every other beat is due earlier).
-            self._beats.add(beat)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="lotline heartbeat", daemon=True)
-                self._thread.start()
-        try:
-            yield beat
-        finally:
-            with self._changed:
-                self._beats.discard(beat)
-
-    def _run(self) -> None:
-        idle_since: float | None = None
-        while True:
-            with self._changed:
-                now = time.monotonic()
-                if not self._beats:
-                    idle_since = idle_since or now
-                    if now - idle_since >= self._period:
-                        self._thread = None
-                        return
-                    self._changed.wait(self._period)
-                    continue
-                idle_since = None
-                due = [b for b in self._beats if b.due <= now]
-                if not due:
-                    self._changed.wait(min(b.due for b in self._beats) - now)
-                    continue
-            for beat in due:
-                self._beat(beat)
-                beat.due = time.monotonic() + self._period
-
-    def _beat(self, beat: _Beat) -> None:
-        claim = beat.claim
-        with self._changed:
-            if beat not in self._beats or beat.lost is not None:
-                return  # its lot ended meanwhile, or it is lost: nothing to extend
-        try:
-            self._lineage.lots.heartbeat(claim, self._lease)
-        except Conflict as lost:
-            beat.lost = lost.message
-            log.warning("heartbeat of %s lot %s: %s", claim.job, claim.lot, lost.message)
-        except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
-            log.warning("heartbeat of %s lot %s failed: %s", claim.job, claim.lot, down.detail)
-        except Exception:
-            # The database may be back before the lease runs out: keep beating.
-            log.exception("heartbeat of %s lot %s failed", claim.job, claim.lot)
