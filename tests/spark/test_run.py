@@ -22,8 +22,9 @@ from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import Lot, Pipeline, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, Window, run_pipeline
-from lotline.spark.runner import RUNNER_LEASE, LotRunner, register
+from lotline.spark.runner import RUNNER_LEASE, LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
