@@ -36,7 +36,7 @@ from lotline.services.lots import DEFAULT_LEASE, OtherOutput
 from lotline.services.outage import Outage, retried
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
-from lotline.spark.connect import is_connect, ship_modules
+from lotline.spark.connect import is_connect
 from lotline.spark.connect_capture import ConnectCapture
 from lotline.spark.failures import failure_of, reason
 from lotline.spark.frames import empty_frame, read_objects
@@ -45,7 +45,7 @@ from lotline.spark.parts import split
 from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
-from lotline.spark.session import application, check_storage, quiet_query_context_logs
+from lotline.spark.session import application, check_storage, quiet_query_context_logs, ship_code
 from lotline.spark.tables import CatalogTables, TableSync, declared_tables
 
 if TYPE_CHECKING:
@@ -97,26 +97,6 @@ class PartsFailed(LotlineError):
 CAPTURE_FACET = "lotline_capture"
 
 
-def _ship_code(pipeline: Pipeline, spark: SparkSession) -> None:
-    """Make the functions and classes of the pipeline's file travel with the UDFs that use them.
-
-    Spark pickles a module-level function by reference (module and name) and the executors'
-    Python workers import it; they cannot import a pipeline file's module, whose name exists
-    only in the process that loaded the file. Pickled by value, its code goes along (local
-    and cluster masters alike); the file needs no copy on the executors. The modules it imports
-    from its own folder (``Pipeline.local_modules``) are pickled by reference: their files are
-    sent to the workers before the first lot (``addPyFile``; ``addArtifacts`` on Spark Connect)."""
-    from pyspark import cloudpickle
-
-    for module in pipeline.file_modules():
-        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
-    if is_connect(spark):
-        ship_modules(spark, pipeline.local_modules())
-        return
-    for file in pipeline.local_modules():  # a path added again is ignored by Spark
-        spark.sparkContext.addPyFile(str(file))
-
-
 class LotRunner:
     """Runs a pipeline's lots on one SparkSession; safe to share between claim loops (threads)."""
 
@@ -156,7 +136,7 @@ class LotRunner:
         # The Spark application's facets, the same for each lot (each is a py4j call to read).
         self._engine = ol.processing_engine("spark", spark.version)
         self._application = ol.custom(**application(spark))
-        _ship_code(pipeline, spark)
+        ship_code(pipeline, spark)
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
