@@ -10,23 +10,22 @@ worker keeps its lot.
 from __future__ import annotations
 
 import logging
-import posixpath
 import threading
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Container, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from lotline.domain.checks import CHECKS_FACET, Verdict, merge, raise_failures, run_summary
+from lotline.domain.checks import CHECKS_FACET, raise_failures, run_summary
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError
+from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput
 from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
-from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
+from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, object_change
 from lotline.domain.model import FieldSpec
 from lotline.domain.runs import LOG_FACET
 from lotline.services import Lineage
@@ -38,15 +37,16 @@ from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
 from lotline.spark.connect import is_connect
 from lotline.spark.connect_capture import ConnectCapture
-from lotline.spark.failures import failure_of, reason
+from lotline.spark.failures import failure_of
 from lotline.spark.frames import empty_frame, read_objects
 from lotline.spark.heartbeats import Heartbeats
-from lotline.spark.parts import split
+from lotline.spark.parts import write_parts
 from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
 from lotline.spark.session import application, check_storage, quiet_query_context_logs, ship_code
 from lotline.spark.tables import CatalogTables, TableSync, declared_tables
+from lotline.spark.written import Written, verdicts_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -87,10 +87,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, result: LotResult) -> None:
         super().__init__(result.error)
         self.result = result
-
-
-class PartsFailed(LotlineError):
-    """Some parts of a lot failed: the lot fails; the parts that succeeded are kept for the retry."""
 
 
 #: The run facet that lists what the lineage capture could not read (Spark Connect only).
@@ -208,7 +204,7 @@ class LotRunner:
                     facets[CAPTURE_FACET] = ol.custom(notCaptured=gaps)
                 # Checks gate the commit: a failing `fail` check on any output fails the lot like
                 # any error (no output is published).
-                verdicts = _verdicts(written)
+                verdicts = verdicts_of(written)
                 if verdicts:
                     facets[CHECKS_FACET] = ol.custom(**run_summary(verdicts, several=job.several))
                     raise_failures(verdicts, several=job.several)
@@ -239,7 +235,7 @@ class LotRunner:
             draft = written[spec.name].draft
             self._tables.published(spec.name, claim.lot, draft.objects, draft.location)
         claim_output = written[job.output.name].draft
-        warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
+        warned = tuple((w.name, w.failed) for v in verdicts_of(written).values() for w in v.warnings)
         return _result(
             job,
             claim,
@@ -261,15 +257,18 @@ class LotRunner:
     ) -> dict[str, Written]:
         """Each output's attempt, by output: empty when every input lot is empty, else written
         (``locations`` gets each attempt folder as it may be written to), or written part by part."""
+        storage = self.lineage.storage
+        attempts = {
+            spec.name: storage.attempt_uri(self.namespace, spec.name, claim.lot, claim.attempt)
+            for spec in job.outputs
+        }
         if not any(objects.values()):  # every input lot is empty: so are the output lots
-            return {
-                spec.name: Written(ManifestDraft(self._attempt_uri(spec, claim), (), 0), ())
-                for spec in job.outputs
-            }
+            return {name: Written(ManifestDraft(attempt, (), 0), ()) for name, attempt in attempts.items()}
         if job.partition_by is None:
-            locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
+            locations.update(attempts)
             return self._write(job, claim, objects, locations, context)
-        return self._write_parts(job, claim, objects, facets, context)
+        write = partial(self._write, job, claim)
+        return write_parts(self.lineage, job, claim, objects, facets, context, bases=attempts, write=write)
 
     # -- publishing every output of the lot (one transaction) ---------------------------------
     def _completion(
@@ -364,9 +363,6 @@ class LotRunner:
         if recorded is not None and recorded[1] is not None:
             found["columnLineage"] = recorded[1]
         return found
-
-    def _attempt_uri(self, output: DatasetSpec, claim: LotClaim) -> str:
-        return self.lineage.storage.attempt_uri(self.namespace, output.name, claim.lot, claim.attempt)
 
     def _input_objects(
         self, job: JobSpec, claim: LotClaim, readable: Mapping[str, Mapping[str, Manifest]]
@@ -465,93 +461,6 @@ class LotRunner:
             verdict = gate.verdict(observed, reader, context)
         return Written(ManifestDraft(location, written, rows), fields, verdict, gaps)
 
-    def _write_parts(
-        self,
-        job: JobSpec,
-        claim: LotClaim,
-        objects: dict[str, list[ManifestObject]],
-        facets: dict[str, Any],
-        lot: Lot,
-    ) -> dict[str, Written]:
-        """Child work: each part of the first input not kept from an earlier attempt is a child run
-        writing every output under ``<its attempt>/<part>/`` (``parallel_parts`` at a time); each
-        output's draft lists every part's objects once all are complete, else the lot fails naming
-        the failed parts."""
-        if job.partition_by is None:
-            raise InvalidInput(f"job {job.name} is not partitioned.")
-        first = job.inputs[0].name
-        parts = split(job.name, job.partition_by, objects[first])
-        kept = self.lineage.children.kept(claim)
-        todo = [name for name in parts if name not in kept]
-        bases = {spec.name: self._attempt_uri(spec, claim) for spec in job.outputs}
-        fields: dict[str, tuple[FieldSpec, ...]] = {spec.name: () for spec in job.outputs}
-        #: By output, the verdicts of the parts run now (list.append is atomic).
-        verdicts: dict[str, list[Verdict]] = {spec.name: [] for spec in job.outputs}
-
-        def run_part(name: str) -> dict[str, Manifest]:
-            values, part_objects = parts[name]
-            child = self.lineage.children.start(claim, name)
-            locations = {output: posixpath.join(base, name) for output, base in bases.items()}
-            context = replace(lot, part=name, part_values=values, child_run_id=child)
-            try:
-                written = self._write(job, claim, {**objects, first: part_objects}, locations, context)
-                done_verdicts = _verdicts(written)
-                raise_failures(done_verdicts, several=job.several)  # the part fails; a retry runs it again
-                for output, verdict in done_verdicts.items():
-                    verdicts[output].append(verdict)
-            except Exception as error:
-                drafts = {
-                    spec.name: ManifestDraft(
-                        locations[spec.name],
-                        self.lineage.storage.describe_written(locations[spec.name], format=spec.format),
-                        part=name,
-                    )
-                    for spec in job.outputs
-                }
-                self.lineage.children.finish(claim, child, name, drafts, failure_of(error))
-                raise
-            drafts = {}
-            for output, done_output in written.items():
-                fields[output] = done_output.fields
-                described = tuple(
-                    replace(o, partition_values={**values, **o.partition_values})
-                    for o in done_output.draft.objects
-                )
-                drafts[output] = replace(done_output.draft, objects=described, part=name)
-            done = self.lineage.children.finish(claim, child, name, drafts)
-            if any(m.state not in (ManifestState.COMPLETE, ManifestState.EMPTY) for m in done.values()):
-                raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
-            return done
-
-        finished: dict[str, dict[str, Manifest]] = dict(kept)
-        failed: dict[str, BaseException] = {}
-        with ThreadPoolExecutor(
-            max_workers=job.parallel_parts, thread_name_prefix=f"{job.name} part"
-        ) as pool:
-            futures = {name: pool.submit(run_part, name) for name in todo}
-            for name, future in futures.items():
-                try:
-                    finished[name] = future.result()
-                except Exception as error:
-                    failed[name] = error
-        facets["lotline_parts"] = ol.custom(
-            parts=list(parts), kept=sorted(kept), ran=todo, failed=sorted(failed)
-        )
-        if failed:
-            first_failed = min(failed)
-            raise PartsFailed(
-                f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
-                f"part {first_failed}: {reason(failed[first_failed])}"
-            )
-        found = {}
-        for output, base in bases.items():
-            listed = tuple(o for name in parts for o in finished[name][output].objects)
-            counts = [finished[name][output].row_count for name in parts]
-            rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-            verdict = merge(verdicts[output])
-            found[output] = Written(ManifestDraft(base, listed, rows), fields[output], verdict)
-        return found
-
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)
         window = (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else (None, None)
@@ -623,26 +532,6 @@ class LotRunner:
         except Exception:
             # E.g. the database is unreachable: the lease runs out and the reaper fails the lot.
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
-
-
-@dataclass(frozen=True)
-class Written:
-    """What an attempt wrote for one output: its manifest draft, the output's fields and, for a
-    checked output, the checks' verdict."""
-
-    draft: ManifestDraft
-    fields: tuple[FieldSpec, ...]
-    verdict: Verdict | None = None
-    #: What the lineage capture could not read of the write (Spark Connect: ``connect_plans``).
-    not_captured: tuple[str, ...] = ()
-
-    def version_facets(self) -> dict[str, Any]:
-        return {**ol.version_facets(self.draft, self.fields), **ol.quality_facets(self.verdict)}
-
-
-def _verdicts(written: Mapping[str, Written]) -> dict[str, Verdict]:
-    """The verdict of each checked output, in declared order."""
-    return {name: w.verdict for name, w in written.items() if w.verdict is not None}
 
 
 def _output_statistics(draft: ManifestDraft) -> dict[str, Any]:
