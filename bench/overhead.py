@@ -44,8 +44,9 @@ from lotline.services import Lineage, open_lineage
 from lotline.spark.connect import is_connect_master
 from lotline.spark.examples import sample_logs, weblogs
 from lotline.spark.pipeline import Lot, Pipeline, expect
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 
 if TYPE_CHECKING:

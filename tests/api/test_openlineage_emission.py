@@ -19,8 +19,9 @@ from api.conftest import TOKEN, ApiServer, _serve
 from lotline.domain.coordination import Status
 from lotline.services import Lineage
 from lotline.services.emission import HttpConsumer
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import HALF, LANDED, ingest, land_and_ingest, weblogs

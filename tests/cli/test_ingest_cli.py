@@ -14,7 +14,7 @@ from lotline.cli.main import app
 from lotline.cli.run import _nothing_eligible
 from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.store.engine import Store
 from support.processes import lotline
 

@@ -23,7 +23,7 @@ from lotline.domain.grid import CellState
 from lotline.services import Lineage
 from lotline.services.config import Settings
 from lotline.spark.pipeline import Pipeline, PipelineError
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from support.lots import LotWorld
 
 DAY, NEXT_DAY = "2023-01-01", "2023-01-02"
@@ -184,7 +184,7 @@ def _pipeline(transform: Callable[..., Any], on_change: str) -> Pipeline:
 def test_on_change_recompute_makes_the_stale_lots_eligible_when_the_runner_registers(
     lineage: Lineage,
 ) -> None:
-    """What the runner registers (``spark.runner.register``, no Spark needed): the flag default
+    """What the runner registers (``spark.registration.register``, no Spark needed): the flag default
     leaves the old version's lots stale, ``on_change="recompute"`` reopens them at once."""
     world = LotWorld(lineage, "changing")
     world.job("ingest:raw", output="raw")

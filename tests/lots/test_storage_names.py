@@ -133,7 +133,7 @@ def test_a_pipeline_whose_outputs_overlap_declares_nothing(lineage: Lineage) -> 
     from pyspark.sql import DataFrame
 
     from lotline.spark.pipeline import Lot, Pipeline
-    from lotline.spark.runner import register
+    from lotline.spark.registration import register
 
     pipeline = Pipeline("shop")
     raw = pipeline.dataset("raw", format="text", interval="PT5M")

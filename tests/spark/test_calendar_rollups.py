@@ -15,8 +15,9 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import Interval, lots_between
 from lotline.services import Lineage
 from lotline.spark.pipeline import PipelineError, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import ingest
 
 if TYPE_CHECKING:

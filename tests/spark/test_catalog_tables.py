@@ -96,8 +96,9 @@ def test_a_worker_follows_the_lots_others_reopen(lineage: Lineage, spark: SparkS
     worker's recomputation puts the lots back at their new attempts."""
     import lotline
     from lotline.spark.pipeline import load_pipeline
+    from lotline.spark.registration import register
     from lotline.spark.run import run_pipeline
-    from lotline.spark.runner import LotRunner, register
+    from lotline.spark.runner import LotRunner
     from lotline.spark.worker import Worker
 
     tables = ("weblogs.hits", "weblogs.hourly_hits")

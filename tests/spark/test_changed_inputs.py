@@ -16,8 +16,9 @@ from lotline.domain.manifests import ManifestObject, object_change
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import PIPELINES
 
 if TYPE_CHECKING:

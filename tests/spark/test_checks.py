@@ -22,8 +22,9 @@ from lotline.domain.gaps import GapState
 from lotline.services import Lineage
 from lotline.services.config import Settings
 from lotline.spark.pipeline import PipelineError, expect, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import PIPELINES, ingest_files
 
 if TYPE_CHECKING:

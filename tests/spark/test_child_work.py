@@ -16,8 +16,9 @@ from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import Lot, Pipeline, PipelineError
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.store.types import utcnow
 from support.spark import ingest_files
 

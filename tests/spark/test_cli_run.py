@@ -21,7 +21,7 @@ from lotline.cli.main import app
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
@@ -146,8 +146,9 @@ def test_lotline_logs_prints_what_a_lot_logged(
     cli: CliRunner, backend_url: str, tmp_path: Path, spark: SparkSession
 ) -> None:
     from lotline.spark.pipeline import load_pipeline
+    from lotline.spark.registration import register
     from lotline.spark.run import run_pipeline
-    from lotline.spark.runner import LotRunner, register
+    from lotline.spark.runner import LotRunner
     from support.spark import ingest_files
 
     with _lineage(backend_url, tmp_path) as lineage:
@@ -187,7 +188,7 @@ def test_a_failed_lot_is_one_line_on_stderr_and_verbose_brings_spark_s_log_back(
 ) -> None:
     with _lineage(backend_url, tmp_path) as lineage:
         from lotline.spark.pipeline import load_pipeline
-        from lotline.spark.runner import register
+        from lotline.spark.registration import register
 
         register(lineage, load_pipeline(str(PIPELINES / "weblogs.py")))
         ingest(lineage, "weblogs", "raw_logs", "20230101PT30M000", [["2023-01-01T00:03:00 /x 599"]])

@@ -28,7 +28,7 @@ import pytest
 from lotline.domain.model import DatasetRef
 from lotline.services import open_lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from support import both_modes, several_outputs
 from support.connect_server import free_port

@@ -19,7 +19,7 @@ import pytest
 from lotline.domain.coordination import Status
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from support.connect_server import connect_server
 from support.processes import lotline
 from support.spark import PIPELINES, ingest

@@ -24,8 +24,9 @@ from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 

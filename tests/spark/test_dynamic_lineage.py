@@ -17,8 +17,9 @@ from lotline.api.dto import job_json
 from lotline.domain.model import DatasetRef
 from lotline.services import Lineage
 from lotline.spark.pipeline import Lot, Pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import ingest
 
 if TYPE_CHECKING:

@@ -14,8 +14,9 @@ from lotline.domain.coordination import Status
 from lotline.domain.lots import IntervalLot, parse_lot
 from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.ol_schema import facet_violations, violations
 from support.spark import HALF, land_and_ingest, weblogs
 

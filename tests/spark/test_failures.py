@@ -12,8 +12,9 @@ import pytest
 
 from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import PIPELINES, ingest, ingest_files
 
 if TYPE_CHECKING:

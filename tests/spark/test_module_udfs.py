@@ -18,8 +18,9 @@ import pytest
 from lotline.domain.coordination import Status
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import pytest
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest

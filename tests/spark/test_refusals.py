@@ -12,7 +12,7 @@ import pytest
 
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.processes import lotline

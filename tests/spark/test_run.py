@@ -22,8 +22,9 @@ from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import Lot, Pipeline, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, Window, run_pipeline
-from lotline.spark.runner import RUNNER_LEASE, LotRunner, register
+from lotline.spark.runner import RUNNER_LEASE, LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest
@@ -305,7 +306,7 @@ def test_a_claim_taken_away_mid_lot_commits_nothing(lineage: Lineage, spark: Spa
 def test_the_heartbeat_notices_a_lost_claim_before_the_commit(
     lineage: Lineage, spark: SparkSession, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="lotline.spark.runner")
+    caplog.set_level(logging.WARNING, logger="lotline.spark.heartbeats")
     summary = _revoked(
         lineage, spark, SHORT_LEASE, _invalidate(lineage), _until_the_heartbeat_notices(caplog)
     )

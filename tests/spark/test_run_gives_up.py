@@ -16,8 +16,9 @@ from lotline.cli.main import app
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from support.spark import PIPELINES, ingest_files
 
 if TYPE_CHECKING:

@@ -24,7 +24,8 @@ from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.services.config import Settings
 from lotline.spark.pipeline import Lot, Pipeline, PipelineError, expect, load_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.registration import register
+from lotline.spark.runner import LotRunner
 from support import several_outputs
 from support.several_outputs import CHECKED, CHECKED_NS, LOT
 from support.spark import PIPELINES, ingest

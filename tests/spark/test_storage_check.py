@@ -14,7 +14,8 @@ from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.registration import register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.spark import PIPELINES, ingest

@@ -24,7 +24,8 @@ from lotline.domain.manifests import ManifestState
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import LotResult, LotRunner, register
+from lotline.spark.registration import register
+from lotline.spark.runner import LotResult, LotRunner
 from lotline.spark.worker import Worker
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store

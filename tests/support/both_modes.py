@@ -24,8 +24,9 @@ from lotline.services import Lineage, open_lineage
 from lotline.services.ingest import IngestRequest
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import Lot, Pipeline, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 
 if TYPE_CHECKING:

@@ -15,8 +15,9 @@ import lotline
 from lotline.services import Lineage
 from lotline.services.config import Settings, parse_spark_conf
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.spark.session import spark_session
 from lotline.spark.tables import sync_table
 from lotline.storage.objects import Storage

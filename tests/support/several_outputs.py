@@ -26,8 +26,9 @@ from lotline.domain.runs import RunState
 from lotline.readers import read_arrow
 from lotline.services import Lineage, open_lineage
 from lotline.spark.pipeline import load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import run_pipeline
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.polling import wait_until

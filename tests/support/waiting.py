@@ -13,7 +13,7 @@ from pathlib import Path
 from lotline.domain.failures import INTERRUPTED
 from lotline.services import Lineage
 from lotline.spark.pipeline import load_pipeline
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.polling import running, wait_until

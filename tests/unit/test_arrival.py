@@ -11,7 +11,7 @@ from lotline.domain.errors import InvalidInput
 from lotline.domain.lots import Interval, parse_lot
 from lotline.services import Lineage
 from lotline.spark.pipeline import Pipeline, PipelineError
-from lotline.spark.runner import register
+from lotline.spark.registration import register
 
 
 @pytest.mark.parametrize(

@@ -34,8 +34,9 @@ from lotline.services.ingest import IngestRequest
 from lotline.spark.connect import is_connect
 from lotline.spark.examples import sample_logs
 from lotline.spark.pipeline import Pipeline, load_pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary
-from lotline.spark.runner import LotRunner, register
+from lotline.spark.runner import LotRunner
 from lotline.spark.session import spark_session
 from lotline.storage.objects import Storage
 

@@ -32,8 +32,9 @@ from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.ingest import ingest_job
 from lotline.spark.pipeline import JobSpec, Pipeline
+from lotline.spark.registration import register
 from lotline.spark.run import RunSummary, Window, run_pipeline
-from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner, register
+from lotline.spark.runner import RUNNER_LEASE, LotResult, LotRunner
 from lotline.spark.session import check_master, load_pipeline_with_spark, spark_session
 
 #: Arguments ``lotline run`` and ``lotline worker`` share.

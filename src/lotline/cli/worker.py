@@ -24,7 +24,8 @@ from lotline.cli.run import (
 )
 from lotline.services import open_configured
 from lotline.services.config import load_settings
-from lotline.spark.runner import LotResult, LotRunner, register
+from lotline.spark.registration import register
+from lotline.spark.runner import LotResult, LotRunner
 from lotline.spark.session import check_master, load_pipeline_with_spark, spark_session
 from lotline.spark.worker import DEFAULT_POLL_S, Worker
 

@@ -3,51 +3,50 @@
 The claim (made by the caller) created and started the run; this module ends it, through the
 services only: ``lots.complete`` publishes the manifest of what was actually written with the
 run's facets, ``lots.fail`` records the error and what the attempt wrote (which is then removed).
-While Spark works, the runner's daemon thread heartbeats the claim, so a live worker keeps its lot.
+While Spark works, the runner's heartbeat thread (``heartbeats.py``) keeps the claim, so a live
+worker keeps its lot.
 """
 
 from __future__ import annotations
 
 import logging
-import posixpath
 import threading
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Container, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from lotline.domain.checks import CHECKS_FACET, Verdict, merge, raise_failures, run_summary
+from lotline.domain.checks import CHECKS_FACET, raise_failures, run_summary
 from lotline.domain.coordination import LotClaim
-from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput, LotlineError, NotFound
+from lotline.domain.errors import Conflict, DatabaseUnavailable, InvalidInput
 from lotline.domain.failures import INTERRUPTED, Failure
 from lotline.domain.lots import IntervalLot, parse_lot
-from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, ManifestState, object_change
+from lotline.domain.manifests import Manifest, ManifestDraft, ManifestObject, object_change
 from lotline.domain.model import FieldSpec
 from lotline.domain.runs import LOG_FACET
-from lotline.domain.storage_names import check_apart, dataset_prefix
 from lotline.services import Lineage
 from lotline.services import facets as ol
 from lotline.services.emission import LotEnd
 from lotline.services.lots import DEFAULT_LEASE, OtherOutput
 from lotline.services.outage import Outage, retried
-from lotline.services.sources import NAMED_LOTS, DeclaredDataset
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
-from lotline.spark.connect import is_connect, ship_modules
+from lotline.spark.connect import is_connect
 from lotline.spark.connect_capture import ConnectCapture
-from lotline.spark.failures import failure_of, reason
+from lotline.spark.failures import failure_of
 from lotline.spark.frames import empty_frame, read_objects
-from lotline.spark.parts import split
-from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline, PipelineError
+from lotline.spark.heartbeats import Heartbeats
+from lotline.spark.parts import write_parts
+from lotline.spark.pipeline import DatasetSpec, JobSpec, Lot, Pipeline
 from lotline.spark.reads import column_lineage_facet, name_reads, undeclared
 from lotline.spark.runlog import RunLog
-from lotline.spark.session import application, check_storage, quiet_query_context_logs
+from lotline.spark.session import application, check_storage, quiet_query_context_logs, ship_code
 from lotline.spark.tables import CatalogTables, TableSync, declared_tables
+from lotline.spark.written import Written, verdicts_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,109 +89,8 @@ class Interrupted(KeyboardInterrupt):
         self.result = result
 
 
-class PartsFailed(LotlineError):
-    """Some parts of a lot failed: the lot fails; the parts that succeeded are kept for the retry."""
-
-
-class ClaimLost(Conflict):
-    """The claim stopped being live while Spark worked (lease expired, or the lot was invalidated)."""
-
-
-def register(lineage: Lineage, pipeline: Pipeline, *, running: Sequence[JobSpec] = ()) -> None:
-    """Check the pipeline against what exists (``SourceService.check``: intervals, typos, and
-    sources nothing fills that a job of ``running``, those about to run, reads; a refusal
-    registers nothing), then declare the namespace,
-    the datasets and every job for coordination; a job's version follows its code (``code_digest``),
-    and a job declared ``on_change="recompute"`` has the lots an older version made reopened.
-
-    A new dataset this pipeline writes is recorded at its storage place; an existing one keeps its
-    recorded location (the runner records where it writes when it writes), and a source keeps its
-    own: a run with another warehouse rewrites nothing it did not write."""
-    catalog, storage, namespace = lineage.catalog, lineage.storage, pipeline.namespace
-    produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}
-    declared = [
-        DeclaredDataset(d.name, str(d.interval) if d.interval else NAMED_LOTS, d.name in produced)
-        for d in pipeline.datasets.values()
-    ]
-    read = {d.name for job in running for d in job.inputs} - produced
-    lineage.sources.check(namespace, declared, require_lots=read)
-    _check_storage(lineage, pipeline)
-    for dataset in pipeline.datasets.values():
-        if dataset.arrival is not None and dataset.name in produced:
-            raise PipelineError(
-                f"dataset {dataset.name}: a job of the pipeline writes it; "
-                "only sources have arrival policies."
-            )
-    catalog.upsert_namespace(namespace, owner_name="lotline")
-    for dataset in pipeline.datasets.values():
-        kind = ol.file_dataset(dataset.format)  # files of its format, not the catalog's DB_TABLE
-        try:
-            known = catalog.get_dataset(namespace, dataset.name)
-        except NotFound:
-            where = storage.dataset_uri(namespace, dataset.name) if dataset.name in produced else None
-            catalog.upsert_dataset(namespace, dataset.name, physical_name=where, facets=kind)
-            continue
-        if any(known.facets.get(name) != facet for name, facet in kind.items()):
-            catalog.upsert_dataset(namespace, dataset.name, facets=kind)
-    for job in pipeline.ordered_jobs():
-        lineage.lots.register_job(
-            namespace,
-            job.name,
-            output=[d.name for d in job.outputs],
-            inputs=[d.name for d in job.inputs],
-            lot_mapping=job.lot_mapping,
-            location=job.location,
-            code_digest=job.code_digest,
-        )
-        if job.on_change == "recompute":
-            lineage.gaps.recompute_stale(namespace, job.name)
-    for dataset in pipeline.datasets.values():
-        if dataset.arrival is not None and dataset.interval is not None:
-            lineage.arrival.declare(
-                namespace,
-                dataset.name,
-                dataset.interval,
-                late_after=dataset.arrival.late_after,
-                absent=dataset.arrival.absent,
-                declared_in=f"pipeline {pipeline.name}",
-            )
-
-
-def _check_storage(lineage: Lineage, pipeline: Pipeline) -> None:
-    """Refuse, before anything is declared, a dataset name storage refuses and an output whose folder
-    overlaps another output's or that of a dataset already produced (``register_job`` checks again,
-    in its transaction)."""
-    namespace = pipeline.namespace
-    for name in pipeline.datasets:
-        dataset_prefix(namespace, name)
-    outputs = [d.name for job in pipeline.ordered_jobs() for d in job.outputs]
-    for index, output in enumerate(outputs):
-        check_apart(namespace, output, [(namespace, other) for other in outputs[index + 1 :]])
-        lineage.lots.check_output(namespace, output)
-
-
 #: The run facet that lists what the lineage capture could not read (Spark Connect only).
 CAPTURE_FACET = "lotline_capture"
-
-
-def _ship_code(pipeline: Pipeline, spark: SparkSession) -> None:
-    """Make the functions and classes of the pipeline's file travel with the UDFs that use them.
-
-    Spark pickles a module-level function by reference (module and name) and the executors'
-    Python workers import it; they cannot import a pipeline file's module, whose name exists
-    only in the process that loaded the file. Pickled by value, its code goes along (local
-    and cluster masters alike); the file needs no copy on the executors. The modules it imports
-    from its own folder (``Pipeline.local_modules``) are pickled by reference: their files are
-    sent to the workers before the first lot (``addPyFile``; ``addArtifacts`` on Spark Connect)."""
-    from pyspark import cloudpickle
-
-    for module in pipeline.file_modules():
-        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
-    if is_connect(spark):
-        ship_modules(spark, pipeline.local_modules())
-        return
-    for file in pipeline.local_modules():  # a path added again is ignored by Spark
-        spark.sparkContext.addPyFile(str(file))
 
 
 class LotRunner:
@@ -230,11 +128,11 @@ class LotRunner:
         self._capture: WriteCapture | ConnectCapture = (
             ConnectCapture(spark) if self._connected else WriteCapture.for_session(spark)
         )
-        self._heartbeats = _Heartbeats(lineage, lease)
+        self._heartbeats = Heartbeats(lineage, lease)
         # The Spark application's facets, the same for each lot (each is a py4j call to read).
         self._engine = ol.processing_engine("spark", spark.version)
         self._application = ol.custom(**application(spark))
-        _ship_code(pipeline, spark)
+        ship_code(pipeline, spark)
         self._lock = threading.Lock()
         self._interrupted = threading.Event()
         #: What was last recorded of each output dataset: (fields, columnLineage facet).
@@ -306,7 +204,7 @@ class LotRunner:
                     facets[CAPTURE_FACET] = ol.custom(notCaptured=gaps)
                 # Checks gate the commit: a failing `fail` check on any output fails the lot like
                 # any error (no output is published).
-                verdicts = _verdicts(written)
+                verdicts = verdicts_of(written)
                 if verdicts:
                     facets[CHECKS_FACET] = ol.custom(**run_summary(verdicts, several=job.several))
                     raise_failures(verdicts, several=job.several)
@@ -337,7 +235,7 @@ class LotRunner:
             draft = written[spec.name].draft
             self._tables.published(spec.name, claim.lot, draft.objects, draft.location)
         claim_output = written[job.output.name].draft
-        warned = tuple((w.name, w.failed) for v in _verdicts(written).values() for w in v.warnings)
+        warned = tuple((w.name, w.failed) for v in verdicts_of(written).values() for w in v.warnings)
         return _result(
             job,
             claim,
@@ -359,15 +257,18 @@ class LotRunner:
     ) -> dict[str, Written]:
         """Each output's attempt, by output: empty when every input lot is empty, else written
         (``locations`` gets each attempt folder as it may be written to), or written part by part."""
+        storage = self.lineage.storage
+        attempts = {
+            spec.name: storage.attempt_uri(self.namespace, spec.name, claim.lot, claim.attempt)
+            for spec in job.outputs
+        }
         if not any(objects.values()):  # every input lot is empty: so are the output lots
-            return {
-                spec.name: Written(ManifestDraft(self._attempt_uri(spec, claim), (), 0), ())
-                for spec in job.outputs
-            }
+            return {name: Written(ManifestDraft(attempt, (), 0), ()) for name, attempt in attempts.items()}
         if job.partition_by is None:
-            locations.update({spec.name: self._attempt_uri(spec, claim) for spec in job.outputs})
+            locations.update(attempts)
             return self._write(job, claim, objects, locations, context)
-        return self._write_parts(job, claim, objects, facets, context)
+        write = partial(self._write, job, claim)
+        return write_parts(self.lineage, job, claim, objects, facets, context, bases=attempts, write=write)
 
     # -- publishing every output of the lot (one transaction) ---------------------------------
     def _completion(
@@ -462,9 +363,6 @@ class LotRunner:
         if recorded is not None and recorded[1] is not None:
             found["columnLineage"] = recorded[1]
         return found
-
-    def _attempt_uri(self, output: DatasetSpec, claim: LotClaim) -> str:
-        return self.lineage.storage.attempt_uri(self.namespace, output.name, claim.lot, claim.attempt)
 
     def _input_objects(
         self, job: JobSpec, claim: LotClaim, readable: Mapping[str, Mapping[str, Manifest]]
@@ -563,93 +461,6 @@ class LotRunner:
             verdict = gate.verdict(observed, reader, context)
         return Written(ManifestDraft(location, written, rows), fields, verdict, gaps)
 
-    def _write_parts(
-        self,
-        job: JobSpec,
-        claim: LotClaim,
-        objects: dict[str, list[ManifestObject]],
-        facets: dict[str, Any],
-        lot: Lot,
-    ) -> dict[str, Written]:
-        """Child work: each part of the first input not kept from an earlier attempt is a child run
-        writing every output under ``<its attempt>/<part>/`` (``parallel_parts`` at a time); each
-        output's draft lists every part's objects once all are complete, else the lot fails naming
-        the failed parts."""
-        if job.partition_by is None:
-            raise InvalidInput(f"job {job.name} is not partitioned.")
-        first = job.inputs[0].name
-        parts = split(job.name, job.partition_by, objects[first])
-        kept = self.lineage.children.kept(claim)
-        todo = [name for name in parts if name not in kept]
-        bases = {spec.name: self._attempt_uri(spec, claim) for spec in job.outputs}
-        fields: dict[str, tuple[FieldSpec, ...]] = {spec.name: () for spec in job.outputs}
-        #: By output, the verdicts of the parts run now (list.append is atomic).
-        verdicts: dict[str, list[Verdict]] = {spec.name: [] for spec in job.outputs}
-
-        def run_part(name: str) -> dict[str, Manifest]:
-            values, part_objects = parts[name]
-            child = self.lineage.children.start(claim, name)
-            locations = {output: posixpath.join(base, name) for output, base in bases.items()}
-            context = replace(lot, part=name, part_values=values, child_run_id=child)
-            try:
-                written = self._write(job, claim, {**objects, first: part_objects}, locations, context)
-                done_verdicts = _verdicts(written)
-                raise_failures(done_verdicts, several=job.several)  # the part fails; a retry runs it again
-                for output, verdict in done_verdicts.items():
-                    verdicts[output].append(verdict)
-            except Exception as error:
-                drafts = {
-                    spec.name: ManifestDraft(
-                        locations[spec.name],
-                        self.lineage.storage.describe_written(locations[spec.name], format=spec.format),
-                        part=name,
-                    )
-                    for spec in job.outputs
-                }
-                self.lineage.children.finish(claim, child, name, drafts, failure_of(error))
-                raise
-            drafts = {}
-            for output, done_output in written.items():
-                fields[output] = done_output.fields
-                described = tuple(
-                    replace(o, partition_values={**values, **o.partition_values})
-                    for o in done_output.draft.objects
-                )
-                drafts[output] = replace(done_output.draft, objects=described, part=name)
-            done = self.lineage.children.finish(claim, child, name, drafts)
-            if any(m.state not in (ManifestState.COMPLETE, ManifestState.EMPTY) for m in done.values()):
-                raise Conflict(f"part {name} could not be recorded as done (the lot's claim was lost).")
-            return done
-
-        finished: dict[str, dict[str, Manifest]] = dict(kept)
-        failed: dict[str, BaseException] = {}
-        with ThreadPoolExecutor(
-            max_workers=job.parallel_parts, thread_name_prefix=f"{job.name} part"
-        ) as pool:
-            futures = {name: pool.submit(run_part, name) for name in todo}
-            for name, future in futures.items():
-                try:
-                    finished[name] = future.result()
-                except Exception as error:
-                    failed[name] = error
-        facets["lotline_parts"] = ol.custom(
-            parts=list(parts), kept=sorted(kept), ran=todo, failed=sorted(failed)
-        )
-        if failed:
-            first_failed = min(failed)
-            raise PartsFailed(
-                f"{len(failed)} of {len(parts)} parts failed (a retry runs only those); "
-                f"part {first_failed}: {reason(failed[first_failed])}"
-            )
-        found = {}
-        for output, base in bases.items():
-            listed = tuple(o for name in parts for o in finished[name][output].objects)
-            counts = [finished[name][output].row_count for name in parts]
-            rows = None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
-            verdict = merge(verdicts[output])
-            found[output] = Written(ManifestDraft(base, listed, rows), fields[output], verdict)
-        return found
-
     def _context(self, job: JobSpec, claim: LotClaim, log: logging.Logger) -> Lot:
         parsed = parse_lot(claim.lot)
         window = (parsed.start, parsed.end) if isinstance(parsed, IntervalLot) else (None, None)
@@ -723,26 +534,6 @@ class LotRunner:
             log.exception("job %s lot %s: the failure could not be recorded", job.name, claim.lot)
 
 
-@dataclass(frozen=True)
-class Written:
-    """What an attempt wrote for one output: its manifest draft, the output's fields and, for a
-    checked output, the checks' verdict."""
-
-    draft: ManifestDraft
-    fields: tuple[FieldSpec, ...]
-    verdict: Verdict | None = None
-    #: What the lineage capture could not read of the write (Spark Connect: ``connect_plans``).
-    not_captured: tuple[str, ...] = ()
-
-    def version_facets(self) -> dict[str, Any]:
-        return {**ol.version_facets(self.draft, self.fields), **ol.quality_facets(self.verdict)}
-
-
-def _verdicts(written: Mapping[str, Written]) -> dict[str, Verdict]:
-    """The verdict of each checked output, in declared order."""
-    return {name: w.verdict for name, w in written.items() if w.verdict is not None}
-
-
 def _output_statistics(draft: ManifestDraft) -> dict[str, Any]:
     """What the attempt wrote for an output, and where (the ``lotline_output`` run facet's fields)."""
     return {
@@ -762,91 +553,3 @@ def _add_log(facets: dict[str, Any], run_log: RunLog) -> None:
 def _result(job: JobSpec, claim: LotClaim, started: float, *, ok: bool, **more: Any) -> LotResult:
     seconds = time.monotonic() - started
     return LotResult(job.name, claim.lot, claim.attempt, claim.run_id, ok=ok, seconds=seconds, **more)
-
-
-def _lost(claim: LotClaim, reason: str) -> str:
-    return (
-        f"the claim on lot {claim.lot} is no longer live ({reason}); "
-        "its result was not committed and the lot will be run again"
-    )
-
-
-class _Beat:
-    """One lot's claim in the runner's heartbeat (``_Heartbeats``): when it is due, and why it was
-    lost, if a heartbeat found it no longer live."""
-
-    def __init__(self, claim: LotClaim, due: float) -> None:
-        self.claim = claim
-        self.due = due
-        self.lost: str | None = None
-
-    def check(self) -> None:
-        """Raise ClaimLost if a heartbeat found the claim no longer live (the commit would be refused)."""
-        if self.lost is not None:
-            raise ClaimLost(_lost(self.claim, self.lost))
-
-
-class _Heartbeats:
-    """Extends the lease of each lot the runner works on every lease/3 until its end, from one daemon
-    thread per runner: a thread started and joined per lot cost both on every lot's path. The
-    thread ends after a lease/3 without lots (a runner that is done leaves none behind)."""
-
-    def __init__(self, lineage: Lineage, lease: timedelta) -> None:
-        self._lineage, self._lease = lineage, lease
-        self._period = lease.total_seconds() / 3
-        self._beats: set[_Beat] = set()
-        self._changed = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    @contextmanager
-    def beating(self, claim: LotClaim) -> Iterator[_Beat]:
-        """Heartbeat ``claim`` while the block runs."""
-        beat = _Beat(claim, time.monotonic() + self._period)
-        with self._changed:
-            # No wake-up: the thread's next wait ends by then (every other beat is due earlier).
-            self._beats.add(beat)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="lotline heartbeat", daemon=True)
-                self._thread.start()
-        try:
-            yield beat
-        finally:
-            with self._changed:
-                self._beats.discard(beat)
-
-    def _run(self) -> None:
-        idle_since: float | None = None
-        while True:
-            with self._changed:
-                now = time.monotonic()
-                if not self._beats:
-                    idle_since = idle_since or now
-                    if now - idle_since >= self._period:
-                        self._thread = None
-                        return
-                    self._changed.wait(self._period)
-                    continue
-                idle_since = None
-                due = [b for b in self._beats if b.due <= now]
-                if not due:
-                    self._changed.wait(min(b.due for b in self._beats) - now)
-                    continue
-            for beat in due:
-                self._beat(beat)
-                beat.due = time.monotonic() + self._period
-
-    def _beat(self, beat: _Beat) -> None:
-        claim = beat.claim
-        with self._changed:
-            if beat not in self._beats or beat.lost is not None:
-                return  # its lot ended meanwhile, or it is lost: nothing to extend
-        try:
-            self._lineage.lots.heartbeat(claim, self._lease)
-        except Conflict as lost:
-            beat.lost = lost.message
-            log.warning("heartbeat of %s lot %s: %s", claim.job, claim.lot, lost.message)
-        except DatabaseUnavailable as down:  # one line, not a stack, each beat of an outage
-            log.warning("heartbeat of %s lot %s failed: %s", claim.job, claim.lot, down.detail)
-        except Exception:
-            # The database may be back before the lease runs out: keep beating.
-            log.exception("heartbeat of %s lot %s failed", claim.job, claim.lot)

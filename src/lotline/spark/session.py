@@ -145,6 +145,26 @@ def check_storage(spark: SparkSession, root: str) -> None:
     raise InvalidInput(f"Spark cannot write the warehouse {root}: {needs}; see {_STORAGE_DOCS}.")
 
 
+def ship_code(pipeline: Pipeline, spark: SparkSession) -> None:
+    """Make the functions and classes of the pipeline's file travel with the UDFs that use them.
+
+    Spark pickles a module-level function by reference (module and name) and the executors'
+    Python workers import it; they cannot import a pipeline file's module, whose name exists
+    only in the process that loaded the file. Pickled by value, its code goes along (local
+    and cluster masters alike); the file needs no copy on the executors. The modules it imports
+    from its own folder (``Pipeline.local_modules``) are pickled by reference: their files are
+    sent to the workers before the first lot (``addPyFile``; ``addArtifacts`` on Spark Connect)."""
+    from pyspark import cloudpickle
+
+    for module in pipeline.file_modules():
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
+    if connect.is_connect(spark):
+        connect.ship_modules(spark, pipeline.local_modules())
+        return
+    for file in pipeline.local_modules():  # a path added again is ignored by Spark
+        spark.sparkContext.addPyFile(str(file))
+
+
 @contextmanager
 def spark_session(settings: Settings, app_name: str) -> Iterator[SparkSession]:
     """A session on ``LOTLINE_SPARK_MASTER`` with ``LOTLINE_SPARK_CONF``, stopped at the end; a
