@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, cast
 
@@ -59,8 +59,13 @@ class ConnectCapture:
         relation = cast(Any, frame)._plan.plan(client)  # the protobuf the client sends for it
         rows = f"lotline_rows_{uuid.uuid4().hex}"
         observed_frame = frame.observe(rows, F.count(F.lit(1)).alias(_ROWS))
-        schema = self._asking.submit(lambda: frame.schema)
+        # The schema is asked while the write runs, but for ``spark.sql`` over DataFrames: the server
+        # makes their ``{alias}`` temporary views of the session while it analyses such a plan and
+        # drops them after, so two analyses at once can miss them (TABLE_OR_VIEW_NOT_FOUND).
+        schema = self._asking.submit(lambda: frame.schema) if not _has(relation, "with_relations") else None
         write_attempt(observed_frame, spec, location)
+        if schema is None:
+            schema = self._asking.submit(lambda: frame.schema)
         info = observed_frame.executionInfo
         flows = dict(info.flows) if info is not None else {}
         observed = {name: dict(flows[name]) for name in (checks.observation,) if name in flows}
@@ -101,3 +106,15 @@ class ConnectCapture:
         with self._lock:
             self._schemas[key] = found
         return found
+
+
+def _has(message: Any, field: str) -> bool:
+    """Whether a protobuf message (a plan) sets ``field`` anywhere within it."""
+    for descriptor, value in message.ListFields():
+        if descriptor.name == field:
+            return True
+        if descriptor.type == descriptor.TYPE_MESSAGE:
+            values = value if isinstance(value, Sequence) else [value]  # a repeated field's, or one
+            if any(_has(v, field) for v in values if hasattr(v, "ListFields")):
+                return True
+    return False
