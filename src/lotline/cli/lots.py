@@ -14,7 +14,7 @@ from lotline.cli.context import Namespace, namespace_in, open_existing
 from lotline.domain.coordination import LotStatus, Role
 from lotline.domain.errors import InvalidInput
 from lotline.domain.gaps import GapState, LotRun, run_json, without_rows
-from lotline.domain.grid import HEALTH_ORDER, CellState, DueRange, Health
+from lotline.domain.grid import HEALTH_ORDER, CellState, Health, covered
 from lotline.services import Lineage
 from lotline.services.ingest import ingest_job
 
@@ -157,9 +157,9 @@ def status(
 def _print_freshness(healths: list[Health], now: datetime.datetime) -> None:
     """Each job's freshness, under the range its counts cover (from the first lot, at most a year
     back, to now)."""
-    counted = [h.range for h in healths if h.range is not None and not h.range.empty]
-    if counted:
-        print(f"freshness, of the lots {DueRange(min(r.start for r in counted), now, to_now=True).label}:")
+    counted = covered(h.range for h in healths)
+    if counted is not None:
+        print(f"freshness, of the lots {counted.label}:")
     else:
         print(f"freshness, to now, {now:%Y-%m-%d %H:%M} UTC:")
     print(
@@ -209,12 +209,12 @@ def _unlisted(
 ) -> list[tuple[str, str, LotRun]]:
     """Each job's lots counted (its health's range) in ``wanted`` states that have no row, as runs
     of the gap report: the lots ``status --lots`` would otherwise count but not name."""
+    if not any(CellState(s.value) in wanted for s in _ROWLESS):
+        return []
     found = []
     for health in healths:
         if health.job is None or health.range is None or health.range.empty:
             continue
-        if not any(CellState(s.value) in wanted for s in _ROWLESS):
-            break
         at = (health.range.start.isoformat(), health.range.end.isoformat())
         report = lineage.gaps.report(namespace, job=health.job, start=at[0], end=at[1])
         if report.interval is None:

@@ -27,7 +27,7 @@ from lotline.domain.coordination import Status, gave_up_line
 from lotline.domain.errors import InvalidInput, LotlineError
 from lotline.domain.failures import INTERRUPTED
 from lotline.domain.gaps import TimeRange
-from lotline.domain.grid import HEALTH_ORDER, CellState, DueRange
+from lotline.domain.grid import HEALTH_ORDER, CellState, covered
 from lotline.services import Lineage, open_configured
 from lotline.services.config import Settings, load_settings
 from lotline.services.ingest import ingest_job
@@ -214,16 +214,12 @@ def _nothing_eligible(lineage: Lineage, pipeline: Pipeline, jobs: list[JobSpec])
     status`` and the start page (each job's health: lots due with no row included, an empty lot
     told from a complete one, the most recent ``DEFAULT_SPAN`` at most)."""
     now = lineage.clock.now()
+    healths = [lineage.gaps.health(pipeline.namespace, job=job.name, now=now) for job in jobs]
     totals: Counter[CellState] = Counter()
-    ranges = []
-    for job in jobs:
-        health = lineage.gaps.health(pipeline.namespace, job=job.name, now=now)
+    for health in healths:
         totals.update(health.totals)
-        ranges += [health.range] if health.range is not None and not health.range.empty else []
-    over = ""
-    if ranges:
-        start, end = min(r.start for r in ranges), max(r.end for r in ranges)
-        over = f" ({DueRange(start, end, to_now=all(r.to_now for r in ranges)).label})"
+    counted = covered(h.range for h in healths)
+    over = "" if counted is None else f" ({counted.label})"
     stale = "".join(f"; {line}" for _, line in stale_lots(lineage, pipeline, jobs))
     counts = ", ".join(f"{totals[s]} {s.value}" for s in HEALTH_ORDER if totals[s])
     produced = {d.name for job in pipeline.jobs.values() for d in job.outputs}

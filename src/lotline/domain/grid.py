@@ -334,6 +334,16 @@ def due_range(
     return DueRange(start, end, tuple(notes), to_now=end == now)
 
 
+def covered(ranges: Iterable[DueRange | None]) -> DueRange | None:
+    """The range several healths' counts cover together (their empty ranges aside): from the
+    earliest start to the latest end, to now when each is; None when none counts a lot."""
+    counted = [r for r in ranges if r is not None and not r.empty]
+    if not counted:
+        return None
+    start, end = min(r.start for r in counted), max(r.end for r in counted)
+    return DueRange(start, end, to_now=all(r.to_now for r in counted))
+
+
 @dataclass(frozen=True)
 class OutputHealth:
     """One output of a job with several, over the job's range: its lots by state (each output has

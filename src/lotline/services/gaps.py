@@ -292,13 +292,12 @@ class GapService:
             width = lot_grid.column_minutes(intervals, common)
             grids: list[tuple[Health, Grid | None]] = []
             for target, interval, span in rows:  # a row's totals are its health: the same lots, alike
+                held = target.lot_job is not None and target.lot_job.held
                 if span is None and (start is None or end is None):  # as its health: no lots yet
-                    held = target.lot_job is not None and target.lot_job.held
                     grids.append((Health(namespace, target.job, target.dataset, held, None, {}), None))
                     continue
                 own = lot_grid.row_resolution(interval, width)
                 grid = _grid(connection, namespace, target, shown, own, dust, now, known=interval)
-                held = target.lot_job is not None and target.lot_job.held
                 totals = {s: n for s, n in grid.totals().items() if n}
                 outputs = _outputs(connection, namespace, target, shown, grid, dust, now)
                 health = Health(namespace, target.job, target.dataset, held, due, totals, outputs=outputs)
