@@ -316,7 +316,6 @@ async def lot_page(request: Request, namespace: str, dataset: str, lot: str) -> 
     return await page(request, "lot.html", build, fresh=False)
 
 
-#: Matrix axis: a label every so many columns, and its format, per resolution.
 def _axis_labels(column: datetime.timedelta) -> tuple[int, str]:
     """Every how many columns the matrix's axis is labelled, and how: dates for columns of a day
     or more, hours for hours, times for finer ones."""
