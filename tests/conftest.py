@@ -26,6 +26,7 @@ from lotline.store.engine import Store
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 from support.databases import PG_ADMIN_URL, PgDatabases, fresh_url
+from support.jvm_archive import ensure_archive, submit_args
 from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.storage import new_s3_root, s3_options
 
@@ -37,6 +38,12 @@ def pytest_configure(config: pytest.Config) -> None:
         "slow: heavy by nature and kept whole (a Spark cluster, the demo, JVM processes, the acceptance "
         "run); -m 'not slow' for a quick loop, CI runs them all",
     )
+    # Every Spark JVM of the run starts from a class-data archive (support/jvm_archive.py), made once
+    # by the first process (pytest-xdist's workers inherit the environment); one set by hand is kept.
+    if "PYTEST_XDIST_WORKER" not in os.environ and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        folder = config.cache.mkdir("spark-cds") if config.cache is not None else None
+        archive = ensure_archive(Path(folder)) if folder is not None else None
+        os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(archive)
 
 
 def _pg_admin() -> sa.Engine:

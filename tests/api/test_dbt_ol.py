@@ -1,4 +1,4 @@
-"""A real dbt project (duckdb) run through ``dbt-ol`` into a test server, on both databases (issue
+"""A real dbt project (duckdb) run through ``dbt-ol`` into a test server on PostgreSQL (issue
 42, point 5): lotline as the lineage server of a producer it did not write.
 
 ``tests/support/dbt_project``: two seeds, ``stg_customers``, ``customer_profile_enriched_with_orders``
@@ -26,6 +26,7 @@ import requests
 from marquez_client import MarquezClient
 
 from api.conftest import AUTH, TOKEN, ApiServer
+from support.databases import ON_POSTGRESQL
 
 pytestmark = pytest.mark.dbt
 
@@ -76,6 +77,9 @@ def _get(server: ApiServer, path: str, **params: Any) -> Any:
     return answer.json()
 
 
+# On PostgreSQL only: what the server does with the events it is sent is tested on both elsewhere
+# (tests/api/test_openlineage_client.py); this is about what dbt-ol sends.
+@pytest.mark.parametrize("api_server", ON_POSTGRESQL, indirect=True)
 def test_a_dbt_project_run_through_dbt_ol(api_server: ApiServer, tmp_path: Path) -> None:
     bin_dir = _dbt_bin()
     project = tmp_path / "jaffle_shop"

@@ -122,6 +122,7 @@ SLOW_READ_TIMEOUT_S = 6.0
 SLOW_CHUNK_PAUSE_S = 1.0
 
 
+@pytest.mark.parametrize("api_server", ["sqlite"], indirect=True)  # the HTTP layer's; no store behaviour
 def test_a_slow_request_that_keeps_arriving_is_served(api_server: ApiServer) -> None:
     """The timeout is on silence, not on the request's whole duration."""
     server, thread, url = _serve(api_server.db_url, read_timeout=SLOW_READ_TIMEOUT_S)

@@ -32,6 +32,7 @@ from lotline.spark.pipeline import load_pipeline
 from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
+from support.databases import ON_POSTGRESQL
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -154,9 +155,7 @@ def _start_worker(backend_url: str, warehouse: Path, master: str, cwd: Path) -> 
     )
 
 
-@pytest.mark.parametrize(
-    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+@pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)
 @pytest.mark.slow
 def test_two_workers_on_a_cluster_survive_a_kill(
     backend_url: str, spark_master: str, tmp_path: Path, spark: SparkSession

@@ -32,6 +32,7 @@ from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from support import both_modes, several_outputs
 from support.connect_server import free_port
+from support.databases import ON_POSTGRESQL
 from support.processes import lotline
 from support.waiting import interrupted_and_redone
 
@@ -182,9 +183,7 @@ def test_several_outputs_with_checks_and_a_failed_part_retried_give_on_connect_w
     assert parts["kept untouched"]
 
 
-@pytest.mark.parametrize(
-    "backend_url", [pytest.param("postgresql", marks=pytest.mark.postgres)], indirect=True
-)
+@pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)
 def test_a_lot_killed_mid_write_on_connect_is_redone_by_the_next_run(
     backend_url: str, connect_url: str, tmp_path: Path
 ) -> None:

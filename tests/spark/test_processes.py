@@ -18,6 +18,7 @@ from lotline.spark.pipeline import load_pipeline
 from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
+from support.databases import ON_POSTGRESQL
 from support.spark import PIPELINES, ingest
 
 #: REFERENCE.md "Spark in tests", for the processes' own sessions.
@@ -33,7 +34,6 @@ SPARK_CONF = ",".join(
 
 #: Eight half-hour lots of raw logs, one line each.
 HALF_HOURS = [f"20230101PT30M{i:03d}" for i in range(8)]
-ON_POSTGRESQL = [pytest.param("postgresql", marks=pytest.mark.postgres)]
 
 
 def eight_half_hours(backend_url: str, warehouse: Path) -> Lineage:

@@ -29,7 +29,8 @@ from lotline.spark.runner import LotResult, LotRunner
 from lotline.spark.worker import Worker
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
-from spark.test_processes import ON_POSTGRESQL, SPARK_CONF, eight_half_hours
+from spark.test_processes import SPARK_CONF, eight_half_hours
+from support.databases import ON_POSTGRESQL
 from support.spark import PIPELINES, ingest
 from support.waiting import start_waiting
 

@@ -19,6 +19,10 @@ from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lotline.store.schema import metadata
 
+#: ``@pytest.mark.parametrize("backend_url", ON_POSTGRESQL, indirect=True)``: a test about PostgreSQL
+#: (or one that needs to run once, on the production database).
+ON_POSTGRESQL = [pytest.param("postgresql", marks=pytest.mark.postgres)]
+
 PG_ADMIN_URL = os.environ.get("LOTLINE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 
 
@@ -32,6 +36,8 @@ class PgDatabases:
 
     def create(self, label: str) -> str:
         name = f"lotline_test_{self.run_tag}_{label}"
+        if name in self.created:  # a session fixture made again (pytest's order of parameters)
+            name = f"{name}_{len(self.created)}"
         with self.admin.connect() as connection:
             connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
         self.created.append(name)

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from support.lots import LotWorld
-from web.conftest import Tab, UiServer
+from web.conftest import Tab, UiServer, tap
 from web.test_interop import _shot
 from web.world import NS, hour
 
@@ -87,7 +87,7 @@ _LABEL_AND_BODY = """(id) => {
 def test_a_collapsed_nodes_label_is_whole_inside_it(tab: Tab, ui_server: UiServer) -> None:
     """make, a job (white text on its colour), collapsed as seen from top hides the 84 others."""
     page, graph = _open(tab, ui_server)
-    page.evaluate(f"lotlineGraph.getElementById('{MAKE}').emit('tap')")
+    tap(page, MAKE)
     page.locator("#graph-collapse").click()
     expect(graph).to_have_attribute("data-visible", "2")
     label, text, body = page.evaluate(_LABEL_AND_BODY, MAKE)
@@ -160,7 +160,7 @@ def test_a_plain_text_5xx_in_a_panel_is_said_with_its_status(tab: Tab, proxy: tu
     failing.add("/lineage/node")
     page.goto(f"{url}/lineage?node=job:{NS}:clean&depth=1")
     expect(page.locator("#graph")).to_have_attribute("data-ready", re.compile(r"\d"))
-    page.evaluate(f"lotlineGraph.getElementById('job:{NS}:clean').emit('tap')")
+    tap(page, f"job:{NS}:clean")
     expect(page.locator("#node-details [role=alert]")).to_have_text(said)
 
     failing.add("/lineage/graph.json")

@@ -9,7 +9,7 @@ import re
 from playwright.sync_api import expect
 
 from support.lots import LotWorld
-from web.conftest import Tab, UiServer
+from web.conftest import Tab, UiServer, tap
 from web.world import NS
 
 CLEAN, RAW, LAND, CLEANED = (
@@ -45,7 +45,7 @@ def test_a_graph_shows_one_side_collapses_a_branch_and_has_an_overview(tab: Tab)
     expect(page).not_to_have_url(re.compile(r"dir="))
 
     expect(collapse).to_be_disabled()  # nothing chosen yet
-    page.evaluate(f"lotlineGraph.getElementById('{RAW}').emit('tap')")
+    tap(page, RAW)
     collapse.click()  # what lies beyond raw, seen from clean: land
     expect(graph).to_have_attribute("data-visible", "3")
     assert _shown(tab) == {CLEAN, RAW, CLEANED}

@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, expect
 
 from api.conftest import TOKEN
 from support.lots import LotWorld
-from web.conftest import Tab, UiServer
+from web.conftest import Tab, UiServer, tap
 from web.world import NS, send_event
 
 DBT = "dbt"
@@ -137,10 +137,9 @@ def test_long_names_keep_their_end_readable_and_whole_on_hover_and_in_the_panel(
         assert labels[job].startswith("…") and labels[job].endswith(job[-12:]), labels[job]
         assert len(labels[job]) <= 22
     assert labels[ORDERS] != labels[PAYMENTS]  # two failed-looking nodes no longer look alike
-    payments = f"lotlineGraph.getElementById('job:{DBT}:{PREFIX}{PAYMENTS}')"
     # The hover's tooltip (ui.js sets #graph's title to the node's whole name) is not driven here:
     # a synthetic mouseover made headless Chromium's renderer crash in 2 of 5 runs (2026-11-28).
-    page.evaluate(f"{payments}.emit('tap')")
+    tap(page, f"job:{DBT}:{PREFIX}{PAYMENTS}")
     expect(page.locator("#node-name")).to_have_text(PREFIX + PAYMENTS)
     _shot(tab, ui_server, "graph")
 

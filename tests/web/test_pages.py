@@ -14,7 +14,7 @@ from lotline.domain.coordination import Role
 from lotline.domain.graph import NodeType
 from lotline.domain.model import DatasetRef
 from lotline.domain.runs import RunState
-from web.conftest import Tab, UiServer
+from web.conftest import Tab, UiServer, tap
 from web.world import DAY, ERROR, EXPECTED_CLEAN, EXPECTED_LAND, NEXT_DAY, NS, hour, send_event
 
 DAY_RANGE = f"?from={DAY}&to={NEXT_DAY}"
@@ -89,7 +89,7 @@ def test_the_lineage_graph_draws_every_node_coloured_by_its_latest_run(tab: Tab,
     assert expected[f"job:{NS}:clean"] == RunState.FAILED.value  # hour 12's run is the newest
     assert len(expected) == 4
 
-    page.evaluate(f"lotlineGraph.getElementById('job:{NS}:land').emit('tap')")
+    tap(page, f"job:{NS}:land")
     expect(page.locator("#node-details h3")).to_have_text("land")
     faded = page.evaluate("lotlineGraph.elements('.faded').map(e => e.id())")
     assert faded == []  # a chain: every node is on land's path
