@@ -34,24 +34,23 @@ def events(
 ) -> None:
     """Print lot events (READY, REOPENED, FAILED, OVERDUE) in order; with --follow, wait for new
     ones (woken by LISTEN/NOTIFY on PostgreSQL, polling on SQLite) until SIGINT or SIGTERM."""
-    lineage = open_existing()
-    signal.signal(signal.SIGTERM, _stop)
-    try:
-        datasets = dataset or ()
-        if namespace is not None or datasets or load_settings().namespace is not None:
-            namespace = namespace_in(lineage, namespace)
-        if follow:
-            for event in lineage.lot_events.follow(after, namespace=namespace, datasets=datasets):
-                _print(event, as_json)
-        else:
-            while page := lineage.lot_events.after(after, namespace=namespace, datasets=datasets, limit=1000):
-                for event in page:
+    with open_existing() as lineage:
+        signal.signal(signal.SIGTERM, _stop)
+        try:
+            datasets = dataset or ()
+            if namespace is not None or datasets or load_settings().namespace is not None:
+                namespace = namespace_in(lineage, namespace)
+            if follow:
+                for event in lineage.lot_events.follow(after, namespace=namespace, datasets=datasets):
                     _print(event, as_json)
-                after = page[-1].position
-    except KeyboardInterrupt:
-        pass  # stopped: a clean end for a follower
-    finally:
-        lineage.close()
+            else:
+                events = lineage.lot_events
+                while page := events.after(after, namespace=namespace, datasets=datasets, limit=1000):
+                    for event in page:
+                        _print(event, as_json)
+                    after = page[-1].position
+        except KeyboardInterrupt:
+            pass  # stopped: a clean end for a follower
 
 
 def _stop(_signum: int, _frame: FrameType | None) -> None:

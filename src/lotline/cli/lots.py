@@ -307,10 +307,7 @@ def retry(
     """Retry a job's failed lots now — those given up on after too many failed attempts
     (LOTLINE_MAX_ATTEMPTS) and those waiting out their back-off — with their count of failures back
     to 0; a worker or `lotline run` takes them next."""
-    lineage = open_existing()
-    try:
+    with open_existing() as lineage:
         namespace = namespace_in(lineage, namespace)
         count = lineage.lots.retry(namespace, job, lots)
-    finally:
-        lineage.close()
     print(f"job {job}: {count} failed lot{'' if count == 1 else 's'} to be retried")

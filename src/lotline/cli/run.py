@@ -88,26 +88,24 @@ def run(
         _print_plan(loaded, jobs, as_json)
         return
     check_master(settings.spark_master)
-    lineage = open_configured(settings)
-    try:
-        summary = _run(
-            lineage,
-            loaded,
-            settings,
-            jobs,
-            workers=workers,
-            retries=retries,
-            lease=timedelta(seconds=lease),
-            window=window,
-            quiet=as_json,
-        )
+    with open_configured(settings) as lineage:
+        try:
+            summary = _run(
+                lineage,
+                loaded,
+                settings,
+                jobs,
+                workers=workers,
+                retries=retries,
+                lease=timedelta(seconds=lease),
+                window=window,
+                quiet=as_json,
+            )
+        except NothingEligible as nothing:
+            document = {"pipeline": loaded.name, "namespace": loaded.namespace, "jobs": [], "errors": []}
+            print(json.dumps({**document, "nothingEligible": str(nothing)}) if as_json else str(nothing))
+            return
         stale = stale_lots(lineage, loaded, jobs)
-    except NothingEligible as nothing:
-        document = {"pipeline": loaded.name, "namespace": loaded.namespace, "jobs": [], "errors": []}
-        print(json.dumps({**document, "nothingEligible": str(nothing)}) if as_json else str(nothing))
-        return
-    finally:
-        lineage.close()
     print_summary(loaded, summary, as_json)
     if not as_json:
         for _, line in stale:

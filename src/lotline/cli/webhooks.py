@@ -28,39 +28,38 @@ def webhooks(
     settings = load_settings()
     if not settings.webhook_urls:
         raise InvalidInput("no webhook configured: set LOTLINE_WEBHOOK_URLS (comma-separated URLs).")
-    lineage = open_configured(settings, create=False)
-    stop = threading.Event()
+    with open_configured(settings, create=False) as lineage:
+        stop = threading.Event()
 
-    def on_signal(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
+        def on_signal(_signum: int, _frame: FrameType | None) -> None:
+            stop.set()
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
-    # One thread per URL delivers (a slow receiver holds up only its own; during a database outage
-    # each waits quietly); this one listens for new events, wakes them, and says when the database
-    # goes away and comes back.
-    deliverers = lineage.webhooks.deliverers(settings.webhook_urls, _print, poll)
-    outage = Outage(stop=stop)  # a database outage is waited out (docs/deploy.md)
-    subscription: Listener | None = None
-    deliverers.start()
-    try:
-        while not stop.is_set():
-            try:
-                if subscription is None:
-                    subscription = lineage.lot_events.subscribe()
-                    outage.recovered()
-                subscription.wait(poll)
-                deliverers.wake()
-            except DatabaseUnavailable as error:
-                if subscription is not None:
-                    subscription.close()
-                    subscription = None
-                outage.wait(error)
-    finally:
-        deliverers.stop()
-        if subscription is not None:
-            subscription.close()
-        lineage.close()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
+        # One thread per URL delivers (a slow receiver holds up only its own; during a database outage
+        # each waits quietly); this one listens for new events, wakes them, and says when the database
+        # goes away and comes back.
+        deliverers = lineage.webhooks.deliverers(settings.webhook_urls, _print, poll)
+        outage = Outage(stop=stop)  # a database outage is waited out (docs/deploy.md)
+        subscription: Listener | None = None
+        deliverers.start()
+        try:
+            while not stop.is_set():
+                try:
+                    if subscription is None:
+                        subscription = lineage.lot_events.subscribe()
+                        outage.recovered()
+                    subscription.wait(poll)
+                    deliverers.wake()
+                except DatabaseUnavailable as error:
+                    if subscription is not None:
+                        subscription.close()
+                        subscription = None
+                    outage.wait(error)
+        finally:
+            deliverers.stop()
+            if subscription is not None:
+                subscription.close()
 
 
 _printing = threading.Lock()

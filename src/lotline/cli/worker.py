@@ -48,7 +48,6 @@ def worker(
     loaded = load_pipeline_with_spark(settings, pipeline)
     jobs = loaded.select(job) if job else loaded.ordered_jobs()
     check_master(settings.spark_master)
-    lineage = open_configured(settings)
     stop = threading.Event()
     runner: LotRunner | None = None
 
@@ -61,28 +60,26 @@ def worker(
         print("lotline worker: stopping after the lot in progress (signal again to fail it now)", flush=True)
 
     name = f"{socket.gethostname()}:{os.getpid()}"
-    try:
-        register(lineage, loaded)
-        with spark_session(settings, f"lotline worker {loaded.name}") as spark, quiet_py4j():
-            # After the session: PySpark's own SIGINT handler would only cancel Spark's jobs.
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                signal.signal(signum, on_signal)
-            runner = LotRunner(
-                lineage,
-                loaded,
-                spark,
-                lease=timedelta(seconds=lease),
-                quiet=settings.log_level in QUIET_LEVELS,
-            )
-            print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
-            tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
-            print(
-                f"lotline worker {name}: stopped; {tally.done} lots done, {tally.failed} failed", flush=True
-            )
-    except KeyboardInterrupt:
-        print("lotline worker: stopped during a lot (it was failed cleanly)", flush=True)
-    finally:
-        lineage.close()
+    with open_configured(settings) as lineage:
+        try:
+            register(lineage, loaded)
+            with spark_session(settings, f"lotline worker {loaded.name}") as spark, quiet_py4j():
+                # After the session: PySpark's own SIGINT handler would only cancel Spark's jobs.
+                for signum in (signal.SIGTERM, signal.SIGINT):
+                    signal.signal(signum, on_signal)
+                runner = LotRunner(
+                    lineage,
+                    loaded,
+                    spark,
+                    lease=timedelta(seconds=lease),
+                    quiet=settings.log_level in QUIET_LEVELS,
+                )
+                print(f"lotline worker {name}: {', '.join(j.name for j in jobs)}", flush=True)
+                tally = Worker(runner, jobs, name=name, poll=poll, on_result=_print).run(stop, idle_exit)
+                done = f"{tally.done} lots done, {tally.failed} failed"
+                print(f"lotline worker {name}: stopped; {done}", flush=True)
+        except KeyboardInterrupt:
+            print("lotline worker: stopped during a lot (it was failed cleanly)", flush=True)
 
 
 def _print(result: LotResult) -> None:
