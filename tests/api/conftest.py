@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from lotline.api.protocol import LotlineHttpProtocol
 from lotline.domain.clock import SYSTEM_CLOCK, Clock
 from lotline.services.config import Settings
 from lotline.store.engine import Store
+from support.polling import wait_until
 
 TOKEN = "s3cret-test-token"
 #: The test servers' read timeout: short, so that the tests of stalled requests are quick.
@@ -73,11 +73,12 @@ def _serve(
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the API server did not start")
-        time.sleep(0.05)
+
+    def started() -> bool:
+        assert thread.is_alive(), "the API server's thread ended before it started"
+        return bool(server.started)
+
+    wait_until(started, timeout=30, every=0.05, what="the API server to start")
     return server, thread, f"http://127.0.0.1:{port}"
 
 

@@ -10,9 +10,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,17 +18,10 @@ import requests
 
 from support.ol import run_event
 from support.pg_cluster import ThrowawayPostgres
+from support.polling import wait_until
 
 GONE = "database unavailable"
 BACK = "database available again"
-
-
-def _until(condition: Callable[[], bool], what: str, seconds: float = 120) -> None:
-    """Wait for ``condition`` (polled), failing with ``what`` after ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
 
 
 def _requests(base: str) -> list[int]:
@@ -72,18 +63,26 @@ def test_serve_says_once_that_the_database_went_away_and_once_that_it_is_back(
             return False
 
     try:
-        _until(healthy, "lotline serve did not come up")
+        wait_until(healthy, timeout=120, what="lotline serve to come up")
         assert set(_requests(base)) <= {200, 201}
         # Twice: the projector process may still be starting at the first outage (it then waits it
         # out before it opens the store); at the second it is running, its loop meets it.
         for outage in (1, 2):
             own_postgres.stop()
             assert 503 in _requests(base)
-            _until(lambda n=outage: log_path.read_text().count(GONE) == n, "the outage was never said")
+            wait_until(
+                lambda n=outage: log_path.read_text().count(GONE) == n,
+                timeout=120,
+                what="the outage to be said",
+            )
             assert 503 in _requests(base)
             own_postgres.resume()
-            _until(healthy, "lotline serve did not recover")
-            _until(lambda n=outage: log_path.read_text().count(BACK) == n, "the recovery was never said")
+            wait_until(healthy, timeout=120, what="lotline serve to recover")
+            wait_until(
+                lambda n=outage: log_path.read_text().count(BACK) == n,
+                timeout=120,
+                what="the recovery to be said",
+            )
             assert set(_requests(base)) <= {200, 201}
     finally:
         server.send_signal(signal.SIGTERM)

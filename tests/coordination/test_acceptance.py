@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ from lotline.store.engine import Store
 from support.lot_workers import claim_from_json, land, work
 from support.lots import LotWorld
 from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
+from support.polling import wait_until
 
 CHAIN = ["clean", "enrich", "aggregate"]
 DATASETS = ["raw", "cleaned", "enriched", "aggregated"]
@@ -62,9 +62,11 @@ def _lot_ids(count: int) -> list[str]:
 
 
 def _wait_for(paths: list[Path], processes: list[multiprocessing.process.BaseProcess]) -> None:
-    while not all(p.exists() for p in paths):
+    def held() -> bool:
         assert any(p.is_alive() for p in processes), "workers ended before the victims held their claims"
-        time.sleep(0.05)
+        return all(p.exists() for p in paths)
+
+    wait_until(held, timeout=600, every=0.05, what="the victims to hold their claims")
 
 
 def _done(lineage: Lineage, namespace: str) -> int:
@@ -73,8 +75,9 @@ def _done(lineage: Lineage, namespace: str) -> int:
 
 def _restart_midway(lineage: Lineage, namespace: str, server: ThrowawayPostgres, lots: int) -> None:
     """Restart the server while the workers are busy, and check that they were: the run carries on."""
-    while _done(lineage, namespace) < RESTART_AT * lots:
-        time.sleep(0.2)
+    wait_until(
+        lambda: _done(lineage, namespace) >= RESTART_AT * lots, timeout=600, what="the run's first part"
+    )
     server.restart()
     assert _done(lineage, namespace) < lots, "the run ended before the restart; nothing carried on"
 

@@ -9,7 +9,6 @@ import contextlib
 import json
 import multiprocessing
 import random
-import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +27,7 @@ from lotline.store.schema import data_status, datasets, ready_lot_counts
 from support import count_workers
 from support.databases import PgDatabases, fresh_url
 from support.lots import LotWorld
+from support.polling import wait_until
 
 LOTS = [f"2023010{day}PT1H{hour:03d}" for day in (1, 2) for hour in range(24)]
 FIRST_KEY, LAST_KEY = LOTS[0][:-1], LOTS[-1][:-1]
@@ -231,9 +231,12 @@ def test_compactions_racing_writers_in_separate_processes_lose_nothing(
         ]
         for process in compactors:
             process.start()
-        while not all((tmp_path / f"c{n}.ready").exists() for n in range(2)):
+
+        def compacting() -> bool:
             assert all(p.is_alive() for p in compactors), "a compactor ended before the writers began"
-            time.sleep(0.05)
+            return all((tmp_path / f"c{n}.ready").exists() for n in range(2))
+
+        wait_until(compacting, timeout=600, every=0.05, what="the compactors to start")
         for process in writers:
             process.start()
         for process in writers:

@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,6 +32,7 @@ from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.databases import ON_POSTGRESQL
+from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -80,14 +80,6 @@ def _free_port() -> int:
     return port
 
 
-def _until(condition: object, what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 @pytest.fixture(scope="module")
 def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``spark://127.0.0.1:<port>``: a standalone master with one two-core worker."""
@@ -124,7 +116,7 @@ def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except OSError:
                 return False
 
-        _until(worker_alive, "the Spark worker to register with the master", 90)
+        wait_until(worker_alive, timeout=90, what="the Spark worker to register with the master")
         yield url
     finally:
         for process in reversed(processes):
@@ -178,7 +170,7 @@ def test_two_workers_on_a_cluster_survive_a_kill(
                     return row.owner
             return None
 
-        _until(lambda: hanging() is not None, "a worker to take the hanging lot", 120)
+        wait_until(lambda: hanging() is not None, timeout=120, what="a worker to take the hanging lot")
         owner = hanging()
         assert owner is not None
         victim = next(w for w in workers if owner.endswith(f":{w.pid}"))

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,18 +25,12 @@ from lotline.store.engine import Store
 from lots.test_webhooks import Receiver
 from spark.test_processes import SPARK_CONF
 from support.pg_cluster import ThrowawayPostgres
+from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 
 pytestmark = pytest.mark.postgres
 HALF = ["20230101PT30M000", "20230101PT30M001"]
 DEADLINE_S = 300
-
-
-def _wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 class _Command:
@@ -92,27 +85,51 @@ def test_worker_events_and_webhooks_wait_out_a_database_restart(
         "webhooks": _Command(tmp_path, "webhooks", env, "webhooks", "--poll", "0.2"),
     }
     try:
-        _wait_for(lambda: "lotline worker" in commands["worker"].stdout(), "the worker to start")
+        wait_until(
+            lambda: "lotline worker" in commands["worker"].stdout(),
+            timeout=DEADLINE_S,
+            what="the worker to start",
+        )
         with lineage.store.read() as connection:  # the webhook's position starts at the end of the log
             count = "SELECT count(*) FROM webhook_deliveries"
-            _wait_for(lambda: connection.exec_driver_sql(count).scalar_one() == 1, "the webhooks' first look")
+            wait_until(
+                lambda: connection.exec_driver_sql(count).scalar_one() == 1,
+                timeout=DEADLINE_S,
+                what="the webhooks' first look",
+            )
         ingest(lineage, "weblogs", "raw_logs", HALF[0], [["2023-01-01T00:01:00 /a 200"]])
-        _wait_for(lambda: lineage.lots.counts("weblogs", "parse") == {Status.READY: 1}, "the first lot")
+        wait_until(
+            lambda: lineage.lots.counts("weblogs", "parse") == {Status.READY: 1},
+            timeout=DEADLINE_S,
+            what="the first lot",
+        )
         lineage.store.dispose()
 
         own_postgres.stop()
         for name, command in commands.items():
-            _wait_for(_says(command, "database unavailable ("), f"{name} to notice")
+            wait_until(_says(command, "database unavailable ("), timeout=DEADLINE_S, what=f"{name} to notice")
             assert command.process.poll() is None, (name, command.stderr()[-3000:])
         own_postgres.resume()
         for name, command in commands.items():
-            _wait_for(_says(command, "database available again"), f"{name} to resume")
+            wait_until(
+                _says(command, "database available again"), timeout=DEADLINE_S, what=f"{name} to resume"
+            )
             assert command.process.poll() is None, (name, command.stderr()[-3000:])
 
         ingest(lineage, "weblogs", "raw_logs", HALF[1], [["2023-01-01T00:31:00 /b 200"]])
-        _wait_for(lambda: lineage.lots.counts("weblogs", "hourly_counts") == {Status.READY: 1}, "the hour")
-        _wait_for(lambda: "20230101PT1H000" in commands["events"].stdout(), "the follower to print the hour")
-        _wait_for(lambda: "20230101PT1H000" in json.dumps(receiver.bodies), "the webhook")
+        wait_until(
+            lambda: lineage.lots.counts("weblogs", "hourly_counts") == {Status.READY: 1},
+            timeout=DEADLINE_S,
+            what="the hour",
+        )
+        wait_until(
+            lambda: "20230101PT1H000" in commands["events"].stdout(),
+            timeout=DEADLINE_S,
+            what="the follower to print the hour",
+        )
+        wait_until(
+            lambda: "20230101PT1H000" in json.dumps(receiver.bodies), timeout=DEADLINE_S, what="the webhook"
+        )
     finally:
         if not (own_postgres.data / "postmaster.pid").exists():
             own_postgres.resume()  # a failure while it was down: the fixture stops it

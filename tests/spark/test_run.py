@@ -8,7 +8,6 @@ The weblogs pipeline (``pipelines/weblogs.py``): raw half-hour text lots -> ``pa
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -27,6 +26,7 @@ from lotline.spark.run import RunSummary, Window, run_pipeline
 from lotline.spark.runner import RUNNER_LEASE, LotRunner
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
+from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -261,20 +261,15 @@ def _invalidate(lineage: Lineage) -> Callable[[Lot], object]:
 HEARTBEAT_DEADLINE_S = 120.0
 
 
-def _until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + HEARTBEAT_DEADLINE_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def _until_the_heartbeat_notices(caplog: pytest.LogCaptureFixture) -> Callable[[Lot], object]:
     """Go on working until the heartbeat has found the claim lost (however long that takes)."""
 
     def noticed() -> bool:
         return any("no longer a live claim" in r.getMessage() for r in caplog.records)
 
-    return lambda lot: _until(noticed, "the heartbeat to notice the lost claim")
+    return lambda lot: wait_until(
+        noticed, timeout=HEARTBEAT_DEADLINE_S, every=0.02, what="the heartbeat to notice the lost claim"
+    )
 
 
 def _three_leases_on(lineage: Lineage, clock: ManualClock, lease: timedelta) -> Callable[[Lot], object]:
@@ -287,7 +282,12 @@ def _three_leases_on(lineage: Lineage, clock: ManualClock, lease: timedelta) -> 
 
     def work(_lot: Lot) -> None:
         for _ in range(6):
-            _until(lambda: (expires() or clock.now()) >= clock.now() + lease, "a heartbeat")
+            wait_until(
+                lambda: (expires() or clock.now()) >= clock.now() + lease,
+                timeout=HEARTBEAT_DEADLINE_S,
+                every=0.02,
+                what="a heartbeat",
+            )
             clock.advance(lease / 2)
 
     return work

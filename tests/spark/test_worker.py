@@ -31,6 +31,7 @@ from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from spark.test_processes import SPARK_CONF, eight_half_hours
 from support.databases import ON_POSTGRESQL
+from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 from support.waiting import start_waiting
 
@@ -78,13 +79,6 @@ def _start_worker(
     )
 
 
-def _wait_for(condition: object, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 @pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
 def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
     backend_url: str, tmp_path: Path
@@ -95,7 +89,11 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         ingest(lineage, "slow", "events", HALF[0], [["a", "b", "c"]])
         first = _start_worker(tmp_path, backend_url, warehouse, "--lease", "3")
         try:
-            _wait_for(lambda: lineage.lots.counts("slow", "copy").get(Status.RUNNING) == 1, 120)
+            wait_until(
+                lambda: lineage.lots.counts("slow", "copy").get(Status.RUNNING) == 1,
+                timeout=120,
+                what="the lot to run",
+            )
             time.sleep(1.0)  # inside the slow transform (it sleeps 600 s on attempt 1)
             first.send_signal(signal.SIGKILL)
             first.wait(timeout=30)
@@ -106,7 +104,11 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
 
         second = _start_worker(tmp_path, backend_url, warehouse, "--lease", "3")
         try:
-            _wait_for(lambda: lineage.lots.counts("slow", "copy") == {Status.READY: 1}, 120)
+            wait_until(
+                lambda: lineage.lots.counts("slow", "copy") == {Status.READY: 1},
+                timeout=120,
+                what="the lot redone",
+            )
             second.send_signal(signal.SIGTERM)
             out, err = second.communicate(timeout=60)
         finally:
@@ -143,7 +145,9 @@ def test_a_dead_workers_run_cannot_be_completed_through_the_api_until_a_worker_r
         assert "dead-worker" in refused.json()["message"]
         # The worker dies: its last heartbeat leaves a lease that runs out at once.
         beaten = lineage.lots.heartbeat(claim, lease=timedelta(milliseconds=1))
-        _wait_for(lambda: datetime.now(UTC) > beaten.lease_expires_at, 30)
+        wait_until(
+            lambda: datetime.now(UTC) > beaten.lease_expires_at, timeout=30, what="the lease to expire"
+        )
         refused = requests.post(complete, headers=AUTH, timeout=30)
         assert refused.status_code == 409 and "run out" in refused.json()["message"], refused.text
 
@@ -220,7 +224,11 @@ def test_a_sigterm_to_the_worker_s_process_group_finishes_the_lot_in_progress(
         args, lineage.store.url, tmp_path / "warehouse", wait, tmp_path, LOTLINE_SPARK_CONF=SPARK_CONF
     )
     try:
-        _wait_for(lambda: (wait / "started").exists() or worker.poll() is not None, 600)
+        wait_until(
+            lambda: (wait / "started").exists() or worker.poll() is not None,
+            timeout=600,
+            what="the lot to start",
+        )
         assert worker.poll() is None, worker.communicate()
         os.killpg(worker.pid, signal.SIGTERM)  # the worker's whole group, as systemd does
         (wait / "release").touch()
