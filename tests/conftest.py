@@ -25,7 +25,7 @@ from lotline.store.engine import Store
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-from support.databases import PG_ADMIN_URL, PgDatabases, fresh_url
+from support.databases import PG_ADMIN_URL, PgDatabases, fresh_url, store_of
 from support.jvm_archive import ensure_archive, submit_args
 from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.storage import new_s3_root, s3_options
@@ -116,12 +116,9 @@ def backend_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def lineage(request: pytest.FixtureRequest, backend_url: str, tmp_path: Path) -> Iterator[Lineage]:
-    """The use cases over a fresh database and a private local warehouse. On PostgreSQL, over the
-    run's one ``Store`` (its database emptied for the test): SQLAlchemy keeps the SQL it compiled
-    per engine, and an engine per test compiled every statement again (a quarter of a contract
-    test's time). Closing it at the end only closes its connections."""
-    pg_store: Store | None = request.getfixturevalue("pg_store") if backend_url.startswith("postgresql") else None
-    service = Lineage.over(pg_store or Store(backend_url), Storage(str(tmp_path / "warehouse")))
+    """The use cases over a fresh database and a private local warehouse (``store_of``: on
+    PostgreSQL the run's one store, whose closing at the end only closes its connections)."""
+    service = Lineage.over(store_of(request, backend_url), Storage(str(tmp_path / "warehouse")))
     yield service
     service.close()
 

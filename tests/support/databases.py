@@ -85,5 +85,11 @@ def fresh_url(request: pytest.FixtureRequest, backend: str) -> str:
 def empty_database(request: pytest.FixtureRequest, backend: str) -> Iterator[Lineage]:
     """A fresh database's use cases, for tests that need several in one test (e.g. Hypothesis)."""
     warehouse = request.getfixturevalue("tmp_path") / "warehouse"
-    with Lineage.over(Store(fresh_url(request, backend)), Storage(str(warehouse))) as lineage:
+    with Lineage.over(store_of(request, fresh_url(request, backend)), Storage(str(warehouse))) as lineage:
         yield lineage
+
+
+def store_of(request: pytest.FixtureRequest, url: str) -> Store:
+    """A ``Store`` over ``url`` from ``fresh_url``: on PostgreSQL the run's one (its engine keeps the
+    SQL it compiled; an engine per test compiled every statement again), else a new one."""
+    return request.getfixturevalue("pg_store") if url.startswith("postgresql") else Store(url)
