@@ -39,7 +39,7 @@ from support.waiting import interrupted_and_redone
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-pytestmark = pytest.mark.connect
+pytestmark = [pytest.mark.connect, pytest.mark.slow]
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: What differs by mode: the application (master, id, a Connect session's id) and the stack.
 _BY_MODE = ("spark_applicationDetails",)

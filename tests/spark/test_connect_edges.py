@@ -24,7 +24,11 @@ from support.connect_server import connect_server
 from support.processes import lotline
 from support.spark import PIPELINES, ingest
 
-pytestmark = [pytest.mark.connect, pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)]
+pytestmark = [
+    pytest.mark.connect,
+    pytest.mark.slow,
+    pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True),
+]
 TOKEN = secrets.token_hex(16)
 LOT = "20230101PT30M000"
 HELPED = PIPELINES / "shipped" / "helped.py"

@@ -28,7 +28,7 @@ from support.pg_cluster import ThrowawayPostgres
 from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 HALF = ["20230101PT30M000", "20230101PT30M001"]
 DEADLINE_S = 300
 

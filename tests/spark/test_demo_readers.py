@@ -33,6 +33,8 @@ from lotline.store.engine import Store
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+pytestmark = pytest.mark.slow  # the demo pipeline run whole
+
 NS = "weblogs"
 DAY = datetime(2026, 1, 5, tzinfo=UTC)
 START = DAY + timedelta(hours=9)

@@ -12,6 +12,8 @@ import pytest
 
 from support.waiting import interrupted_and_redone
 
+pytestmark = pytest.mark.slow  # Spark in processes of their own
+
 
 # What Ctrl-C does is the runner's and the process's; failing a lot and redoing it on each database
 # is the contract suite's and the retry tests'. Once, on SQLite: two JVMs per backend otherwise.

@@ -21,6 +21,8 @@ from lotline.store.engine import Store
 from support.databases import ON_POSTGRESQL
 from support.spark import PIPELINES, ingest
 
+pytestmark = pytest.mark.slow  # Spark in processes of their own
+
 #: REFERENCE.md "Spark in tests", for the processes' own sessions.
 SPARK_CONF = ",".join(
     [

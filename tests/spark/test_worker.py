@@ -38,6 +38,8 @@ from support.waiting import start_waiting
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+pytestmark = pytest.mark.slow  # Spark in processes of their own
+
 NS = "weblogs"
 HALF = ["20230101PT30M000", "20230101PT30M001"]
 
