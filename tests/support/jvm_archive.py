@@ -88,3 +88,7 @@ def ensure_archive(folder: Path) -> Path | None:
         return None
     partial.replace(archive)  # whole or absent: a JVM never maps a half-written archive
     return archive
+
+
+if __name__ == "__main__":  # scripts/test makes it while its checks run: python jvm_archive.py FOLDER
+    ensure_archive(Path(sys.argv[1]))
