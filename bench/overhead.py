@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 from lotline.domain.lots import Interval, lot_at
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage, open_lineage
+from lotline.services.lots import OutputWritten
 from lotline.spark.connect import is_connect_master
 from lotline.spark.examples import sample_logs, weblogs
 from lotline.spark.pipeline import Lot, Pipeline, expect
@@ -82,7 +83,7 @@ def _publish_raw(lineage: Lineage, files: list[sample_logs.LandingFile]) -> None
         assert claim is not None
         uri = file.path.resolve().as_uri()
         objects = lineage.storage.describe_written(uri, format="text")
-        lineage.lots.complete(claim, manifest=ManifestDraft(uri, objects))
+        lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(ManifestDraft(uri, objects))})
 
 
 def lotline_round(

@@ -17,6 +17,7 @@ from pathlib import Path
 from bench._server import fresh_database
 from lotline.domain.manifests import ManifestDraft, ManifestObject
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 
@@ -37,7 +38,9 @@ def _publish(lineage: Lineage, lots: int) -> None:
         found = ManifestObject(
             f"{location}/part-0.parquet", 100, datetime.datetime.now(datetime.UTC), "parquet"
         )
-        lineage.lots.complete(claim, manifest=ManifestDraft(location, (found,), 1))
+        lineage.lots.complete(
+            claim, outputs={claim.dataset: OutputWritten(ManifestDraft(location, (found,), 1))}
+        )
 
 
 def _best_ms(lineage: Lineage, start: str | None, end: str | None) -> tuple[int, float]:

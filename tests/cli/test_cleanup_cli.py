@@ -9,6 +9,7 @@ from pathlib import Path
 
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
@@ -53,7 +54,12 @@ def test_superseded_objects_go_after_the_configured_grace_and_a_bad_grace_change
             location = storage.attempt_uri("cli", "raw", "d1", claim.attempt)
             storage.write_bytes(f"{location}/part-0.txt", b"data\n")
             lineage.lots.complete(
-                claim, manifest=ManifestDraft(location, storage.describe_written(location, format="text"))
+                claim,
+                outputs={
+                    claim.dataset: OutputWritten(
+                        ManifestDraft(location, storage.describe_written(location, format="text"))
+                    )
+                },
             )
             attempts.append(f"{location}/part-0.txt")
             if len(attempts) == 1:

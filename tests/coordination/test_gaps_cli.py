@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from lotline.domain.manifests import ManifestDraft
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 from support.processes import lotline
 
@@ -45,7 +46,9 @@ def _complete_empty(world: LotWorld, job: str, dataset: str, lot: str) -> None:
     claim = world.claim(job, lot)
     assert claim is not None
     location = world.lineage.storage.attempt_uri(world.ns, dataset, lot, claim.attempt)
-    world.lots.complete(claim, manifest=ManifestDraft(location, (), row_count=0))
+    world.lots.complete(
+        claim, outputs={claim.dataset: OutputWritten(ManifestDraft(location, (), row_count=0))}
+    )
 
 
 def test_gaps_prints_counts_and_runs(hours: LotWorld, backend_url: str, tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.grid import Grid, Resolution
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 
 DAY, NEXT_DAY = "2023-01-01", "2023-01-02"
@@ -29,7 +30,7 @@ def _complete(world: LotWorld, job: str, dataset: str, lot: str, *, empty: bool 
     if empty:
         location = world.lineage.storage.attempt_uri(world.ns, dataset, lot, claim.attempt)
         draft = ManifestDraft(location, (), row_count=0)
-    world.lots.complete(claim, manifest=draft)
+    world.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
 
 
 def _fail(world: LotWorld, job: str, lot: str) -> None:

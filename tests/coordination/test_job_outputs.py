@@ -12,7 +12,7 @@ from lotline.domain.clock import ManualClock
 from lotline.domain.coordination import Status
 from lotline.domain.errors import Conflict, InvalidInput, NotFound
 from lotline.domain.manifests import LotEventKind
-from lotline.services.lots import OtherOutput
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 
 LOT = "2023-01-01"
@@ -58,13 +58,15 @@ def test_a_job_s_outputs_move_together(timed_world: LotWorld, clock: ManualClock
         ("second", LotEventKind.FAILED),
     ]
 
-    # Completion publishes both; a name that is not another output is refused, nothing written.
+    # Completion publishes both; a name that is not one of its outputs is refused, nothing written.
     claim = world.claim("split", LOT)
     assert claim is not None and claim.attempt == 2
-    with pytest.raises(InvalidInput, match="job split has no other output downstream"):
-        lots.complete(claim, others={"downstream": OtherOutput()})
+    with pytest.raises(
+        InvalidInput, match=r"job split has no output downstream \(its outputs: first, second\)"
+    ):
+        lots.complete(claim, outputs={"first": OutputWritten(), "downstream": OutputWritten()})
     assert _statuses(world, "split")["second"] == "RUNNING"
-    lots.complete(claim, others={"second": OtherOutput(facets={"lotline_test": {"n": 1}})})
+    lots.complete(claim, outputs={"second": OutputWritten(facets={"lotline_test": {"n": 1}})})
     assert _statuses(world, "split") == {"first": "READY", "second": "READY", "downstream": None}
     assert lots.counts(world.ns, "split") == {Status.READY: 1}  # one lot, counted once (issue 39.1)
     second = world.lineage.versions.current_version(world.ns, "second", LOT)

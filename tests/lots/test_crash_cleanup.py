@@ -18,6 +18,7 @@ from lotline.domain.coordination import ArcState, Status
 from lotline.domain.manifests import ManifestDraft, ManifestState
 from lotline.services import Lineage
 from lotline.services.cleanup import CleanupReport
+from lotline.services.lots import OutputWritten
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from lotline.store.types import utcnow
@@ -75,7 +76,7 @@ def _publish(world: LotWorld, name: str) -> ManifestDraft:
     location = storage.attempt_uri(NS, "raw", LOT, claim.attempt)
     storage.write_bytes(f"{location}/{name}", b"good\n")
     draft = ManifestDraft(location, storage.describe_written(location, format="text"))
-    world.lots.complete(claim, manifest=draft)
+    world.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     return draft
 
 
@@ -199,7 +200,7 @@ def test_what_spark_leaves_beside_a_published_attempt_is_not_garbage(crash_linea
         storage.write_bytes(f"{location}/{name}", b"x")
     draft = ManifestDraft(location, storage.describe_written(location, format="parquet"))
     assert [o.uri.rsplit("/", 1)[-1] for o in draft.objects] == ["part-00000.parquet"]
-    world.lots.complete(claim, manifest=draft)
+    world.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     stray = storage.attempt_uri(NS, "raw", "2023-01-02", 1) + "/_SUCCESS"  # no manifest: garbage
     storage.write_bytes(stray, b"")
     later = utcnow() + timedelta(hours=1)

@@ -16,6 +16,7 @@ from lotline.domain.coordination import ArcState, LotClaim
 from lotline.domain.errors import Conflict, InvalidInput
 from lotline.domain.manifests import LotEventKind, ManifestDraft, ManifestState
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.lots import LotWorld
@@ -52,7 +53,7 @@ def test_complete_publishes_manifest_version_status_and_event_together(world: Lo
     claim = _claim(world, "ingest")
     assert lineage.manifests.current(world.ns, "raw", LOT) is None  # RUNNING: nothing to read
     draft = _write(lineage, claim, "a.log", "b.log")
-    manifest_id = lineage.lots.complete(claim, manifest=draft)
+    [manifest_id] = lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)}).values()
 
     manifest = lineage.manifests.current(world.ns, "raw", LOT)
     assert manifest is not None and manifest.id == manifest_id
@@ -79,7 +80,9 @@ def test_a_lot_without_data_is_published_with_an_empty_manifest(world: LotWorld)
     lineage = world.lineage
     claim = _claim(world, "ingest")
     location = lineage.storage.attempt_uri(world.ns, "raw", LOT, claim.attempt)
-    lineage.lots.complete(claim, manifest=ManifestDraft(location, (), row_count=0))
+    lineage.lots.complete(
+        claim, outputs={claim.dataset: OutputWritten(ManifestDraft(location, (), row_count=0))}
+    )
     manifest = lineage.manifests.current(world.ns, "raw", LOT)
     assert manifest is not None and manifest.state is ManifestState.EMPTY and manifest.objects == ()
     assert world.claim("parse") is not None  # an empty lot is present: downstream runs on it
@@ -91,8 +94,9 @@ def test_a_failure_leaves_a_removed_partial_manifest_and_the_lot_eligible(world:
     draft = _write(lineage, claim, "half.log")
     stray = f"{draft.location}/written-after-listing.log"
     lineage.storage.write_bytes(stray, b"x")
-    manifest_id = lineage.lots.fail(claim, manifest=draft, error=RuntimeError("disk full"))
-    assert manifest_id is not None
+    [manifest_id] = lineage.lots.fail(
+        claim, outputs={claim.dataset: OutputWritten(draft)}, error=RuntimeError("disk full")
+    ).values()
 
     removed = lineage.manifests.get(manifest_id)
     assert removed.state is ManifestState.REMOVED
@@ -115,7 +119,7 @@ def test_a_failure_leaves_a_removed_partial_manifest_and_the_lot_eligible(world:
     assert retry.attempt == 2
     draft2 = _write(lineage, retry, "whole.log")
     assert draft2.location != draft.location
-    lineage.lots.complete(retry, manifest=draft2)
+    lineage.lots.complete(retry, outputs={retry.dataset: OutputWritten(draft2)})
     history = lineage.manifests.history(world.ns, "raw", LOT)
     assert [(m.attempt, m.state) for m in history] == [
         (1, ManifestState.REMOVED),
@@ -137,7 +141,9 @@ def test_a_failure_whose_objects_cannot_be_removed_is_still_recorded_and_not_an_
         pytest.skip("chattr +i (an object nobody may delete) is not available here")
     try:
         with caplog.at_level(logging.WARNING, logger="lotline.services.lots"):
-            manifest_id = lineage.lots.fail(claim, manifest=draft, error="disk full")
+            [manifest_id] = lineage.lots.fail(
+                claim, outputs={claim.dataset: OutputWritten(draft)}, error="disk full"
+            ).values()
     finally:
         subprocess.run(["chattr", "-i", path], check=True)
     assert manifest_id is not None
@@ -155,7 +161,7 @@ def test_a_late_commit_writes_no_manifest(world: LotWorld) -> None:
     draft = _write(lineage, claim, "late.log")
     clock.advance(timedelta(seconds=1))  # the lease runs out: the claim is no longer live
     with pytest.raises(Conflict):
-        lineage.lots.complete(claim, manifest=draft)
+        lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     assert lineage.manifests.history(world.ns, "raw", LOT) == []
     assert lineage.lot_events.after(0) == []
 
@@ -163,10 +169,10 @@ def test_a_late_commit_writes_no_manifest(world: LotWorld) -> None:
 def test_invalidation_reopens_downstream_and_announces_it(world: LotWorld) -> None:
     lineage = world.lineage
     ingest = _claim(world, "ingest")
-    lineage.lots.complete(ingest, manifest=_write(lineage, ingest, "x"))
+    lineage.lots.complete(ingest, outputs={ingest.dataset: OutputWritten(_write(lineage, ingest, "x"))})
     parse = world.claim("parse")
     assert parse is not None
-    lineage.lots.complete(parse, manifest=_write(lineage, parse, "hits.txt"))
+    lineage.lots.complete(parse, outputs={parse.dataset: OutputWritten(_write(lineage, parse, "hits.txt"))})
     assert lineage.manifests.current(world.ns, "hits", LOT) is not None
 
     lineage.lots.invalidate(world.ns, "raw", LOT)
@@ -209,10 +215,12 @@ def test_on_s3_a_failed_attempt_is_removed_and_a_good_one_published(s3_lineage: 
     failed = _claim(world, "ingest")
     draft = _write(s3_lineage, failed, "bad.log")
     assert draft.location.startswith("s3://")
-    s3_lineage.lots.fail(failed, manifest=draft, error="malformed")
+    s3_lineage.lots.fail(failed, outputs={failed.dataset: OutputWritten(draft)}, error="malformed")
     assert not s3_lineage.storage.exists(draft.objects[0].uri)
     good = _claim(world, "ingest")
-    s3_lineage.lots.complete(good, manifest=_write(s3_lineage, good, "good.log"))
+    s3_lineage.lots.complete(
+        good, outputs={good.dataset: OutputWritten(_write(s3_lineage, good, "good.log"))}
+    )
     manifest = s3_lineage.manifests.current(world.ns, "raw", LOT)
     assert manifest is not None and [o.uri.rsplit("/", 1)[1] for o in manifest.objects] == ["good.log"]
     assert s3_lineage.storage.exists(s3_lineage.storage.manifest_copy_uri(manifest))
@@ -232,11 +240,11 @@ def test_a_lots_events_commit_with_it_and_a_refused_commit_journals_none(world: 
     assert late is not None
     lineage.emission.started(late)
     draft = _write(lineage, late, "late.log")
-    ending = lineage.emission.completion(late, draft)
+    ending = lineage.emission.completion(late, {late.dataset: (draft, {})})
     assert [entry.event_type for entry in ending.journal] == ["START", "COMPLETE"]
     clock.advance(timedelta(seconds=1))  # the lease runs out: the claim is no longer live
     with pytest.raises(Conflict):
-        lineage.lots.complete(late, manifest=draft, journal=ending.journal)
+        lineage.lots.complete(late, outputs={late.dataset: OutputWritten(draft)}, journal=ending.journal)
     assert journaled(late) == []
     lineage.emission.failed(late, "the claim was lost")
     assert journaled(late) == ["START", "FAIL"]
@@ -246,8 +254,8 @@ def test_a_lots_events_commit_with_it_and_a_refused_commit_journals_none(world: 
     assert claim is not None
     lineage.emission.started(claim)
     draft = _write(lineage, claim, "a.log")
-    ending = lineage.emission.completion(claim, draft)
-    lineage.lots.complete(claim, manifest=draft, journal=ending.journal)
+    ending = lineage.emission.completion(claim, {claim.dataset: (draft, {})})
+    lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)}, journal=ending.journal)
     lineage.emission.ended(ending)
     assert journaled(claim) == ["START", "COMPLETE"]
     assert world.status("raw", LOT, "ingest") == "READY"

@@ -24,6 +24,7 @@ from lotline.cli.main import app
 from lotline.domain.errors import InvalidInput, NotFound
 from lotline.domain.manifests import ManifestDraft, ManifestState
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.storage.objects import Storage
 from support.lots import LotWorld
 
@@ -52,9 +53,9 @@ def _publish(world: LotWorld, lot: str, rows: list[tuple[int, str]], *, fail: bo
         pq.write_table(table, path / "part-00000.parquet")
     draft = ManifestDraft(location, storage.describe_written(location, format="parquet"), len(rows))
     if fail:
-        world.lots.fail(claim, manifest=draft, error="ValueError: bad row")
+        world.lots.fail(claim, outputs={claim.dataset: OutputWritten(draft)}, error="ValueError: bad row")
     else:
-        world.lots.complete(claim, manifest=draft)
+        world.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
 
 
 #: The current rows of each READY lot at the end of ``orders``.
@@ -162,7 +163,7 @@ def test_named_lots_are_read_without_a_range(orders: LotWorld, lineage: Lineage)
         location = storage.attempt_uri(NS, "prices", lot, claim.attempt)
         storage.write_bytes(f"{location}/part-0.txt", b"1\n")
         draft = ManifestDraft(location, storage.describe_written(location, format="text"), 1)
-        lineage.lots.complete(claim, manifest=draft)
+        lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     assert [m.lot for m in lineage.reading.published(NS, "prices").manifests] == ["2023-01-01", "eu"]
     assert lineage.reading.published(NS, "prices", "2023-01-01", "2023-01-02").manifests == ()
 
@@ -175,7 +176,12 @@ def test_read_arrow_refuses_what_is_not_parquet(orders: LotWorld, lineage: Linea
     location = storage.attempt_uri(NS, DATASET, "20230103PT1H000", claim.attempt)
     storage.write_bytes(f"{location}/part-0.txt", b"8 text\n")
     lineage.lots.complete(
-        claim, manifest=ManifestDraft(location, storage.describe_written(location, format="text"), 1)
+        claim,
+        outputs={
+            claim.dataset: OutputWritten(
+                ManifestDraft(location, storage.describe_written(location, format="text"), 1)
+            )
+        },
     )
     with pytest.raises(InvalidInput, match=r"its lots' objects are of several formats \(parquet, text\)"):
         lotline.read_arrow(DATASET, namespace=NS, lineage=lineage)
@@ -338,7 +344,7 @@ def test_sync_table_refuses_a_lot_that_no_one_folder_holds(
     pq.write_table(pa.table({"id": [1]}), landing / "2023" / "0000.parquet")
     storage = Storage(str(landing))
     draft = ManifestDraft(storage.root, storage.describe_written(storage.root, format="parquet"), 1)
-    lineage.lots.complete(claim, manifest=draft)
+    lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     with pytest.raises(InvalidInput, match="is not in its attempt's folder"):
         sync_table(spark, lineage, NS, "landed", "readers_landed")
     assert not spark.catalog.tableExists("readers_landed")

@@ -14,6 +14,7 @@ from lotline.domain.errors import Conflict, InvalidName
 from lotline.domain.manifests import ManifestDraft
 from lotline.domain.storage_names import dataset_prefix, overlapping
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.store.engine import Store
 from support.lots import LotWorld
 from support.processes import lotline
@@ -97,7 +98,7 @@ def test_a_dataset_named_into_the_manifests_folder_cannot_make_cleanup_delete_re
     location = lineage.storage.attempt_uri("shop", "raw2", LOT, claim.attempt)
     lineage.storage.write_bytes(f"{location}/part-0.txt", b"data\n")
     objects = lineage.storage.describe_written(location, format="text")
-    lineage.lots.complete(claim, manifest=ManifestDraft(location, objects))
+    lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(ManifestDraft(location, objects))})
     report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=1))
     assert report.unlisted_deleted == 0
     manifest = lineage.manifests.current("shop", "raw2", LOT)
@@ -173,7 +174,7 @@ def test_a_dataset_named_before_names_were_checked_does_not_stop_cleanup(lineage
         registry_rows.upsert_lot_job(connection, job_id, [legacy], [], None, datetime.now(UTC))
     claim = world.claim("make", LOT)
     assert claim is not None
-    lineage.lots.complete(claim, manifest=ManifestDraft("file:///landing", ()))
+    lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(ManifestDraft("file:///landing", ()))})
     report = lineage.cleanup.cleanup(grace=timedelta(0), max_lease=timedelta(seconds=1))
     assert report.copies_written == []
 

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from lotline.services.manifests import ManifestService
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
@@ -41,7 +42,11 @@ def main() -> None:
 
     ManifestService.remove_partial = die  # type: ignore[assignment, method-assign]
     written = lineage.storage.describe_written(location, format="text")
-    lineage.lots.fail(claim, manifest=ManifestDraft(location, written), error="killed on purpose")
+    lineage.lots.fail(
+        claim,
+        outputs={claim.dataset: OutputWritten(ManifestDraft(location, written))},
+        error="killed on purpose",
+    )
 
 
 if __name__ == "__main__":

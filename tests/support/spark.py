@@ -10,6 +10,7 @@ from lotline.domain.lots import Interval
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
 from lotline.services.ingest import IngestRequest
+from lotline.services.lots import OutputWritten
 from lotline.spark.pipeline import Pipeline, load_pipeline
 from lotline.store.types import utcnow
 
@@ -37,7 +38,9 @@ def ingest_files(
         storage.write_bytes(f"{location}/{path}", "".join(f"{line}\n" for line in lines).encode())
     objects = storage.describe_written(location, format="text")
     rows = sum(len(lines) for lines in files.values())
-    lineage.lots.complete(claim, manifest=ManifestDraft(location, objects, rows))
+    lineage.lots.complete(
+        claim, outputs={claim.dataset: OutputWritten(ManifestDraft(location, objects, rows))}
+    )
 
 
 HALF = ["20230101PT30M000", "20230101PT30M001", "20230101PT30M002"]

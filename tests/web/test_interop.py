@@ -13,6 +13,7 @@ import requests
 from playwright.sync_api import Browser, expect
 
 from api.conftest import TOKEN
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 from web.conftest import Tab, UiServer, tap
 from web.world import NS, send_event
@@ -62,7 +63,8 @@ def _seed(ui_server: UiServer) -> dict[str, str]:
             {"assertion": "not_null", "column": "url", "success": False},
         ]
     )
-    ui_server.lineage.lots.complete(claim, output_facets={"dataQualityAssertions": own})
+    quality = OutputWritten(facets={"dataQualityAssertions": own})
+    ui_server.lineage.lots.complete(claim, outputs={claim.dataset: quality})
     columns = {
         "customer_id": {"inputFields": [{"namespace": DBT, "name": STG, "field": "customer_id"}]},
         "display_name": {

@@ -8,7 +8,7 @@ import re
 
 from playwright.sync_api import expect
 
-from lotline.services.lots import OtherOutput
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 from web.conftest import Tab, UiServer
 from web.test_health import counts_of
@@ -37,8 +37,8 @@ def _seed(ui_server: UiServer) -> None:
     for lot in LOTS:
         claim = world.claim("split", lot)
         assert claim is not None
-        side = OtherOutput(facets=WARNING if lot in WARNED else None)
-        lineage.lots.complete(claim, others={"side_out": side})
+        side = OutputWritten(facets=WARNING if lot in WARNED else None)
+        lineage.lots.complete(claim, outputs={"side_out": side})
     _SEEDED.add(ui_server.url)
 
 

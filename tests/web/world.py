@@ -11,6 +11,7 @@ import requests
 
 from lotline.domain.manifests import ManifestDraft
 from lotline.services import Lineage
+from lotline.services.lots import OutputWritten
 from support.lots import LotWorld
 
 NS = "ui"
@@ -52,7 +53,7 @@ def seed(lineage: Lineage) -> LotWorld:
         assert claim is not None
         location = lineage.storage.attempt_uri(NS, "raw", hour(n), claim.attempt)
         draft = ManifestDraft(location, (), row_count=0) if n == 0 else None
-        lineage.lots.complete(claim, manifest=draft)
+        lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     failed = world.claim("land", hour(22))
     assert failed is not None
     lineage.lots.fail(failed, error=ERROR)
@@ -109,7 +110,7 @@ def seed_grid(lineage: Lineage) -> LotWorld:
                 empty = h == 3
                 location = lineage.storage.attempt_uri(GRID_NS, "hours", hourly(day, h), claim.attempt)
                 draft = ManifestDraft(location, (), row_count=0) if empty else None
-                lineage.lots.complete(claim, manifest=draft)
+                lineage.lots.complete(claim, outputs={claim.dataset: OutputWritten(draft)})
     world.produce("fine", "20230101PT5M000", "20230101PT5M287")
     world.job("late", output="later", inputs=["hours"])  # started on day 6: its lots are due from day 1
     for h in range(3):

@@ -323,7 +323,7 @@ def _print_plan(pipeline: Pipeline, jobs: list[JobSpec], as_json: bool) -> None:
             "job": j.name,
             "inputs": [d.name for d in j.inputs],
             "output": j.output.name,
-            **({"outputs": [d.name for d in j.outputs]} if j.others else {}),
+            **({"outputs": [d.name for d in j.outputs]} if len(j.outputs) > 1 else {}),
             "lotMapping": j.lot_mapping,
             "location": j.location,
             "codeDigest": j.code_digest,

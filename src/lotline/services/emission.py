@@ -131,18 +131,16 @@ class EmissionService:
     def completion(
         self,
         claim: LotClaim,
-        draft: ManifestDraft | None,
+        written: Mapping[str, tuple[ManifestDraft | None, Mapping[str, Facet]]],
         *,
         run_facets: Mapping[str, Facet] | None = None,
-        dataset_facets: Mapping[str, Facet] | None = None,
-        others: Mapping[str, tuple[ManifestDraft, Mapping[str, Facet]]] | None = None,
     ) -> LotEnd:
-        """COMPLETE of a lot's run, before its commit: its output lot with the version's facets; a
-        job with several outputs lists each (``others``: the other outputs' drafts and dataset
-        facets by name). The caller journals ``journal`` (START and COMPLETE) in the commit's
+        """COMPLETE of a lot's run, before its commit: each of its output lots, with what was
+        ``written`` to it — the manifest draft (its ``outputStatistics``) and the dataset facets, by
+        output dataset name; every output alike, the claim's own dataset included, an output not
+        listed has neither. The caller journals ``journal`` (START and COMPLETE) in the commit's
         transaction (``LotService.complete``), so a committed lot always has its lineage, then
         calls ``ended`` once it committed; a commit refused leaves the START to ``failed``."""
-        written = {claim.dataset: (draft, dataset_facets or {}), **(others or {})}
         outputs = []
         for name, _ in claim.output_datasets:
             output_draft, output_facets = written.get(name, (None, {}))

@@ -41,7 +41,7 @@ from lotline.services import facets
 from lotline.services.arrival import ArrivalPolicies
 from lotline.services.catalog import CatalogService
 from lotline.services.emission import EmissionService
-from lotline.services.lots import LotService
+from lotline.services.lots import LotService, OutputWritten
 from lotline.services.manifests import ManifestService
 from lotline.services.sources import SourceService
 from lotline.storage.objects import Storage
@@ -346,10 +346,16 @@ class IngestService:
         run_facets = facets.lot_facets(lot)
         try:
             draft = lister.listed(claim)
-            ending = self._emission.completion(claim, draft)
-            self._lots.complete(claim, manifest=draft, facets=run_facets, journal=ending.journal)
+            ending = self._emission.completion(claim, {claim.dataset: (draft, {})})
+            self._lots.complete(
+                claim,
+                outputs={claim.dataset: OutputWritten(draft)},
+                facets=run_facets,
+                journal=ending.journal,
+            )
         except BaseException as error:
-            self._lots.fail(claim, manifest=lister.written(claim), error=error, facets=run_facets)
+            written = {claim.dataset: OutputWritten(lister.written(claim))}
+            self._lots.fail(claim, outputs=written, error=error, facets=run_facets)
             self._emission.failed(claim, error)
             raise
         self._emission.ended(ending)

@@ -225,28 +225,20 @@ class LotService:
         claim: LotClaim,
         at: datetime | None = None,
         *,
-        manifest: ManifestDraft | None = None,
+        outputs: Mapping[str, OutputWritten] | None = None,
         facets: dict[str, Any] | None = None,
-        output_facets: dict[str, Any] | None = None,
-        others: Mapping[str, OtherOutput] | None = None,
         journal: Sequence[JournalEntry] = (),
-    ) -> uuid.UUID | None:
+    ) -> dict[str, uuid.UUID]:
         """Publish the lot: OUTPUT READY, INPUTs DONE, the run COMPLETED with its version current, the
         manifest (complete, or empty when it lists nothing), ``journal`` (the run's OpenLineage
-        events, ``EmissionService.completion``) and the lot's READY event — one transaction. Returns
-        the manifest's id; its JSON copy is written after the commit.
-        ``facets`` are the run's; ``output_facets`` the new version's (``outputStatistics``…).
-        A job with several outputs: ``manifest`` and ``output_facets`` are its first output's,
-        ``others`` the other outputs' by dataset name — all published in the same transaction."""
+        events, ``EmissionService.completion``) and the lot's READY event — one transaction.
+        ``outputs``: what the attempt wrote, by output dataset name (``OutputWritten``); every output
+        of the claim alike — the claim's own dataset is one of them — and an output not listed
+        publishes no manifest and no version facets. With several outputs, all are published in the
+        same transaction. ``facets`` are the run's. Returns the id of each manifest recorded, by
+        dataset name; their JSON copies are written after the commit."""
         return self._finish(
-            claim,
-            success=True,
-            at=at,
-            manifest=manifest,
-            facets=facets,
-            output_facets=output_facets,
-            others=others,
-            journal=tuple(journal),
+            claim, success=True, at=at, outputs=outputs, facets=facets, journal=tuple(journal)
         )
 
     def fail(
@@ -254,24 +246,21 @@ class LotService:
         claim: LotClaim,
         at: datetime | None = None,
         *,
-        manifest: ManifestDraft | None = None,
+        outputs: Mapping[str, OutputWritten] | None = None,
         error: BaseException | str | Failure | None = None,
         facets: dict[str, Any] | None = None,
-        others: Mapping[str, OtherOutput] | None = None,
-    ) -> uuid.UUID | None:
+    ) -> dict[str, uuid.UUID]:
         """OUTPUT ERROR, INPUTs ERROR (released) and the run FAILED with ``error`` recorded on it: its
         one-line reason (``failures.failure_of``) in ``runs.error`` and the OpenLineage
         ``errorMessage`` facet, whose ``stackTrace`` keeps the rest. The lot may be retried. What the
-        attempt wrote is recorded as a partial manifest in the same transaction, then its objects are
-        removed (manifest removed, arc missing); so are the other outputs' (``others``). Returns the
-        manifest's id."""
+        attempt wrote to each output (``outputs``, by dataset name, as for ``complete``) is recorded
+        as a partial manifest in the same transaction, then its objects are removed (manifest
+        removed, arc missing). Returns the id of each manifest recorded, by dataset name."""
         facets = dict(facets or {})
         failure = None if error is None else failures.failure_of(error)
         if failure is not None:
             facets["errorMessage"] = error_message(failure)
-        return self._finish(
-            claim, success=False, at=at, manifest=manifest, facets=facets, failure=failure, others=others
-        )
+        return self._finish(claim, success=False, at=at, outputs=outputs, facets=facets, failure=failure)
 
     def _finish(
         self,
@@ -279,22 +268,20 @@ class LotService:
         *,
         success: bool,
         at: datetime | None,
-        manifest: ManifestDraft | None = None,
+        outputs: Mapping[str, OutputWritten] | None = None,
         facets: dict[str, Any] | None = None,
-        output_facets: dict[str, Any] | None = None,
         failure: Failure | None = None,
-        others: Mapping[str, OtherOutput] | None = None,
         journal: tuple[JournalEntry, ...] = (),
-    ) -> uuid.UUID | None:
+    ) -> dict[str, uuid.UUID]:
         _common.check_aware("at", at)
-        version_id = output_version_id(claim.namespace, claim.dataset, claim.lot, claim.run_id)
-        ends = _other_ends(claim, others or {})
+        ends = _output_ends(claim, outputs or {})
         reason, kind = (None, None) if failure is None else (failure.reason, failure.kind)
-        end = ClaimEnd(success, at, version_id, manifest, facets, output_facets, reason, ends, journal, kind)
+        end = ClaimEnd(success, at, ends, facets, reason, journal, kind)
         manifest_ids = self._claims.finish(claim, end)
-        for manifest_id in manifest_ids:
+        for manifest_id in manifest_ids.values():
             self._tidy(manifest_id, success=success)
-        return manifest_ids[0] if manifest_ids and manifest is not None else None
+        names = {dataset_id: name for name, dataset_id in claim.output_datasets}
+        return {names[dataset_id]: manifest_id for dataset_id, manifest_id in manifest_ids.items()}
 
     def _tidy(self, manifest_id: uuid.UUID, *, success: bool) -> None:
         """After the claim's end committed: the manifest's copy, and a failed attempt's objects
@@ -581,33 +568,31 @@ class ClaimInputs:
 
 
 @dataclass(frozen=True)
-class OtherOutput:
-    """What an attempt hands over for one of its job's other outputs (docs/pipelines.md "Several
-    outputs"): the manifest draft of what it wrote there, and the new version's facets."""
+class OutputWritten:
+    """What an attempt hands over for one of its job's outputs (``LotService.complete`` and
+    ``fail``, by dataset name): the manifest draft of what it wrote there, and the new version's
+    facets. Every output is handed over alike, the claim's own dataset included (docs/pipelines.md
+    "Several outputs")."""
 
     manifest: ManifestDraft | None = None
     facets: dict[str, Any] | None = None
 
 
-def _other_ends(claim: LotClaim, others: Mapping[str, OtherOutput]) -> tuple[OutputEnd, ...]:
-    """The ends of the claim's outputs after the first, in its order; a name that is not one of
-    them is refused (nothing is written)."""
-    names = dict(claim.output_datasets[1:])
-    unknown = sorted(set(others) - set(names))
+def _output_ends(claim: LotClaim, outputs: Mapping[str, OutputWritten]) -> tuple[OutputEnd, ...]:
+    """Every output's end, in the claim's order, each with its new version; a name that is not one
+    of the claim's outputs is refused (nothing is written)."""
+    names = dict(claim.output_datasets)
+    unknown = sorted(set(outputs) - set(names))
     if unknown:
         raise InvalidInput(
-            f"job {claim.job} has no other output {', '.join(unknown)} "
-            f"(its outputs: {', '.join(n for n, _ in claim.output_datasets)})."
+            f"job {claim.job} has no output {', '.join(unknown)} (its outputs: {', '.join(names)})."
         )
-    return tuple(
-        OutputEnd(
-            dataset_id,
-            output_version_id(claim.namespace, name, claim.lot, claim.run_id),
-            others.get(name, OtherOutput()).manifest,
-            others.get(name, OtherOutput()).facets,
-        )
-        for name, dataset_id in names.items()
-    )
+    ends = []
+    for name, dataset_id in names.items():
+        written = outputs.get(name, OutputWritten())
+        version_id = output_version_id(claim.namespace, name, claim.lot, claim.run_id)
+        ends.append(OutputEnd(dataset_id, version_id, written.manifest, written.facets))
+    return tuple(ends)
 
 
 def _status_filter(

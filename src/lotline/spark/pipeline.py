@@ -134,7 +134,10 @@ ON_CHANGE = ("flag", "recompute")
 class JobSpec:
     name: str
     inputs: tuple[DatasetSpec, ...]
-    output: DatasetSpec
+    #: Every output, in declared order (at least one); each lot is published for all of them alike.
+    #: Declared with ``outputs=``, the transform returns a dict by dataset name (or a tuple in
+    #: declared order).
+    outputs: tuple[DatasetSpec, ...]
     transform: Callable[..., DataFrame]
     #: Transform parameter -> input dataset name (the ``lot`` parameter is not listed).
     parameters: Mapping[str, str]
@@ -150,9 +153,8 @@ class JobSpec:
     checks: Mapping[str, tuple[Check, ...]] = field(default_factory=dict)
     #: A quarantine job (``<job>__quarantine``): the checked job whose failing rows it writes.
     quarantine: Quarantine | None = None
-    #: Declared with ``outputs=``: every output after the first (``output``), in declared order; the
-    #: transform then returns a dict by dataset name (or a tuple in declared order).
-    others: tuple[DatasetSpec, ...] = ()
+    #: Declared with ``outputs=`` (even with one output): its declaration and its transform's result
+    #: are keyed by output.
     several: bool = False
     #: What a new job version does to the lots an older one made (``ON_CHANGE``): ``flag`` them stale,
     #: or ``recompute`` them (reopened when the runner registers the new version). Not part of the
@@ -160,9 +162,10 @@ class JobSpec:
     on_change: str = "flag"
 
     @property
-    def outputs(self) -> tuple[DatasetSpec, ...]:
-        """Every output, the first (which carries the lot's claim) first."""
-        return (self.output, *self.others)
+    def output(self) -> DatasetSpec:
+        """The first output: the one the job's lots are claimed on (and counted by), whose
+        declaration its version has always included."""
+        return self.outputs[0]
 
     def checks_of(self, output: str) -> tuple[Check, ...]:
         """The checks gating ``output`` (none: an empty tuple)."""
@@ -478,9 +481,7 @@ class Pipeline:
                     f"job {name}: its outputs share its lots, but {out.name} has "
                     f"{out.interval or 'named lots'} and {outs[0].name} {outs[0].interval or 'named lots'}."
                 )
-        self.jobs[name] = JobSpec(
-            name, ins, outs[0], transform, parameters, takes_lot, mapping, others=outs[1:]
-        )
+        self.jobs[name] = JobSpec(name, ins, outs, transform, parameters, takes_lot, mapping)
 
     def _add_quarantine(self, job: JobSpec) -> None:
         """A job with ``drop`` expectations gets ``<job>__quarantine``: same inputs, transform and lot
@@ -514,8 +515,7 @@ class Pipeline:
         self.jobs[name] = replace(
             job,
             name=name,
-            output=datasets[0],
-            others=tuple(datasets[1:]),
+            outputs=tuple(datasets),
             several=len(datasets) > 1,
             checks={},
             quarantine=quarantine,

@@ -31,7 +31,7 @@ from lotline.domain.runs import LOG_FACET
 from lotline.services import Lineage
 from lotline.services import facets as ol
 from lotline.services.emission import LotEnd
-from lotline.services.lots import DEFAULT_LEASE, OtherOutput
+from lotline.services.lots import DEFAULT_LEASE, OutputWritten
 from lotline.services.outage import Outage, retried
 from lotline.spark.capture import WriteCapture, WriteReport
 from lotline.spark.checks import Gate, check_conditions
@@ -274,22 +274,20 @@ class LotRunner:
     def _completion(
         self, job: JobSpec, claim: LotClaim, written: Mapping[str, Written], facets: dict[str, Any]
     ) -> LotEnd:
-        """The lot's COMPLETE event (and its START) to journal with its commit; a job with several
-        outputs reports each in the ``lotline_outputs`` run facet."""
-        if job.others:
+        """The lot's COMPLETE event (and its START) to journal with its commit, every output with
+        its draft and dataset facets; a job with several outputs reports each in the
+        ``lotline_outputs`` run facet."""
+        if len(job.outputs) > 1:
             facets["lotline_outputs"] = ol.custom(
                 outputs=[{"dataset": name, **_output_statistics(w.draft)} for name, w in written.items()]
             )
-        claim_output = written[job.output.name]
         return self.lineage.emission.completion(
             claim,
-            claim_output.draft,
-            run_facets=facets,
-            dataset_facets=self._dataset_facets(job.output.name, claim_output),
-            others={
+            {
                 spec.name: (written[spec.name].draft, self._dataset_facets(spec.name, written[spec.name]))
-                for spec in job.others
+                for spec in job.outputs
             },
+            run_facets=facets,
         )
 
     def _publish(
@@ -303,17 +301,13 @@ class LotRunner:
         """Complete the lot: every output's manifest and version facets, and the run's START and
         COMPLETE events, in the one transaction of ``LotService.complete`` — all outputs become
         readable together with their lineage, or none does."""
-        claim_output = written[job.output.name]
-        others = {
-            spec.name: OtherOutput(written[spec.name].draft, written[spec.name].version_facets())
-            for spec in job.others
-        }
         self.lineage.lots.complete(
             claim,
-            manifest=claim_output.draft,
+            outputs={
+                spec.name: OutputWritten(written[spec.name].draft, written[spec.name].version_facets())
+                for spec in job.outputs
+            },
             facets=facets,
-            output_facets=claim_output.version_facets(),
-            others=others or None,
             journal=ending.journal,
         )
 
@@ -503,16 +497,10 @@ class LotRunner:
             if location is not None:
                 written = self.lineage.storage.describe_written(location, format=spec.format)
                 drafts[spec.name] = ManifestDraft(location, written)
-        others = {name: OtherOutput(draft) for name, draft in drafts.items() if name != job.output.name}
+        outputs = {name: OutputWritten(draft) for name, draft in drafts.items()}
 
         def record() -> None:
-            self.lineage.lots.fail(
-                claim,
-                manifest=drafts.get(job.output.name),
-                error=failure,
-                facets=dict(facets),
-                others=others or None,
-            )
+            self.lineage.lots.fail(claim, outputs=outputs, error=failure, facets=dict(facets))
 
         try:
             # A failure whose transaction the database gave up on (a deadlock's victim, a restart)

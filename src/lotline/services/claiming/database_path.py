@@ -72,18 +72,18 @@ class DatabaseClaimPath:
             current = self._jobs.load(connection, request.namespace, request.job)
         return None if current.guard == cached.guard else self._python_path.claim(request)
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> dict[uuid.UUID, uuid.UUID]:
         # A failure records its back-off and its FAILED event with the reason: the Python path's.
         # So does a claim with several outputs (the function publishes one), or with events to journal.
         if (
             not end.success
-            or end.manifest is not None
+            or any(o.manifest is not None or o.facets for o in end.outputs)
             or end.facets
-            or end.output_facets
             or end.journal
             or claim.outputs
         ):
             return self._python_path.finish(claim, end)
+        [output] = end.outputs  # one output (``claim.outputs`` is empty): the claim's own dataset
         try:
             claim_functions.finish_claim(
                 self._connections,
@@ -93,12 +93,12 @@ class DatabaseClaimPath:
                 attempt=claim.attempt,
                 success=end.success,
                 at=end.at,
-                output_id=claim.dataset_id,
+                output_id=output.dataset_id,
                 lot=claim.lot,
-                version_id=end.version_id,
+                version_id=output.version_id,
             )
         except claim_functions.NotLive:
             raise claims.not_live(fence_of(claim), "complete" if end.success else "fail") from None
         except claim_functions.FallBack:
             return self._python_path.finish(claim, end)  # nothing was written
-        return []
+        return {}

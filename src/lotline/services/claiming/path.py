@@ -32,13 +32,15 @@ class ClaimRequest:
 
 @dataclass(frozen=True)
 class OutputEnd:
-    """What a claim's end publishes for one of its job's other outputs (the first output's is the
-    ``ClaimEnd``'s own ``version_id``, ``manifest`` and ``output_facets``)."""
+    """What a claim's end publishes for one of its job's outputs: the output's new version, the
+    manifest draft of what the attempt wrote there and the version's facets. Every output has one,
+    the claim's own dataset like the others (``LotService._output_ends`` builds them)."""
 
     dataset_id: uuid.UUID
     version_id: uuid.UUID
     manifest: ManifestDraft | None = None
-    output_facets: dict[str, Any] | None = None
+    #: The new version's facets (``outputStatistics``…).
+    facets: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -47,23 +49,16 @@ class ClaimEnd:
 
     success: bool
     at: datetime | None
-    version_id: uuid.UUID
-    manifest: ManifestDraft | None = None
+    #: Every output's end, in the claim's order (``LotClaim.output_datasets``).
+    outputs: tuple[OutputEnd, ...]
+    #: The run's facets.
     facets: dict[str, Any] | None = None
-    output_facets: dict[str, Any] | None = None
     #: A failure's one-line reason, recorded as the run's ``error``.
     error: str | None = None
-    #: A job with several outputs: the others', in the claim's order.
-    others: tuple[OutputEnd, ...] = ()
     #: The run's OpenLineage events (START and its end), journaled in the end's transaction.
     journal: tuple[JournalEntry, ...] = ()
     #: A failure's kind (``Failure.kind``), recorded as the run's ``error_kind``.
     error_kind: str | None = None
-
-    def outputs(self, claim: LotClaim) -> tuple[OutputEnd, ...]:
-        """Every output's end, the claim's output (which carries the claim) first."""
-        claim_output = OutputEnd(claim.dataset_id, self.version_id, self.manifest, self.output_facets)
-        return (claim_output, *self.others)
 
 
 class ClaimPath(Protocol):
@@ -72,7 +67,7 @@ class ClaimPath(Protocol):
         worker won the lot (nothing kept); a named lot that is not eligible is a Conflict."""
         ...
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> dict[uuid.UUID, uuid.UUID]:
         """End a live claim (fenced: a Conflict if it is no longer live) and its run, version its
-        outputs; returns the ids of the manifests it recorded, first output first (none given: [])."""
+        outputs; returns the id of each manifest it recorded, by output dataset id (none given: {})."""
         ...

@@ -122,14 +122,14 @@ class PythonClaimPath:
             raise LostRace(candidate.lot)
         return found.lot_claim(candidate, request.owner, request.namespace, request.job, run_id, expires)
 
-    def finish(self, claim: LotClaim, end: ClaimEnd) -> list[uuid.UUID]:
+    def finish(self, claim: LotClaim, end: ClaimEnd) -> dict[uuid.UUID, uuid.UUID]:
         """Every output of the claim is published (or failed) in this one transaction: its OUTPUT
         row (``claims.finish`` moves them all), its version (minted by the run's transition), its
         facets, its manifest and its lot event; and the run's OpenLineage events (``end.journal``),
         so that a lot's end and its lineage commit together."""
         fence = fence_of(claim)
         now = self._clock.now()
-        outputs = end.outputs(claim)
+        outputs = end.outputs
         manifest_ids = {o.dataset_id: uuid.uuid4() for o in outputs if o.manifest is not None}
         with self._store.write() as connection:
             claims.finish(connection, fence, success=end.success, now=now)
@@ -142,9 +142,9 @@ class PythonClaimPath:
                     runs.set_error(connection, claim.run_id, end.error, now, end.error_kind)
             else:
                 for output in outputs:
-                    if output.output_facets:
-                        versions.merge_facets(connection, output.version_id, output.output_facets)
-                    if quality := quality_facets(output.output_facets):  # the run page's checks, per output
+                    if output.facets:
+                        versions.merge_facets(connection, output.version_id, output.facets)
+                    if quality := quality_facets(output.facets):  # the run page's checks, per output
                         runs.merge_io_facets(
                             connection,
                             RunIoRole.OUTPUT,
@@ -174,7 +174,7 @@ class PythonClaimPath:
             if end.journal:
                 events.append(connection, end.journal, now, applied=True)
             _publish(connection, claim, end, manifest_ids, now)
-        return [manifest_ids[o.dataset_id] for o in outputs if o.dataset_id in manifest_ids]
+        return manifest_ids
 
 
 def _publish(
@@ -186,7 +186,7 @@ def _publish(
 ) -> None:
     """Each output's manifest, then the lot events (READY or FAILED, one per output): last in the
     claim's end, so that event positions follow commit order."""
-    outputs = end.outputs(claim)
+    outputs = end.outputs
     for output in outputs:
         if output.manifest is not None:
             manifest_rows.insert_manifest(
