@@ -135,7 +135,7 @@ def _start_worker(backend_url: str, warehouse: Path, master: str, cwd: Path) -> 
         "PYSPARK_PYTHON": sys.executable,
     }
     command = [sys.executable, "-m", "lotline", "worker", str(PIPELINE)]
-    command += ["--lease", str(LEASE_S), "--poll", "0.5", "--idle-exit", "20"]
+    command += ["--lease", str(LEASE_S), "--poll", "0.5"]
     return subprocess.Popen(
         command,
         env=env,
@@ -177,6 +177,13 @@ def test_two_workers_on_a_cluster_survive_a_kill(
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
         survivor = next(w for w in workers if w is not victim)
+
+        def every_lot_ready() -> bool:
+            done = [s.status for job in ("parse", "hourly_counts") for s in lineage.lots.status(NS, job=job)]
+            return done == [Status.READY] * (len(HALF_HOURS) + len(HOURS))
+
+        wait_until(every_lot_ready, timeout=300, what="the survivor to finish every lot")
+        os.killpg(survivor.pid, signal.SIGTERM)  # stopped as systemd stops it: it ends cleanly
         output, _ = survivor.communicate(timeout=300)
         assert survivor.returncode == 0, output[-3000:]
 
