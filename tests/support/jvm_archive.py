@@ -25,8 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: JVM options of the suite's Spark JVMs: the serial collector and C1 only (short-lived JVMs on two
-#: cores), the archive, and the JVM's own logging off (see above).
+#: JVM options of the suite's Spark JVMs (``spark.driver.defaultJavaOptions``): the serial collector
+#: and C1 only (short-lived JVMs on two cores), the archive, and the JVM's own logging off (above).
 _OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xlog:disable -Xlog:all=off"
 
 #: What the archive's JVM does: the classes a lot's run loads (a session, a shuffle, Parquet out and
@@ -56,7 +56,9 @@ def submit_args(archive: Path | None, option: str = "-XX:SharedArchiveFile") -> 
     """``PYSPARK_SUBMIT_ARGS`` for JVMs with the suite's options and ``archive`` (to map it, or with
     ``-XX:ArchiveClassesAtExit`` to make it), when there is one."""
     options = _OPTIONS if archive is None else f"{option}={archive} {_OPTIONS}"
-    return f'--conf "spark.driver.defaultJavaOptions={options}" pyspark-shell'
+    # No Spark UI either (a Jetty server per JVM: 0.7 s of a 4.4 s local session); a test's own
+    # settings (LOTLINE_SPARK_CONF, the builder's) still win over these.
+    return f'--conf "spark.driver.defaultJavaOptions={options}" --conf spark.ui.enabled=false pyspark-shell'
 
 
 def ensure_archive(folder: Path) -> Path | None:
