@@ -54,7 +54,12 @@ def test_the_venv_s_lotline_called_by_its_path_runs_udfs_without_the_venv_on_the
     register(lineage, load_pipeline(str(PIPELINES / "udfs.py")))  # its @udf needs this process's session
     ingest(lineage, "udfs", "raw_logs", LOT, [["2023-01-01T00:01:00 /a 200"]])
     shutil.copy(PIPELINES / "udfs.py", tmp_path / "udfs.py")
-    environment = {k: v for k, v in os.environ.items() if not k.startswith(("LOTLINE_", "PYSPARK_"))}
+    # Without PYSPARK_PYTHON (the point); the suite's JVM options (PYSPARK_SUBMIT_ARGS) stay.
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("LOTLINE_", "PYSPARK_")) or k == "PYSPARK_SUBMIT_ARGS"
+    }
     environment.update(
         PATH=os.pathsep.join(p for p in ("/usr/bin", "/bin") if Path(p).is_dir()),
         LOTLINE_DB_URL=lineage.store.url,
