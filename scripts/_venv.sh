@@ -13,9 +13,7 @@ stamp="$venv/.lotline-installed"
 want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
 if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
     echo "installing lotline and its dependencies into $venv ..." >&2
-    # --no-compile: Python compiles a module when it is first imported; compiling every installed
-    # module up front (pyspark's thousands) took 22 of the install's 82 s.
-    "$venv/bin/python" -m pip install --quiet --no-compile -e "$root[dev]"
+    "$venv/bin/python" -m pip install --quiet -e "$root[dev]"
     echo "$want" > "$stamp"
 fi
 # The web UI's front-end libraries (package.json), copied into the package; quick when up to date.
