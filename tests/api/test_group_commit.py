@@ -5,7 +5,6 @@ the event is committed, every event is journaled exactly once, and the refused o
 from __future__ import annotations
 
 import json
-import multiprocessing
 import re
 import uuid
 
@@ -16,6 +15,7 @@ from api.conftest import TOKEN, ApiServer
 from lotline.store.engine import Store
 from lotline.store.schema import lineage_events
 from support.ol import run_event
+from support.processes import separate_processes
 from support.workers import post_events
 
 CLIENTS = 6
@@ -51,7 +51,7 @@ def test_concurrent_clients_each_event_journaled_once_and_answered_after_commit(
     bodies[0].insert(3, refused)
     before = _events_total(api_server)
 
-    context = multiprocessing.get_context("spawn")
+    context = separate_processes()
     barrier = context.Manager().Barrier(CLIENTS)
     with context.Pool(CLIENTS) as pool:
         statuses = pool.starmap(

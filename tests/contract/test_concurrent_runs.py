@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import multiprocessing
-
 from lotline.domain.runs import RunAction, RunState
 from lotline.services import Lineage
+from support.processes import separate_processes
 from support.workers import transition_run
 from support.world import World
 
@@ -14,7 +13,7 @@ WRITERS = 8
 
 
 def _run_all(url: str, work: list[tuple[str, str]]) -> list[str]:
-    context = multiprocessing.get_context("spawn")
+    context = separate_processes()
     barrier = context.Manager().Barrier(len(work))
     with context.Pool(len(work)) as pool:
         return pool.starmap(transition_run, [(url, run_id, action, barrier) for run_id, action in work])

@@ -4,7 +4,6 @@ what cannot be applied, and several projecting processes never apply an event tw
 
 from __future__ import annotations
 
-import multiprocessing
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -20,6 +19,7 @@ from lotline.services.projection import Drained, ProjectionService
 from lotline.store.queries import events
 from support.ol import run_event, run_history, step_facet
 from support.polling import wait_until
+from support.processes import separate_processes
 from support.workers import drain_journal
 
 NS = "journal"
@@ -228,7 +228,7 @@ def test_processes_draining_at_once_apply_every_event_exactly_once(
     for i, run_id in enumerate(run_ids):
         lineage.openlineage.accept_batch(run_history(NS, f"job{i % 2}", run_id, steps=2))
     journaled = lineage.projection.status().pending
-    context = multiprocessing.get_context("spawn")
+    context = separate_processes()
     workers = 3
     barrier = context.Manager().Barrier(workers)
     with context.Pool(workers) as pool:

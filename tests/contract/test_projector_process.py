@@ -3,7 +3,6 @@ the server's end of the signal pipe closes — asked to (``stop``) or because th
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -12,6 +11,7 @@ from pathlib import Path
 
 from lotline.server.projector import ProjectorProcess
 from support.polling import running, wait_until
+from support.processes import separate_processes
 
 HANG_S = 60.0  # far beyond any wait here: reaching it means something hangs
 
@@ -61,9 +61,7 @@ def _server_that_dies(url: str, pid_file: str) -> None:
 
 def test_a_projector_whose_server_died_stops_by_itself(tmp_path: Path) -> None:
     pid_file = tmp_path / "projector.pid"
-    server = multiprocessing.get_context("spawn").Process(
-        target=_server_that_dies, args=(_url(tmp_path), str(pid_file))
-    )
+    server = separate_processes().Process(target=_server_that_dies, args=(_url(tmp_path), str(pid_file)))
     server.start()
     server.join(HANG_S)
     pid = int(pid_file.read_text())

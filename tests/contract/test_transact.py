@@ -3,7 +3,6 @@ tried again, so two processes that lock rows in opposite orders both commit (iss
 
 from __future__ import annotations
 
-import multiprocessing
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from lotline.store.schema import namespaces
 from support import victim_workers
 from support.databases import fresh_url
 from support.polling import wait_until
+from support.processes import separate_processes
 
 pytestmark = pytest.mark.postgres
 
@@ -35,7 +35,7 @@ def test_a_deadlocks_victim_is_tried_again_and_both_transactions_commit(
     try:
         for name in ("first", "second"):
             lineage.catalog.upsert_namespace(name)
-        process = multiprocessing.get_context("spawn").Process(
+        process = separate_processes().Process(
             target=victim_workers.cross, args=(url, "first", "second", str(tmp_path))
         )
         process.start()

@@ -40,6 +40,7 @@ from support.lot_workers import claim_from_json, land, work
 from support.lots import LotWorld
 from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.polling import wait_until
+from support.processes import separate_processes
 
 CHAIN = ["clean", "enrich", "aggregate"]
 DATASETS = ["raw", "cleaned", "enriched", "aggregated"]
@@ -88,11 +89,11 @@ def _run(lineage: Lineage, url: str, tmp_path: Path, lots: int, server: Throwawa
     for job, (source, target) in zip(CHAIN, itertools.pairwise(DATASETS), strict=True):
         world.job(job, inputs=[source], output=target)
     lot_ids = _lot_ids(lots)
-    spawn = multiprocessing.get_context("spawn")
+    forked = separate_processes()
     out = str(tmp_path)
-    lander = spawn.Process(target=land, args=(url, world.ns, "land", lot_ids, out))
+    lander = forked.Process(target=land, args=(url, world.ns, "land", lot_ids, out))
     workers = [
-        spawn.Process(
+        forked.Process(
             target=work,
             args=(url, world.ns, CHAIN, CHAIN[-1], lots, f"w{i}", FAIL_RATE, i, LEASE_S, out),
             kwargs={"victim_after": 3 + 7 * i if i < VICTIMS else -1},

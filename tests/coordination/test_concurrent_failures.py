@@ -6,13 +6,13 @@ run; a database error of any kind fails the test."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 from pathlib import Path
 
 from lotline.services import Lineage
 from lotline.store.engine import Store
 from support import failing_workers
 from support.lots import LotWorld
+from support.processes import separate_processes
 
 LOTS = [f"20230101PT1H{hour:03d}" for hour in range(6)]
 WORKERS = 6
@@ -31,9 +31,9 @@ def test_workers_failing_overlapping_lots_in_separate_processes_never_deadlock(
             claim = world.claim("clean", lot)
             assert claim is not None
             world.lots.fail(claim, error="ValueError: bad line")
-    spawn = multiprocessing.get_context("spawn")
+    forked = separate_processes()
     workers = [
-        spawn.Process(
+        forked.Process(
             target=failing_workers.fail_lots,
             args=(backend_url, world.ns, LOTS, seed, STEPS, str(tmp_path)),
         )

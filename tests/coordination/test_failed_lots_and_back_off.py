@@ -5,7 +5,6 @@ lot gets a new version."""
 
 from __future__ import annotations
 
-import multiprocessing
 from datetime import timedelta
 
 import pytest
@@ -17,6 +16,7 @@ from lotline.domain.manifests import LotEventKind
 from lotline.domain.runs import RunState
 from lotline.services import Lineage
 from support.lots import LotWorld
+from support.processes import separate_processes
 from support.workers import fail_every_claim
 
 LOT = "20230101PT5M050"
@@ -169,7 +169,7 @@ def test_two_worker_processes_fail_a_broken_lot_once_per_back_off(
     per back-off, not one per worker; after a new input version, the lot is taken at once."""
     world = _world(timed_world)
     start = clock.now()
-    context = multiprocessing.get_context("spawn")
+    context = separate_processes()
     with context.Manager() as manager, context.Pool(2) as pool:
         barrier = manager.Barrier(2)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import multiprocessing
 import random
 import uuid
 from datetime import timedelta
@@ -28,6 +27,7 @@ from support import count_workers
 from support.databases import PgDatabases, fresh_url
 from support.lots import LotWorld
 from support.polling import wait_until
+from support.processes import separate_processes
 
 LOTS = [f"2023010{day}PT1H{hour:03d}" for day in (1, 2) for hour in range(24)]
 FIRST_KEY, LAST_KEY = LOTS[0][:-1], LOTS[-1][:-1]
@@ -219,14 +219,14 @@ def test_compactions_racing_writers_in_separate_processes_lose_nothing(
         world.produce("land", *LOTS[:30])
         with lineage.store.read() as connection:
             ids = [str(i) for i in connection.execute(sa.select(datasets.c.id)).scalars()]
-        spawn = multiprocessing.get_context("spawn")
+        forked = separate_processes()
         out = str(tmp_path)
         compactors = [
-            spawn.Process(target=count_workers.compact, args=(url, ids, FIRST_KEY, LAST_KEY, f"c{n}", out))
+            forked.Process(target=count_workers.compact, args=(url, ids, FIRST_KEY, LAST_KEY, f"c{n}", out))
             for n in range(2)
         ]
         writers = [
-            spawn.Process(target=count_workers.write, args=(url, world.ns, LOTS, seed, 120, out))
+            forked.Process(target=count_workers.write, args=(url, world.ns, LOTS, seed, 120, out))
             for seed in range(4)
         ]
         for process in compactors:

@@ -7,7 +7,6 @@ source whose policy says ``absent=empty`` has its quiet hours declared empty by 
 from __future__ import annotations
 
 import json
-import multiprocessing
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,6 +26,7 @@ from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support import arrival_workers
 from support.lots import LotWorld
+from support.processes import separate_processes
 
 NS = "absence"
 DAY = datetime(2026, 3, 2, tzinfo=UTC)
@@ -181,10 +181,10 @@ def test_passes_in_separate_processes_push_each_overdue_lot_once(backend_url: st
             # Declared at 01:05, after the first hour arrived: watched from the lot 01:00-01:05 on.
             lineage.arrival.declare(NS, f"src{n}", Interval.parse("PT5M"), declared_in="a test")
     at = (start + timedelta(hours=3)).isoformat()  # 01:00-02:55 due (PT5M late) and missing: 23 lots a source
-    spawn = multiprocessing.get_context("spawn")
+    forked = separate_processes()
     outs = [tmp_path / f"pass{n}.json" for n in range(3)]
     processes = [
-        spawn.Process(target=arrival_workers.passes, args=(backend_url, at, 5, str(out))) for out in outs
+        forked.Process(target=arrival_workers.passes, args=(backend_url, at, 5, str(out))) for out in outs
     ]
     for process in processes:
         process.start()

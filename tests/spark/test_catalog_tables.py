@@ -9,7 +9,6 @@ session and an embedded Derby metastore in the test's folder (``support/hive_tab
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 import re
 import threading
 from pathlib import Path
@@ -23,6 +22,7 @@ from lotline.spark.pipeline import Pipeline, PipelineError
 from lotline.spark.tables import declared_tables
 from support import hive_tables
 from support.hive_tables import HALF
+from support.processes import separate_processes
 from support.spark import PIPELINES, ingest
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def _partitions(lots: list[str]) -> list[str]:
 @pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
 @pytest.mark.slow
 def test_the_table_reads_exactly_the_published_lots(backend_url: str, tmp_path: Path) -> None:
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    with separate_processes().Pool(1) as pool:
         steps: dict[str, Any] = pool.apply(hive_tables.scenario, (backend_url, str(tmp_path)))
     assert steps["catalog"] == "hive"
     for step in ("published", "corrected", "reopened"):

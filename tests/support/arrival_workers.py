@@ -1,4 +1,4 @@
-"""Arrival passes in a process of their own (``multiprocessing`` spawn), for the tests that run
+"""Arrival passes in a process of their own (``support.processes.separate_processes``), for the tests that run
 several at once against one database."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Processes that race on ``ready_lot_counts`` (started with ``multiprocessing`` spawn): writers that
+"""Processes that race on ``ready_lot_counts`` (``support.processes.separate_processes``): writers that
 change lots' READY rows through lotline's paths, and compactors that merge the counts' deltas.
 
 Each opens its own store, as another machine would, and writes what it did to ``out/NAME.json``.

@@ -1,4 +1,4 @@
-"""Worker processes that fail overlapping lots over and over (started with ``multiprocessing`` spawn),
+"""Worker processes that fail overlapping lots over and over (``support.processes.separate_processes``),
 for the work-list deadlock test (issue 39.19).
 
 Each opens its own store, as a worker on another machine would, and writes to ``out/NAME.json``

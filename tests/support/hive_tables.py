@@ -1,4 +1,4 @@
-"""The catalog-table scenario in a process of its own (``multiprocessing`` spawn): Spark's Hive
+"""The catalog-table scenario in a process of its own (``support.processes.separate_processes``): Spark's Hive
 support is a static setting of a session, and the suite's one session has none, so this process
 starts its session as ``lotline run`` does (``spark_session``), with ``LOTLINE_SPARK_CONF`` asking
 for Hive's catalog and an embedded Derby metastore in the test's folder.

@@ -1,4 +1,4 @@
-"""Worker processes for the multi-process acceptance test (started with ``multiprocessing`` spawn).
+"""Worker processes for the multi-process acceptance test (``support.processes.separate_processes``).
 
 Each process opens its own store, as a worker on another machine would. Workers know nothing of
 each other: they claim, "work", complete or fail at random, reap expired claims, and carry on
