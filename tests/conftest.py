@@ -26,7 +26,7 @@ from lotline.store.engine import Store
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 from support.databases import PG_ADMIN_URL, PgDatabases, fresh_url, store_of
-from support.jvm_archive import ensure_archive, submit_args
+from support.jvm_archive import ensure_archive, java_options, submit_args
 from support.pg_cluster import ThrowawayPostgres, throwaway_postgres, unavailable_reason
 from support.storage import new_s3_root, s3_options
 
@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
         folder = config.cache.mkdir("spark-cds") if config.cache is not None else None
         archive = ensure_archive(Path(folder)) if folder is not None else None
         os.environ["PYSPARK_SUBMIT_ARGS"] = submit_args(archive)
+        os.environ["SPARK_DAEMON_JAVA_OPTS"] = java_options(archive)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -90,6 +90,9 @@ def test_tables_only_on_datasets_the_pipeline_writes_whole() -> None:
         declared_tables(p)
 
 
+# Once, on SQLite: the lot event log the worker follows is contract-tested on both databases
+# (tests/api/test_lot_events_api.py).
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
 def test_a_worker_follows_the_lots_others_reopen(lineage: Lineage, spark: SparkSession) -> None:
     """On the suite's session (its in-memory catalog): an operator's invalidation, made while a
     worker runs, leaves the tables at its next round (``follow_tables``: the lot event log), and the

@@ -57,6 +57,10 @@ SPARK_CONF = ",".join(
         "spark.default.parallelism=1",
         "spark.ui.enabled=false",
         "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        # The executors as the master and the worker (SPARK_DAEMON_JAVA_OPTS): the suite's JVM
+        # options with its class-data archive (support/jvm_archive.py).
+        "spark.executor.defaultJavaOptions="
+        + os.environ.get("SPARK_DAEMON_JAVA_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"),
     ]
 )
 LEASE_S = 4

@@ -126,6 +126,9 @@ def test_a_killed_worker_s_lot_is_redone_by_another_and_sigterm_stops_cleanly(
         assert [r.state for r in runs] == [RunState.FAILED, RunState.COMPLETED]  # reaped, then redone
 
 
+# Once, on SQLite: the refusals of a live and of an expired claim's completion, and the reaping, are
+# store behaviour contract-tested on both databases (tests/coordination/test_claims.py).
+@pytest.mark.parametrize("backend_url", ["sqlite"], indirect=True)
 def test_a_dead_workers_run_cannot_be_completed_through_the_api_until_a_worker_reaps_it(
     backend_url: str, tmp_path: Path
 ) -> None:

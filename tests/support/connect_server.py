@@ -27,6 +27,8 @@ CONF = {
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
 }
+if "SPARK_DAEMON_JAVA_OPTS" in os.environ:  # the suite's JVM options and archive (support/jvm_archive.py)
+    CONF["spark.driver.defaultJavaOptions"] = os.environ["SPARK_DAEMON_JAVA_OPTS"]
 START_TIMEOUT_S = 120.0
 
 

@@ -8,7 +8,10 @@ archive). The JVM can dump the classes it loaded into an archive at exit
 The suite makes the archive once (kept in pytest's cache, named by the Java and pyspark versions)
 and hands it to every JVM that PySpark launches, in the suite's own process and in the processes it
 starts (``lotline run``, workers), through ``PYSPARK_SUBMIT_ARGS``: the one setting every such
-launch reads and that lotline itself never sets. ``spark.driver.defaultJavaOptions`` is prepended to
+launch reads and that lotline itself never sets. The JVMs that Spark's own scripts start (a
+standalone master and worker, their executors, a Spark Connect server) get the same options from
+``SPARK_DAEMON_JAVA_OPTS`` (which Spark's launcher gives a master and a worker) and the tests that
+start them. ``spark.driver.defaultJavaOptions`` is prepended to
 the ``spark.driver.extraJavaOptions`` lotline sets, so what a test sets still applies. An archive
 the JVM cannot use (another class path) is ignored, silently (``-Xlog:disable``: the JVM's own
 log would otherwise print a warning on standard output).
@@ -52,10 +55,15 @@ def _versions() -> str:
     return f"{pyspark.__version__}|{os.path.realpath(java)}|{found.stderr if found else ''}"
 
 
+def java_options(archive: Path | None, option: str = "-XX:SharedArchiveFile") -> str:
+    """The suite's JVM options with ``archive`` (to map it, or with ``-XX:ArchiveClassesAtExit`` to
+    make it), when there is one."""
+    return _OPTIONS if archive is None else f"{option}={archive} {_OPTIONS}"
+
+
 def submit_args(archive: Path | None, option: str = "-XX:SharedArchiveFile") -> str:
-    """``PYSPARK_SUBMIT_ARGS`` for JVMs with the suite's options and ``archive`` (to map it, or with
-    ``-XX:ArchiveClassesAtExit`` to make it), when there is one."""
-    options = _OPTIONS if archive is None else f"{option}={archive} {_OPTIONS}"
+    """``PYSPARK_SUBMIT_ARGS`` for JVMs with ``java_options``."""
+    options = java_options(archive, option)
     # No Spark UI either (a Jetty server per JVM: 0.7 s of a 4.4 s local session); a test's own
     # settings (LOTLINE_SPARK_CONF, the builder's) still win over these.
     return f'--conf "spark.driver.defaultJavaOptions={options}" --conf spark.ui.enabled=false pyspark-shell'
