@@ -270,13 +270,13 @@ def given_up_in(connection: Connection, dataset_id: uuid.UUID, lots: Sequence[st
     if not lots:
         return {}
     found = connection.execute(_GIVEN_UP_IN, {"b_dataset": dataset_id, "b_lots": list(lots)})
-    return dict(found.tuples().all())
+    return {lot: failures for lot, failures in found}
 
 
 def given_up(connection: Connection, job_id: uuid.UUID, lots: Sequence[str] | None = None) -> dict[str, int]:
     """The job's lots given up on (of ``lots``, or all), each with its failures in a row."""
     query = _GIVEN_UP if lots is None else _GIVEN_UP.where(ft.c.lot.in_(list(lots)))
-    return dict(connection.execute(query, {"b_job": job_id}).tuples().all())
+    return {lot: failures for lot, failures in connection.execute(query, {"b_job": job_id})}
 
 
 @per_dialect
