@@ -32,6 +32,7 @@ from lotline.spark.registration import register
 from lotline.storage.objects import Storage
 from lotline.store.engine import Store
 from support.databases import ON_POSTGRESQL
+from support.jvm_archive import daemon_options
 from support.polling import wait_until
 from support.spark import PIPELINES, ingest
 
@@ -57,10 +58,8 @@ SPARK_CONF = ",".join(
         "spark.default.parallelism=1",
         "spark.ui.enabled=false",
         "spark.driver.extraJavaOptions=-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-        # The executors as the master and the worker (SPARK_DAEMON_JAVA_OPTS): the suite's JVM
-        # options with its class-data archive (support/jvm_archive.py).
-        "spark.executor.defaultJavaOptions="
-        + os.environ.get("SPARK_DAEMON_JAVA_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"),
+        # The executors as the master and the worker: the suite's JVM options and archive.
+        f"spark.executor.defaultJavaOptions={daemon_options()}",
     ]
 )
 LEASE_S = 4

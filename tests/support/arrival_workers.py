@@ -1,5 +1,5 @@
-"""Arrival passes in a process of their own (``support.processes.separate_processes``), for the tests that run
-several at once against one database."""
+"""Arrival passes in a process of their own (``support.processes.separate_processes``), for the
+tests that run several at once against one database."""
 
 from __future__ import annotations
 

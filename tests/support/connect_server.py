@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from support.jvm_archive import daemon_options
+
 #: The server's settings: one core, small JVM, one shuffle partition (the suite shares two cores).
 CONF = {
     "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -26,9 +28,8 @@ CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    "spark.driver.defaultJavaOptions": daemon_options(),  # the suite's JVM options and archive
 }
-if "SPARK_DAEMON_JAVA_OPTS" in os.environ:  # the suite's JVM options and archive (support/jvm_archive.py)
-    CONF["spark.driver.defaultJavaOptions"] = os.environ["SPARK_DAEMON_JAVA_OPTS"]
 START_TIMEOUT_S = 120.0
 
 

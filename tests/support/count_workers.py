@@ -1,5 +1,5 @@
-"""Processes that race on ``ready_lot_counts`` (``support.processes.separate_processes``): writers that
-change lots' READY rows through lotline's paths, and compactors that merge the counts' deltas.
+"""Processes that race on ``ready_lot_counts`` (``support.processes.separate_processes``): writers
+that change lots' READY rows through lotline's paths, and compactors that merge the counts' deltas.
 
 Each opens its own store, as another machine would, and writes what it did to ``out/NAME.json``.
 An error other than a refusal of the lot's state (a deadlock above all) ends the process with it.

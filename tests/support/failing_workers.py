@@ -1,5 +1,5 @@
-"""Worker processes that fail overlapping lots over and over (``support.processes.separate_processes``),
-for the work-list deadlock test (issue 39.19).
+"""Worker processes that fail overlapping lots over and over
+(``support.processes.separate_processes``), for the work-list deadlock test (issue 39.19).
 
 Each opens its own store, as a worker on another machine would, and writes to ``out/NAME.json``
 how many lots it failed and the database errors it met (a deadlock above all), with their text.

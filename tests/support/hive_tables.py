@@ -1,7 +1,8 @@
-"""The catalog-table scenario in a process of its own (``support.processes.separate_processes``): Spark's Hive
-support is a static setting of a session, and the suite's one session has none, so this process
-starts its session as ``lotline run`` does (``spark_session``), with ``LOTLINE_SPARK_CONF`` asking
-for Hive's catalog and an embedded Derby metastore in the test's folder.
+"""The catalog-table scenario in a process of its own (``support.processes.separate_processes``):
+Spark's Hive support is a static setting of a session, and the suite's one session has none, so
+this process starts its session as ``lotline run`` does (``spark_session``), with
+``LOTLINE_SPARK_CONF`` asking for Hive's catalog and an embedded Derby metastore in the test's
+folder.
 It runs ``pipelines/tabled.py`` with the real runner, corrects a lot twice, reopens another, and
 returns what ``spark.table`` / Spark SQL and ``lotline.read`` answered at each step; the test
 (tests/spark/test_catalog_tables.py) asserts on them."""

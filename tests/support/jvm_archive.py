@@ -10,9 +10,9 @@ and hands it to every JVM that PySpark launches, in the suite's own process and 
 starts (``lotline run``, workers), through ``PYSPARK_SUBMIT_ARGS``: the one setting every such
 launch reads and that lotline itself never sets. The JVMs that Spark's own scripts start (a
 standalone master and worker, their executors, a Spark Connect server) get the same options from
-``SPARK_DAEMON_JAVA_OPTS`` (which Spark's launcher gives a master and a worker) and the tests that
-start them. ``spark.driver.defaultJavaOptions`` is prepended to
-the ``spark.driver.extraJavaOptions`` lotline sets, so what a test sets still applies. An archive
+``SPARK_DAEMON_JAVA_OPTS``, which Spark's launcher gives a master and a worker, and the tests that
+start the others read (``daemon_options``). ``spark.driver.defaultJavaOptions`` is prepended to the
+``spark.driver.extraJavaOptions`` lotline sets, so what a test sets still applies. An archive
 the JVM cannot use (another class path) is ignored, silently (``-Xlog:disable``: the JVM's own
 log would otherwise print a warning on standard output).
 
@@ -59,6 +59,12 @@ def java_options(archive: Path | None, option: str = "-XX:SharedArchiveFile") ->
     """The suite's JVM options with ``archive`` (to map it, or with ``-XX:ArchiveClassesAtExit`` to
     make it), when there is one."""
     return _OPTIONS if archive is None else f"{option}={archive} {_OPTIONS}"
+
+
+def daemon_options() -> str:
+    """The options conftest gives the JVMs Spark's own scripts start (``SPARK_DAEMON_JAVA_OPTS``:
+    with the archive), for the tests that start them; the suite's options alone if it gave none."""
+    return os.environ.get("SPARK_DAEMON_JAVA_OPTS", _OPTIONS)
 
 
 def submit_args(archive: Path | None, option: str = "-XX:SharedArchiveFile") -> str:

@@ -1,8 +1,8 @@
 """Entry points for worker processes in concurrency tests.
 
 Each worker is a separate process (``support.processes.separate_processes``: forked from a clean
-fork server, never from the test process) that opens its own store and connection,
-waits at a barrier so that all of them hit the database at once, and reports what happened.
+fork server, never from the test process) that opens its own store and connection, waits at a
+barrier so that all of them hit the database at once, and reports what happened.
 """
 
 from __future__ import annotations
