@@ -47,6 +47,13 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["SPARK_DAEMON_JAVA_OPTS"] = java_options(archive)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One worker more than the cores (``--numprocesses=auto``): part of the suite's time waits (on
+    servers it started, browsers, ``lotline`` processes, the sleeps a test is about), which a third
+    worker fills on two cores (DEVELOPERS.md "Tests" has the figures)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The files with a ``slow`` test first, the rest after in their order: pytest-xdist hands out
     files in this order (``--dist=loadfile``), so the long ones start early and the short ones fill
