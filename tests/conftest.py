@@ -47,6 +47,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["SPARK_DAEMON_JAVA_OPTS"] = java_options(archive)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: -p no:xdist runs without it
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """One worker more than the cores (``--numprocesses=auto``): part of the suite's time waits (on
     servers it started, browsers, ``lotline`` processes, the sleeps a test is about), which a third

@@ -7,9 +7,6 @@ change, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +15,7 @@ from typing import Any
 from lotline.domain.manifests import LotEventKind, ManifestState
 from lotline.services import Lineage
 from lotline.store.engine import Store
+from support.processes import lotlines_at_once
 
 NS, DATASET = "cli", "raw"
 PROCESSES = 4
@@ -33,27 +31,17 @@ def _land(landing: Path, text: str) -> None:
 
 
 def _ingest_at_once(landing: Path, cwd: Path, db_url: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """``PROCESSES`` ingests of the landing started together: their JSON reports, and the errors
-    of those that failed."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    env["LOTLINE_DB_URL"] = db_url
+    """``PROCESSES`` ingests of the landing started together, each a process of its own: their JSON
+    reports, and the errors of those that failed."""
     end = START + timedelta(minutes=5 * LOTS)
-    args = [sys.executable, "-m", "lotline", "ingest", "-n", NS, "-d", DATASET, "--create"]
-    args += ["--landing", str(landing)]
+    args = ["ingest", "-n", NS, "-d", DATASET, "--create", "--landing", str(landing), "--json"]
     args += ["--interval", "PT5M", "--time", PATTERN, "--from", START.isoformat(), "--to", end.isoformat()]
-    started = [
-        subprocess.Popen(
-            [*args, "--json"], cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-        for _ in range(PROCESSES)
-    ]
     reports, errors = [], []
-    for process in started:
-        out, err = process.communicate(timeout=600)
-        if process.returncode == 0:
-            reports.append(json.loads(out))
+    for done in lotlines_at_once(*args, count=PROCESSES, cwd=cwd, db_url=db_url):
+        if done.returncode == 0:
+            reports.append(json.loads(done.stdout))
         else:
-            errors.append(err.strip())
+            errors.append(done.stderr.strip())
     return reports, errors
 
 

@@ -1,5 +1,6 @@
-"""Mismatches refused before anything runs (issue 27 §3): ``lotline run`` as a user runs it, a
-separate process. A refusal is one line, exit code 2, and registers nothing."""
+"""Mismatches refused before anything runs (issue 27 §3): ``lotline run`` in this process, and as a
+user runs it, a separate process, where nothing is eligible (Spark is not started). A refusal is one
+line, exit code 2, and registers nothing."""
 
 from __future__ import annotations
 
@@ -37,11 +38,16 @@ def _pipeline(tmp_path: Path, *replacements: tuple[str, str]) -> Path:
     return path
 
 
-def _run(pipeline: Path, backend_url: str, tmp_path: Path) -> tuple[int, str, str]:
+def _run(
+    pipeline: Path, backend_url: str, tmp_path: Path, *options: str, process: bool = False
+) -> tuple[int, str, str]:
+    """``lotline run PIPELINE OPTIONS`` with a Spark master nothing listens on. In this process (a
+    refusal is proven before Spark by what it leaves unregistered: ``lotline run`` registers before
+    it starts Spark), or, with ``process``, as the user runs it: there a run that started Spark
+    would fail, where in this process the suite's session would be found."""
     settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
-    # A separate process, as the user runs it: its Spark master is unreachable, so a refusal that
-    # started Spark would fail, where in this process the suite's session would be found.
-    done = lotline("run", str(pipeline), cwd=tmp_path, db_url=backend_url, settings=settings, process=True)
+    args = ("run", str(pipeline), *options)
+    done = lotline(*args, cwd=tmp_path, db_url=backend_url, settings=settings, process=process)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -122,7 +128,8 @@ def _one_lot_parsed(backend_url: str, tmp_path: Path) -> Path:
 
 
 def test_a_run_with_nothing_eligible_does_not_start_spark(backend_url: str, tmp_path: Path) -> None:
-    returncode, stdout, stderr = _run(_one_lot_parsed(backend_url, tmp_path), backend_url, tmp_path)
+    pipeline = _one_lot_parsed(backend_url, tmp_path)
+    returncode, stdout, stderr = _run(pipeline, backend_url, tmp_path, process=True)
     assert returncode == 0, stderr
     # As lotline status counts them: the last year up to now, where the source stopped in 2023 —
     # every lot since blocked on its missing input, the ones not yet due pending.
@@ -145,16 +152,13 @@ def test_a_source_nothing_fills_refuses_only_the_jobs_that_read_it(backend_url: 
             "def count_clicks(clicks: DataFrame) -> DataFrame:\n"
             "    return clicks\n"
         )
-    settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
-
-    def run(job: str) -> tuple[int, str, str]:
-        args = ("run", str(pipeline), "--job", job)
-        return _done(lotline(*args, cwd=tmp_path, db_url=backend_url, settings=settings, process=True))
-
-    returncode, stdout, stderr = run("parse")
+    returncode, stdout, stderr = _run(pipeline, backend_url, tmp_path, "--job", "parse")
     assert returncode == 0, stderr
     assert stdout.startswith("no eligible lots for parse ("), stdout
-    _refused(run("count_clicks"), f"source dataset {NS}:clicks has no lots yet")
+    _refused(
+        _run(pipeline, backend_url, tmp_path, "--job", "count_clicks"),
+        f"source dataset {NS}:clicks has no lots yet",
+    )
 
 
 def test_another_warehouse_rewrites_no_location_it_did_not_write(backend_url: str, tmp_path: Path) -> None:
@@ -203,10 +207,6 @@ def test_a_module_name_that_is_a_file_suggests_the_file(tmp_path: Path) -> None:
 
 
 def test_json_says_nothing_was_eligible(backend_url: str, tmp_path: Path) -> None:
-    pipeline = _one_lot_parsed(backend_url, tmp_path)
-    settings = {"LOTLINE_WAREHOUSE": str(tmp_path / "warehouse"), **NO_SPARK}
-    done = lotline(
-        "run", str(pipeline), "--json", cwd=tmp_path, db_url=backend_url, settings=settings, process=True
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["nothingEligible"].startswith("no eligible lots for parse, hourly_counts")
+    returncode, stdout, stderr = _run(_one_lot_parsed(backend_url, tmp_path), backend_url, tmp_path, "--json")
+    assert returncode == 0, stderr
+    assert json.loads(stdout)["nothingEligible"].startswith("no eligible lots for parse, hourly_counts")

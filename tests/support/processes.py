@@ -12,6 +12,7 @@ import subprocess
 import sys
 from multiprocessing.context import BaseContext
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -80,3 +81,32 @@ def _in_process(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.C
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
     return subprocess.CompletedProcess(["lotline", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def lotlines_at_once(
+    *args: str, count: int, cwd: Path, db_url: str, timeout: float = 600
+) -> list[subprocess.CompletedProcess[str]]:
+    """``count`` commands ``lotline ARGS`` started together, each a separate process with its own
+    connections (forked from the fork server of ``separate_processes``: no interpreter start and no
+    import per process), configured as ``lotline`` configures one."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    env["LOTLINE_DB_URL"] = db_url
+    context = separate_processes()
+    answers = context.SimpleQueue()
+    started = [
+        context.Process(target=_answer_in_process, args=(list(args), str(cwd), env, answers))
+        for _ in range(count)
+    ]
+    for process in started:
+        process.start()
+    done = [answers.get() for _ in started]  # before joining: a process exits once its answer is read
+    for process in started:
+        process.join(timeout)
+        assert process.exitcode == 0, f"a lotline process ended with exit code {process.exitcode}"
+    return done
+
+
+def _answer_in_process(args: list[str], cwd: str, env: dict[str, str], answers: Any) -> None:
+    os.environ.clear()
+    os.environ.update(env)
+    answers.put(_in_process(args, Path(cwd), env))
