@@ -45,8 +45,9 @@ def test_a_killed_projector_neither_hangs_nor_fails_the_server(tmp_path: Path) -
     projector = ProjectorProcess(_url(tmp_path), poll_seconds=HANG_S)
     projector.start()
     assert projector.pid is not None
-    os.kill(projector.pid, signal.SIGKILL)
-    os.waitid(os.P_PID, projector.pid, os.WEXITED | os.WNOWAIT)  # dead, not yet reaped
+    pid = projector.pid
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not running(pid), timeout=HANG_S, what="the killed projector to die", every=0.01)
     assert _returns(lambda: [projector.wake() for _ in range(1_000)])
     assert projector.stop(timeout=HANG_S) == -signal.SIGKILL
 
