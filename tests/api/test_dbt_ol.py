@@ -23,9 +23,12 @@ from urllib.parse import quote
 
 import pytest
 import requests
+import sqlalchemy as sa
 from marquez_client import MarquezClient
 
 from api.conftest import AUTH, TOKEN, ApiServer
+from lotline.store.engine import Store
+from lotline.store.schema import lineage_events
 from support.databases import ON_POSTGRESQL
 
 pytestmark = pytest.mark.dbt
@@ -101,7 +104,7 @@ def test_a_dbt_project_run_through_dbt_ol(api_server: ApiServer, tmp_path: Path)
     assert _dbt(bin_dir, project, env, "run") == 1
 
     status = _get(api_server, "/lineage/status")
-    assert status["failed"] == 0, status
+    assert status["failed"] == 0, (status, _projection_errors(api_server.db_url))
     ds_ns, profile = f"duckdb://{database}", f"jaffle.main.{PROFILE}"
     q_ds, q_job = quote(ds_ns, safe=""), quote(job_ns, safe="")
     jobs = {j["name"]: j for j in _get(api_server, f"/namespaces/{q_job}/jobs", limit=100)["jobs"]}
@@ -152,3 +155,14 @@ def test_a_dbt_project_run_through_dbt_ol(api_server: ApiServer, tmp_path: Path)
     [read] = test_run["inputDatasetVersions"]
     assert read["datasetVersionId"]["version"] == versions[1]["version"]
     assert read["facets"]["dataQualityAssertions"]["assertions"] == tested
+
+
+def _projection_errors(db_url: str) -> list[str]:
+    """Why the journal's failed events failed (for the assertion's message)."""
+    store = Store(db_url)
+    try:
+        with store.read() as connection:
+            column = lineage_events.c.projection_error
+            return list(connection.scalars(sa.select(column).where(column.is_not(None))))
+    finally:
+        store.dispose()

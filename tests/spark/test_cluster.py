@@ -116,7 +116,7 @@ def spark_master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2) as answer:
                     return int(json.load(answer)["aliveworkers"]) >= 1
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or its web UI still answers with a page
                 return False
 
         wait_until(worker_alive, timeout=90, what="the Spark worker to register with the master")
