@@ -23,12 +23,11 @@ from urllib.parse import quote
 
 import pytest
 import requests
-import sqlalchemy as sa
 from marquez_client import MarquezClient
 
 from api.conftest import AUTH, TOKEN, ApiServer
+from lotline.services import Lineage
 from lotline.store.engine import Store
-from lotline.store.schema import lineage_events
 from support.databases import ON_POSTGRESQL
 
 pytestmark = pytest.mark.dbt
@@ -157,12 +156,7 @@ def test_a_dbt_project_run_through_dbt_ol(api_server: ApiServer, tmp_path: Path)
     assert read["facets"]["dataQualityAssertions"]["assertions"] == tested
 
 
-def _projection_errors(db_url: str) -> list[str]:
+def _projection_errors(db_url: str) -> list[tuple[int, str]]:
     """Why the journal's failed events failed (for the assertion's message)."""
-    store = Store(db_url)
-    try:
-        with store.read() as connection:
-            column = lineage_events.c.projection_error
-            return list(connection.scalars(sa.select(column).where(column.is_not(None))))
-    finally:
-        store.dispose()
+    with Lineage.over(Store(db_url)) as lineage:
+        return lineage.projection.failures()
