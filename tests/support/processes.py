@@ -50,10 +50,7 @@ def lotline(
     process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``lotline ARGS`` with no LOTLINE_* setting but ``db_url`` and ``settings``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    if db_url is not None:
-        env["LOTLINE_DB_URL"] = db_url
-    env.update(settings or {})
+    env = _environment(db_url, settings)
     if not process:
         return _in_process(list(args), cwd, env)
     return subprocess.run(
@@ -65,6 +62,15 @@ def lotline(
         text=True,
         timeout=timeout,
     )
+
+
+def _environment(db_url: str | None, settings: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment with no LOTLINE_* setting but ``db_url`` and ``settings``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
+    if db_url is not None:
+        env["LOTLINE_DB_URL"] = db_url
+    env.update(settings or {})
+    return env
 
 
 def _in_process(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -89,17 +95,18 @@ def lotlines_at_once(
     """``count`` commands ``lotline ARGS`` started together, each a separate process with its own
     connections (forked from the fork server of ``separate_processes``: no interpreter start and no
     import per process), configured as ``lotline`` configures one."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOTLINE_")}
-    env["LOTLINE_DB_URL"] = db_url
+    env = _environment(db_url)
     context = separate_processes()
-    answers = context.SimpleQueue()
+    answers = context.Queue()
     started = [
         context.Process(target=_answer_in_process, args=(list(args), str(cwd), env, answers))
         for _ in range(count)
     ]
     for process in started:
         process.start()
-    done = [answers.get() for _ in started]  # before joining: a process exits once its answer is read
+    # Before joining: a process exits once its answer is read. A process that died without one
+    # (an exception: the command runs with ``catch_exceptions=False``) fails this at the timeout.
+    done = [answers.get(timeout=timeout) for _ in started]
     for process in started:
         process.join(timeout)
         assert process.exitcode == 0, f"a lotline process ended with exit code {process.exitcode}"
@@ -107,6 +114,6 @@ def lotlines_at_once(
 
 
 def _answer_in_process(args: list[str], cwd: str, env: dict[str, str], answers: Any) -> None:
-    os.environ.clear()
-    os.environ.update(env)
+    """In a forked process: ``env`` is made the command's whole environment by ``_in_process``
+    (the fork server's own environment is not the test's)."""
     answers.put(_in_process(args, Path(cwd), env))
